@@ -1,0 +1,95 @@
+"""Exceptions raised by langchain-knowledge-inject.
+
+Every exception the package raises on purpose derives from one base class, so
+``except KnowledgeInjectError`` catches them all. The hierarchy::
+
+    KnowledgeInjectError
+    ├── ConfigurationError (also a ValueError)    invalid settings or arguments
+    ├── KnowledgeBaseError                         a knowledge base cannot be used
+    │   ├── KnowledgeBaseNotFoundError (also a LookupError)
+    │   └── KnowledgeBaseOpenError                 corrupt store, embedding model failure
+    ├── IngestError                                a file or folder cannot be ingested
+    ├── RetrievalError                             a search failed (store down, ...)
+    └── SummarizerError                            restricted mode: the safe summary failed
+
+Each error keeps its context as attributes (``kb_name``, ``path``, ...), so a
+caller can react without parsing the message.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class KnowledgeInjectError(Exception):
+    """Base class of every error raised by this package."""
+
+
+class ConfigurationError(KnowledgeInjectError, ValueError):
+    """An option has a value that is not allowed.
+
+    Attributes:
+        option: Name of the offending option.
+        value: The value that was given.
+    """
+
+    def __init__(self, message: str, *, option: str | None = None, value: object = None) -> None:
+        super().__init__(message)
+        self.option = option
+        self.value = value
+
+
+class KnowledgeBaseError(KnowledgeInjectError):
+    """A knowledge base cannot be used.
+
+    Attributes:
+        kb_name: Name of the knowledge base concerned.
+    """
+
+    def __init__(self, message: str, *, kb_name: str | None = None) -> None:
+        super().__init__(message)
+        self.kb_name = kb_name
+
+
+class KnowledgeBaseNotFoundError(KnowledgeBaseError, LookupError):
+    """No knowledge base of that name exists in the store that was opened."""
+
+
+class KnowledgeBaseOpenError(KnowledgeBaseError):
+    """The knowledge base exists but cannot be opened (corrupt store, model failure)."""
+
+
+class IngestError(KnowledgeInjectError):
+    """A file or folder cannot be ingested.
+
+    Attributes:
+        path: The file or folder concerned.
+    """
+
+    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+        super().__init__(message)
+        self.path = Path(path) if path is not None else None
+
+
+class RetrievalError(KnowledgeInjectError):
+    """A search failed, for example because the Chroma server is unreachable.
+
+    Attributes:
+        kb_name: Name of the knowledge base that was searched.
+    """
+
+    def __init__(self, message: str, *, kb_name: str | None = None) -> None:
+        super().__init__(message)
+        self.kb_name = kb_name
+
+
+class SummarizerError(KnowledgeInjectError):
+    """Restricted mode: the secondary model did not produce a usable safe summary.
+
+    Attributes:
+        reason: Machine-readable reason (``summarizer_error``, ``timeout``, ...).
+    """
+
+    def __init__(self, message: str, *, reason: str = "summarizer_error") -> None:
+        super().__init__(message)
+        self.reason = reason
