@@ -399,7 +399,7 @@ class KnowledgeBase:
                 meta["tenant_id"] = str(tenant)
             meta["source"] = str(meta.get("source") or "")
             parts = [doc.page_content]
-            if self._text_splitter is not None and doc.page_content:
+            if self._text_splitter is not None and doc.page_content.strip():
                 parts = self._text_splitter.split_text(doc.page_content)
             partition = _partition(meta.get("tenant_id"))
             for index, text in enumerate(parts):

@@ -1,0 +1,93 @@
+"""Fixtures of the integration tests: the real embedding model and a real Chroma server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def real_embeddings():
+    from langchain_knowledge_inject.embeddings import default_embeddings
+
+    return default_embeddings()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class ChromaServer:
+    """A `chroma run` process on loopback that tests can stop and start again."""
+
+    path: Path
+    port: int
+    process: subprocess.Popen | None = None
+    log: Path | None = None
+
+    @property
+    def host(self) -> str:
+        return "127.0.0.1"
+
+    def start(self, timeout: float = 60.0) -> None:
+        chroma = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
+        self.log = self.path.parent / f"chroma-{self.port}.log"
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [chroma, "run", "--path", str(self.path), "--host", self.host, "--port", str(self.port)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"chroma run exited early: {self.log.read_text()[-2000:]}")
+            try:
+                with socket.create_connection((self.host, self.port), timeout=0.5):
+                    pass
+                self.client().heartbeat()
+                return
+            except Exception:  # noqa: BLE001 - not up yet
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"chroma run did not answer within {timeout}s")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=15)
+        self.process = None
+
+    def client(self):
+        import chromadb
+
+        return chromadb.HttpClient(host=self.host, port=self.port)
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory) -> Iterator[ChromaServer]:
+    """A real Chroma server on a free loopback port, for the whole session."""
+    server = ChromaServer(path=tmp_path_factory.mktemp("chroma-server") / "data", port=_free_port())
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

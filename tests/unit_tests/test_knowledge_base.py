@@ -1,0 +1,299 @@
+"""Unit tests of KnowledgeBase with deterministic fake embeddings (offline)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from langchain_knowledge_inject import (
+    ConfigurationError,
+    KnowledgeBase,
+    KnowledgeBaseNotFoundError,
+    KnowledgeBaseOpenError,
+)
+from langchain_knowledge_inject.knowledge_base import chunk_id
+
+LEAVE = "Employees receive 25 days of annual leave per calendar year."
+SICK = "Sick leave requires a doctor's note after three consecutive days."
+EXPENSES = "Expenses above 50 euros need a receipt and manager approval."
+
+
+class CountingEmbedding(DeterministicFakeEmbedding):
+    documents_embedded: int = 0
+    queries_embedded: int = 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.documents_embedded += len(texts)
+        return super().embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries_embedded += 1
+        return super().embed_query(text)
+
+
+@pytest.fixture
+def emb() -> CountingEmbedding:
+    return CountingEmbedding(size=32)
+
+
+@pytest.fixture
+def kb(tmp_path, emb) -> KnowledgeBase:
+    return KnowledgeBase("hr", path=tmp_path, embeddings=emb, description="HR policies")
+
+
+def _docs() -> list[Document]:
+    return [
+        Document(LEAVE, metadata={"source": "leave.md", "category": "leave"}),
+        Document(SICK, metadata={"source": "leave.md", "category": "leave"}),
+        Document(EXPENSES, metadata={"source": "expenses.md", "category": "finance", "owner": "ops"}),
+    ]
+
+
+def _all_ids(kb: KnowledgeBase, tenant: str = "") -> tuple[set[str], set[str], set[str]]:
+    """Chunk ids in the registry, the keyword index and Chroma, for one partition."""
+    registry = kb._catalog.partition_ids(kb.id, tenant)
+    keyword = kb._keyword.ids(kb.id, tenant)
+    collection = kb._collection(tenant, create=False)
+    chroma = set(collection.get(include=[])["ids"]) if collection is not None else set()
+    return registry, keyword, chroma
+
+
+def test_add_is_idempotent(kb, emb):
+    first = kb.add_documents(_docs())
+    assert (first.added, first.unchanged, first.replaced) == (3, 0, 0)
+    embedded = emb.documents_embedded
+    second = kb.add_documents(_docs())
+    assert (second.added, second.unchanged, second.replaced) == (0, 3, 0)
+    assert emb.documents_embedded == embedded, "unchanged chunks must not be embedded again"
+    assert second.ids == first.ids
+    assert kb.info.chunk_count == 3
+
+
+def test_ids_derive_from_source_and_content(kb):
+    result = kb.add_documents([Document(LEAVE, metadata={"source": "leave.md"})])
+    assert result.ids == [chunk_id("", "leave.md", LEAVE)]
+    other = kb.add_documents([Document(LEAVE, metadata={"source": "copy.md"})])
+    assert other.ids != result.ids
+
+
+def test_changed_document_replaces_its_old_chunks(kb):
+    kb.add_documents(_docs())
+    new_text = "Employees receive 28 days of annual leave per calendar year."
+    result = kb.add_documents([Document(new_text, metadata={"source": "leave.md"})])
+    assert (result.added, result.replaced) == (1, 2)
+    registry, keyword, chroma = _all_ids(kb)
+    assert registry == keyword == chroma
+    assert len(registry) == 2
+    hits = kb.search("annual leave days", k=10, mode="keyword", min_score=0.0)
+    assert [d.page_content for d in hits if d.metadata["source"] == "leave.md"] == [new_text]
+
+
+def test_metadata_is_kept_and_updated(kb):
+    kb.add_documents(_docs())
+    doc = kb.search("receipt manager approval", k=1, mode="keyword", min_score=0.0)[0]
+    assert doc.metadata["source"] == "expenses.md"
+    assert doc.metadata["category"] == "finance"
+    assert doc.metadata["owner"] == "ops"
+    assert doc.id == doc.metadata["chunk_id"]
+    assert doc.metadata["kb_name"] == "hr"
+    changed = Document(EXPENSES, metadata={"source": "expenses.md", "category": "travel"})
+    result = kb.add_documents([changed])
+    assert (result.added, result.updated) == (0, 1)
+    doc = kb.search(EXPENSES, k=1, mode="dense", min_score=0.0)
+    assert doc[0].metadata["category"] == "travel"
+
+
+def test_persistence_across_reopen(tmp_path, emb):
+    kb = KnowledgeBase("hr", path=tmp_path, embeddings=emb, description="HR", topics=["leave"])
+    kb.add_documents(_docs())
+    kb_id = kb.id
+    kb.close()
+    again = KnowledgeBase("hr", path=tmp_path, embeddings=emb, create=False)
+    info = again.info
+    assert (info.id, info.description, info.topics, info.chunk_count) == (kb_id, "HR", ["leave"], 3)
+    assert again.search("annual leave", k=1, mode="keyword", min_score=0.0)[0].page_content == LEAVE
+    assert again.add_documents(_docs()).added == 0
+    listed = KnowledgeBase.list(tmp_path)
+    assert [(i.name, i.chunk_count) for i in listed] == [("hr", 3)]
+
+
+def test_tenant_isolation(kb):
+    kb.add_documents([Document("Acme secret: bonus pool is 7 percent.", metadata={"source": "a"})], tenant_id="acme")
+    kb.add_documents([Document("Globex bonus pool rules.", metadata={"source": "g", "tenant_id": "globex"})])
+    kb.add_documents([Document("General bonus pool policy for all.", metadata={"source": "s"})])
+    for mode in ("dense", "keyword", "hybrid"):
+        acme = kb.search("bonus pool", k=10, mode=mode, min_score=0.0, tenant_id="acme")
+        assert acme and {d.metadata["tenant_id"] for d in acme} == {"acme"}
+        globex = kb.search("bonus pool", k=10, mode=mode, min_score=0.0, filter={"tenant_id": "globex"})
+        assert globex and {d.metadata["tenant_id"] for d in globex} == {"globex"}
+        shared = kb.search("bonus pool", k=10, mode=mode, min_score=0.0)
+        assert shared and all("tenant_id" not in d.metadata for d in shared)
+        assert kb.search("bonus pool", k=10, mode=mode, min_score=0.0, tenant_id="nobody") == []
+
+
+def test_tenant_filter_errors(kb):
+    with pytest.raises(ConfigurationError, match="one tenant"):
+        kb.search("x", filter={"tenant_id": {"$in": ["a", "b"]}})
+    with pytest.raises(ConfigurationError, match="disagrees"):
+        kb.search("x", filter={"tenant_id": "a"}, tenant_id="b")
+    with pytest.raises(ConfigurationError, match="disagrees"):
+        kb.add_documents([Document("x", metadata={"tenant_id": "a"})], tenant_id="b")
+
+
+def test_metadata_filter_both_sides(kb):
+    kb.add_documents(_docs())
+    for mode in ("dense", "keyword", "hybrid"):
+        docs = kb.search("leave receipt", k=10, mode=mode, min_score=0.0, filter={"category": "finance"})
+        assert [d.metadata["source"] for d in docs] == ["expenses.md"]
+        docs = kb.search(
+            "leave receipt", k=10, mode=mode, min_score=0.0, filter={"category": {"$in": ["leave"]}}
+        )
+        assert docs and {d.metadata["category"] for d in docs} == {"leave"}
+
+
+def test_delete_by_id_and_by_source(kb):
+    result = kb.add_documents(_docs())
+    assert kb.delete([result.ids[2]]) == 1
+    registry, keyword, chroma = _all_ids(kb)
+    assert registry == keyword == chroma == set(result.ids[:2])
+    assert kb.delete_source("leave.md") == 2
+    assert _all_ids(kb) == (set(), set(), set())
+    assert kb.get_source_fingerprint("leave.md") is None
+
+
+def test_fingerprints_are_stored(kb):
+    kb.add_documents(_docs()[:1], fingerprints={"leave.md": "abc"})
+    assert kb.get_source_fingerprint("leave.md") == "abc"
+    assert kb.get_source_fingerprint("leave.md", tenant_id="acme") is None
+
+
+def test_scores_and_modes(kb):
+    kb.add_documents(_docs())
+    for mode in ("dense", "keyword", "hybrid"):
+        docs = kb.search("annual leave calendar year", k=3, mode=mode, min_score=0.0)
+        scores = [d.metadata["score"] for d in docs]
+        assert scores == sorted(scores, reverse=True)
+        assert all(0.0 <= s <= 1.0 for s in scores)
+    exact = kb.search(LEAVE, k=1, mode="dense", min_score=0.0)[0]
+    assert exact.page_content == LEAVE
+    assert exact.metadata["score"] == pytest.approx(1.0, abs=1e-4)
+    assert kb.search("annual leave", k=3, mode="dense", min_score=1.0) == [] or all(
+        d.metadata["score"] >= 1.0 for d in kb.search("annual leave", k=3, mode="dense", min_score=1.0)
+    )
+
+
+def test_query_embeddings_are_cached(kb, emb):
+    kb.add_documents(_docs())
+    kb.search("annual leave", mode="dense", min_score=0.0)
+    count = emb.queries_embedded
+    kb.search("annual leave", mode="hybrid", min_score=0.0)
+    kb.search("annual leave", mode="dense", min_score=0.0, k=2)
+    assert emb.queries_embedded == count
+
+
+def test_blank_query_and_empty_kb(kb):
+    assert kb.search("   ") == []
+    assert kb.search("anything at all", min_score=0.0) == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"k": 0}, "k must be an integer >= 1"),
+        ({"k": -3}, "k must be an integer >= 1"),
+        ({"min_score": 1.5}, r"min_score must be a number in \[0, 1\]"),
+        ({"min_score": -0.1}, r"min_score must be a number in \[0, 1\]"),
+        ({"mode": "semantic"}, "mode must be one of dense, keyword, hybrid"),
+        ({"filter": {"$not": {}}}, "Unknown filter operator"),
+    ],
+)
+def test_invalid_search_arguments(kb, kwargs, match):
+    with pytest.raises(ConfigurationError, match=match):
+        kb.search("leave", **kwargs)
+
+
+def test_invalid_name(tmp_path, emb):
+    with pytest.raises(ConfigurationError, match="letters, digits"):
+        KnowledgeBase("bad name!", path=tmp_path, embeddings=emb)
+
+
+def test_missing_kb_is_not_created(tmp_path, emb):
+    KnowledgeBase("hr", path=tmp_path, embeddings=emb)
+    with pytest.raises(KnowledgeBaseNotFoundError, match="existing: hr"):
+        KnowledgeBase("nope", path=tmp_path, embeddings=emb, create=False)
+    assert [i.name for i in KnowledgeBase.list(tmp_path)] == ["hr"]
+
+
+def test_other_embedding_model_is_refused(tmp_path, emb):
+    KnowledgeBase("hr", path=tmp_path, embeddings=emb)
+    with pytest.raises(KnowledgeBaseOpenError, match="built with the embedding model"):
+        KnowledgeBase("hr", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=16))
+
+
+def test_corrupt_catalog_is_a_clear_error(tmp_path, emb):
+    (tmp_path / "catalog.sqlite3").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(KnowledgeBaseOpenError, match="not a usable SQLite database"):
+        KnowledgeBase("hr", path=tmp_path, embeddings=emb)
+
+
+def test_store_path_that_is_a_file(tmp_path, emb):
+    target = tmp_path / "file"
+    target.write_text("x")
+    with pytest.raises(KnowledgeBaseOpenError, match="not a directory"):
+        KnowledgeBase("hr", path=target, embeddings=emb)
+
+
+def test_text_splitter_splits_long_documents(tmp_path, emb):
+    kb = KnowledgeBase("long", path=tmp_path, embeddings=emb)
+    text = "\n\n".join(f"Paragraph {i} about travel rules and per diem rates." * 6 for i in range(12))
+    result = kb.add_documents([Document(text, metadata={"source": "travel.md"})])
+    assert result.added > 1
+    indexes = sorted(
+        d.metadata["chunk_index"] for d in kb.search("travel", k=100, mode="keyword", min_score=0.0)
+    )
+    assert indexes == list(range(result.added))
+    kb_whole = KnowledgeBase("whole", path=tmp_path, embeddings=emb, text_splitter=None)
+    assert kb_whole.add_documents([Document(text, metadata={"source": "travel.md"})]).added == 1
+
+
+def test_empty_documents_are_skipped(kb):
+    result = kb.add_documents([Document("   ", metadata={"source": "blank.md"}), *_docs()[:1]])
+    assert (result.added, result.skipped) == (1, 1)
+
+
+def test_drop_removes_everything(tmp_path, emb):
+    kb = KnowledgeBase("hr", path=tmp_path, embeddings=emb)
+    kb.add_documents(_docs(), tenant_id="acme")
+    kb.drop()
+    assert KnowledgeBase.list(tmp_path) == []
+    conn = sqlite3.connect(tmp_path / "catalog.sqlite3")
+    assert conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 0
+
+
+def test_derived_topics(kb):
+    kb.add_documents(_docs())
+    info = kb.info
+    assert info.topics_derived
+    assert "leave" in info.topics
+
+
+async def test_async_twins(kb):
+    result = await kb.aadd_documents(_docs())
+    assert result.added == 3
+    docs = await kb.asearch("annual leave", k=1, mode="keyword", min_score=0.0)
+    assert docs[0].page_content == LEAVE
+    assert await kb.adelete_source("expenses.md") == 1
+
+
+def test_retriever_k_in_constructor_and_invoke(kb):
+    kb.add_documents(_docs())
+    retriever = kb.as_retriever(k=1, min_score=0.0)
+    assert len(retriever.invoke("leave")) == 1
+    assert len(retriever.invoke("leave", k=3)) == 3
+    with pytest.raises(ConfigurationError, match="Unknown retriever options"):
+        retriever.invoke("leave", top=2)
+    with pytest.raises(ValueError, match="k must be"):
+        kb.as_retriever(k=0)
