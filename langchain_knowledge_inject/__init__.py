@@ -6,6 +6,8 @@ raw text reach the main model, as a LangGraph graph, a Runnable, agent
 middleware and a tool.
 """
 
+import logging
+
 from langchain_knowledge_inject._version import __version__
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
@@ -17,21 +19,112 @@ from langchain_knowledge_inject.errors import (
     RetrievalError,
     SummarizerError,
 )
+from langchain_knowledge_inject.formatting import (
+    DEFAULT_KNOWLEDGE_TEMPLATE,
+    KNOWLEDGE_SYSTEM_PROMPT,
+    KnowledgeBlockTemplate,
+    format_knowledge_block,
+    neutralize,
+)
+from langchain_knowledge_inject.graph import (
+    KnowledgeState,
+    create_knowledge_graph,
+    make_build_context_node,
+    make_call_model_node,
+    make_retrieve_node,
+    make_route_after_retrieve,
+    make_safe_summarize_node,
+)
+from langchain_knowledge_inject.ingestion import IngestReport, aingest, ingest, split_documents
+from langchain_knowledge_inject.injector import (
+    InjectionConfig,
+    KnowledgeInjector,
+    RetrievalOutcome,
+    TurnContext,
+)
 from langchain_knowledge_inject.knowledge_base import AddResult, KnowledgeBase, KnowledgeBaseInfo
+from langchain_knowledge_inject.manifest import InjectionManifest
+from langchain_knowledge_inject.middleware import (
+    KnowledgeInjectionMiddleware,
+    KnowledgeInjectionState,
+)
+from langchain_knowledge_inject.placement import Placement, is_injected, strip_injected
+from langchain_knowledge_inject.restriction import (
+    LeakPolicy,
+    LeakReport,
+    ReasonCode,
+    SafeKnowledgeBaseInfo,
+    SafeSummary,
+    SummaryBounds,
+    asummarize_chunks,
+    check_leak,
+    format_safe_summary,
+    safe_kb_meta,
+    summarize_chunks,
+)
 from langchain_knowledge_inject.retriever import KnowledgeBaseRetriever
+from langchain_knowledge_inject.sample_data import build_sample_knowledge_base
+from langchain_knowledge_inject.tokens import approximate_token_count
+from langchain_knowledge_inject.tools import (
+    KnowledgeBaseSearchInput,
+    create_knowledge_base_search_tool,
+)
 
 __all__ = [
     "AddResult",
     "ConfigurationError",
+    "DEFAULT_KNOWLEDGE_TEMPLATE",
     "IngestError",
+    "IngestReport",
+    "InjectionConfig",
+    "InjectionManifest",
+    "KNOWLEDGE_SYSTEM_PROMPT",
     "KnowledgeBase",
     "KnowledgeBaseError",
     "KnowledgeBaseInfo",
     "KnowledgeBaseNotFoundError",
     "KnowledgeBaseOpenError",
     "KnowledgeBaseRetriever",
+    "KnowledgeBaseSearchInput",
+    "KnowledgeBlockTemplate",
     "KnowledgeInjectError",
+    "KnowledgeInjectionMiddleware",
+    "KnowledgeInjectionState",
+    "KnowledgeInjector",
+    "KnowledgeState",
+    "LeakPolicy",
+    "LeakReport",
+    "Placement",
+    "ReasonCode",
     "RetrievalError",
+    "RetrievalOutcome",
+    "SafeKnowledgeBaseInfo",
+    "SafeSummary",
     "SummarizerError",
+    "SummaryBounds",
+    "TurnContext",
     "__version__",
+    "aingest",
+    "approximate_token_count",
+    "asummarize_chunks",
+    "build_sample_knowledge_base",
+    "check_leak",
+    "create_knowledge_base_search_tool",
+    "create_knowledge_graph",
+    "format_knowledge_block",
+    "format_safe_summary",
+    "ingest",
+    "is_injected",
+    "make_build_context_node",
+    "make_call_model_node",
+    "make_retrieve_node",
+    "make_route_after_retrieve",
+    "make_safe_summarize_node",
+    "neutralize",
+    "safe_kb_meta",
+    "split_documents",
+    "strip_injected",
+    "summarize_chunks",
 ]
+
+logging.getLogger("langchain_knowledge_inject").addHandler(logging.NullHandler())

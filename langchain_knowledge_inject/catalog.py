@@ -50,6 +50,11 @@ CREATE TABLE IF NOT EXISTS chunks (
     PRIMARY KEY (kb_id, partition, chunk_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS chunks_by_source ON chunks (kb_id, partition, source);
+CREATE TABLE IF NOT EXISTS partitions (
+    kb_id TEXT NOT NULL,
+    partition TEXT NOT NULL,
+    PRIMARY KEY (kb_id, partition)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sources (
     kb_id TEXT NOT NULL,
     partition TEXT NOT NULL,
@@ -164,7 +169,7 @@ class Catalog:
     def delete_kb(self, kb_id: str) -> None:
         """Remove a knowledge base and its registry rows (no commit)."""
         with self.lock:
-            for table in ("kbs", "chunks", "sources"):
+            for table in ("kbs", "chunks", "sources", "partitions"):
                 column = "id" if table == "kbs" else "kb_id"
                 self.conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (kb_id,))  # noqa: S608
 
@@ -236,13 +241,26 @@ class Catalog:
             ).fetchall()
         return {r[0] for r in rows}
 
+    def add_partition(self, kb_id: str, partition: str) -> None:
+        """Record that a partition's collection exists, and commit.
+
+        Called before anything is written to the collection, so that a check
+        after a crash knows every collection that may hold chunks.
+        """
+        with self.lock:
+            self.conn.execute(
+                "INSERT OR IGNORE INTO partitions (kb_id, partition) VALUES (?, ?)", (kb_id, partition)
+            )
+            self.conn.commit()
+
     def partitions(self, kb_id: str) -> list[str]:
-        """Every partition that holds chunks or sources."""
+        """Every partition that has a collection, chunks or sources."""
         with self.lock:
             rows = self.conn.execute(
-                "SELECT DISTINCT partition FROM chunks WHERE kb_id = ?"
+                "SELECT partition FROM partitions WHERE kb_id = ?"
+                " UNION SELECT DISTINCT partition FROM chunks WHERE kb_id = ?"
                 " UNION SELECT DISTINCT partition FROM sources WHERE kb_id = ?",
-                (kb_id, kb_id),
+                (kb_id, kb_id, kb_id),
             ).fetchall()
         return sorted(r[0] for r in rows)
 
@@ -309,3 +327,69 @@ def _kb_row(row: Sequence[Any]) -> dict[str, Any]:
 def _batches(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+class StoreLock:
+    """An advisory lock that keeps a second process out of an embedded store directory.
+
+    Chroma's embedded client keeps its index in memory and is not meant to be
+    shared by processes: two writers could each persist an index without the
+    other's vectors. So the first process to open a store directory holds an
+    exclusive ``flock`` on ``<path>/.kinject.lock`` until its last knowledge base
+    there is closed; another process gets a clear error instead of a corrupt
+    store. Within one process the lock is shared (reference-counted).
+    """
+
+    _held: dict[str, tuple[Any, int]] = {}
+    _guard = threading.Lock()
+
+    def __init__(self, path: Path) -> None:
+        self.key = str(path.resolve())
+        self._released = False
+        with self._guard:
+            handle, count = self._held.get(self.key, (None, 0))
+            if handle is None:
+                handle = self._acquire(path)
+            self._held[self.key] = (handle, count + 1)
+
+    @staticmethod
+    def _acquire(path: Path) -> Any:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: documented, not enforced
+            return object()
+        lock_path = path / ".kinject.lock"
+        handle = lock_path.open("a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            handle.seek(0)
+            owner = handle.read().strip() or "unknown"
+            handle.close()
+            msg = (
+                f"The store {path} is open in another process (pid {owner}). The embedded "
+                "Chroma store serves one process at a time: close the other process, or run a "
+                "Chroma server (`chroma run --path DIR`) and pass client=chromadb.HttpClient(...)."
+            )
+            raise KnowledgeBaseOpenError(msg) from exc
+        import os
+
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        return handle
+
+    def release(self) -> None:
+        """Release this holder's share; the lock goes when the last holder releases."""
+        if self._released:
+            return
+        self._released = True
+        with self._guard:
+            handle, count = self._held.get(self.key, (None, 0))
+            if count <= 1:
+                self._held.pop(self.key, None)
+                if handle is not None and hasattr(handle, "close"):
+                    handle.close()
+            else:
+                self._held[self.key] = (handle, count - 1)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject import fusion
-from langchain_knowledge_inject.catalog import Catalog, ChunkRow, open_connection
+from langchain_knowledge_inject.catalog import Catalog, ChunkRow, StoreLock, open_connection
 from langchain_knowledge_inject.embeddings import (
     QueryEmbeddingCache,
     default_embeddings,
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
     from langchain_text_splitters import TextSplitter
 
+    from langchain_knowledge_inject.consistency import ConsistencyReport
     from langchain_knowledge_inject.retriever import KnowledgeBaseRetriever
 
 logger = logging.getLogger(__name__)
@@ -210,7 +211,14 @@ class KnowledgeBase:
         self.name = name
         self.path = Path(path).expanduser() if path is not None else default_store_path()
         self._lock = threading.RLock()
+        self._store_lock: StoreLock | None = None
         self._conn = _open_store_dir(self.path)
+        if client is None:
+            try:
+                self._store_lock = StoreLock(self.path)
+            except BaseException:
+                self._conn.close()
+                raise
         self._catalog = Catalog(self._conn, self._lock)
         self._keyword = KeywordIndex(self._conn, lock=self._lock)
         row = self._catalog.get_kb(name)
@@ -254,7 +262,11 @@ class KnowledgeBase:
             if given:
                 changes["settings"] = {**row["settings"], **given}
             self._catalog.update_kb(self.id, **changes)
-        self._client = client if client is not None else _persistent_client(self.path, name)
+        try:
+            self._client = client if client is not None else _persistent_client(self.path, name)
+        except BaseException:
+            self._release_store_lock()
+            raise
         self._collections: dict[str, Any] = {}
         self._query_vector = QueryEmbeddingCache(self.embeddings.embed_query)
         self._text_splitter = (
@@ -647,6 +659,7 @@ class KnowledgeBase:
             name = _collection_name(self.id, partition)
             try:
                 if create:
+                    self._catalog.add_partition(self.id, partition)
                     found = self._client.get_or_create_collection(
                         name, metadata={"hnsw:space": "cosine"}, embedding_function=None
                     )
@@ -659,10 +672,31 @@ class KnowledgeBase:
             self._collections[partition] = found
             return found
 
+    def check(self, *, repair: bool = False) -> ConsistencyReport:
+        """Report (and with ``repair=True`` fix) drift between registry, keyword index and Chroma.
+
+        See :mod:`langchain_knowledge_inject.consistency`.
+        """
+        from langchain_knowledge_inject.consistency import check_knowledge_base
+
+        return check_knowledge_base(self, repair=repair)
+
     def close(self) -> None:
-        """Close the catalog connection (the Chroma client is left to its owner)."""
+        """Close the catalog connection and release the store lock.
+
+        The Chroma client is left to its owner.
+        """
         with self._lock:
             self._conn.close()
+        self._release_store_lock()
+
+    def _release_store_lock(self) -> None:
+        lock = getattr(self, "_store_lock", None)
+        if lock is not None:
+            lock.release()
+
+    def __del__(self) -> None:
+        self._release_store_lock()
 
     def __enter__(self) -> KnowledgeBase:
         return self

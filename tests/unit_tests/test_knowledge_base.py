@@ -297,3 +297,27 @@ def test_retriever_k_in_constructor_and_invoke(kb):
         retriever.invoke("leave", top=2)
     with pytest.raises(ValueError, match="k must be"):
         kb.as_retriever(k=0)
+
+
+def test_second_process_gets_a_clear_error(tmp_path):
+    import subprocess
+    import sys
+
+    emb = DeterministicFakeEmbedding(size=32)
+    kb = KnowledgeBase("hr", path=tmp_path, embeddings=emb)
+    script = (
+        "from langchain_core.embeddings import DeterministicFakeEmbedding as E\n"
+        "from langchain_knowledge_inject import KnowledgeBase, KnowledgeBaseOpenError\n"
+        "try:\n"
+        f"    KnowledgeBase('hr', path={str(tmp_path)!r}, embeddings=E(size=32))\n"
+        "except KnowledgeBaseOpenError as e:\n"
+        "    print('refused:', e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert "refused:" in out.stdout and "another process" in out.stdout, out.stderr
+    same_process = KnowledgeBase("hr", path=tmp_path, embeddings=emb)
+    assert same_process.id == kb.id
+    kb.close()
+    same_process.close()
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "refused" not in out.stdout, out.stdout + out.stderr
