@@ -1,0 +1,455 @@
+"""``create_knowledge_graph``: a LangGraph graph that injects knowledge on every turn.
+
+The graph::
+
+    START -> retrieve -> [safe_summarize] -> build_context -> call_model -> END
+                                                    (tools <-> call_model, with tools=)
+
+``retrieve`` searches with the current user message, ``safe_summarize`` (restricted
+mode only; a conditional edge skips it otherwise) turns the chunks into a safe
+summary, ``build_context`` assembles the dynamic_context text and the manifest, and
+``call_model`` sends ``[system prompt] + history + dynamic_context`` to the model.
+
+Only the model's reply is added to ``messages``: the injected text lives in the
+per-turn state fields (overwritten every turn), never in the history. The stored
+history after a turn is exactly the history of the same conversation without
+injection, so it never grows with injected text and a checkpointer stores it as is.
+
+The node factories (:func:`make_retrieve_node`, :func:`make_safe_summarize_node`,
+:func:`make_build_context_node`, :func:`make_call_model_node`,
+:func:`make_route_after_retrieve`) are public: put them into your own graph whose
+state extends :class:`KnowledgeState`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+from langchain_knowledge_inject._context import RestrictedContext
+from langchain_knowledge_inject.errors import ConfigurationError
+from langchain_knowledge_inject.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject.injector import (
+    InjectionConfig,
+    KnowledgeInjector,
+    RetrievalOutcome,
+    TurnContext,
+)
+from langchain_knowledge_inject.manifest import MANIFEST_EVENT, aemit_manifest, emit_manifest
+from langchain_knowledge_inject.placement import place_context, strip_injected
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.tools import BaseTool
+    from langgraph.graph.state import CompiledStateGraph
+
+__all__ = [
+    "KnowledgeState",
+    "compose_messages",
+    "create_knowledge_graph",
+    "make_build_context_node",
+    "make_call_model_node",
+    "make_retrieve_node",
+    "make_route_after_retrieve",
+    "make_safe_summarize_node",
+]
+
+logger = logging.getLogger("langchain_knowledge_inject")
+
+
+class KnowledgeState(MessagesState):
+    """State of the knowledge graph: the conversation plus this turn's knowledge.
+
+    Every field but ``messages`` is per turn: ``retrieve`` resets them and the
+    other nodes overwrite them, so nothing accumulates from turn to turn.
+    """
+
+    retrieved: list[Document]
+    """The chunks retrieved for the current user message, best first."""
+    retrieval_query: str | None
+    """The query sent to the knowledge base, or ``None`` when retrieval did not run."""
+    retrieval_error: str | None
+    """Why retrieval failed (``on_error="degrade"``), else ``None``."""
+    safe_summary: dict[str, Any] | None
+    """Restricted mode: ``{"text", "decision", "reason"}`` of the safe summary."""
+    dynamic_context: str | None
+    """The text injected in front of the model this turn, or ``None``."""
+    knowledge_manifest: dict[str, Any] | None
+    """This turn's :class:`~langchain_knowledge_inject.manifest.InjectionManifest` as a dict."""
+
+
+def compose_messages(
+    history: Sequence[BaseMessage],
+    dynamic_context: str | None,
+    *,
+    system_prompt: str | None = None,
+    knowledge_prompt: str | None = KNOWLEDGE_SYSTEM_PROMPT,
+    placement: str = "dynamic_context",
+) -> list[BaseMessage]:
+    r"""The exact messages the model receives: system prompt, history, dynamic context.
+
+    The system message is ``system_prompt`` followed by a blank line and
+    ``knowledge_prompt`` (both static, so byte-identical on every turn). When
+    ``system_prompt`` is ``None`` and the history starts with a system message,
+    ``knowledge_prompt`` is appended to that one instead of adding a second.
+    Injections of earlier turns found in ``history`` are removed first.
+
+    Args:
+        history: The stored conversation (``state["messages"]``).
+        dynamic_context: The text to inject, or ``None``.
+        system_prompt: Your system prompt.
+        knowledge_prompt: The static knowledge instructions (``None``: leave out).
+        placement: ``"dynamic_context"``, ``"postfix"`` or ``"system"``.
+
+    Returns:
+        The messages to send.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> msgs = compose_messages([HumanMessage("Leave?")], "[Retrieved Knowledge]\\n...",
+        ...                         system_prompt="You are HR.")
+        >>> [m.type for m in msgs]
+        ['system', 'human', 'human']
+    """
+    messages = strip_injected(history)
+    if system_prompt is None and messages and isinstance(messages[0], SystemMessage):
+        messages = [extend_system_message(messages[0], knowledge_prompt), *messages[1:]]
+    else:
+        text = "\n\n".join(p for p in (system_prompt, knowledge_prompt) if p)
+        if text:
+            messages = [SystemMessage(text), *messages]
+    if dynamic_context:
+        messages = place_context(messages, dynamic_context, placement=placement)  # type: ignore[arg-type]
+    return messages
+
+
+def extend_system_message(message: SystemMessage, addition: str | None) -> SystemMessage:
+    """A copy of ``message`` with ``addition`` appended after a blank line (or as a text part)."""
+    if not addition:
+        return message
+    if isinstance(message.content, str):
+        content: Any = f"{message.content}\n\n{addition}" if message.content else addition
+    else:
+        content = [*message.content, {"type": "text", "text": addition}]
+    return message.model_copy(update={"content": content})
+
+
+# --- nodes ---------------------------------------------------------------------------------
+
+
+def _write_stream(manifest: dict[str, Any]) -> None:
+    """Send the manifest to ``stream_mode="custom"`` (no-op outside a graph run)."""
+    try:
+        from langgraph.config import get_stream_writer
+
+        writer = get_stream_writer()
+    except (RuntimeError, KeyError):  # not inside a graph run
+        return
+    writer({MANIFEST_EVENT: manifest})
+
+
+def make_retrieve_node(injector: KnowledgeInjector) -> Runnable[Any, dict[str, Any]]:
+    """The ``retrieve`` node: search with the current user message.
+
+    Writes ``retrieved``, ``retrieval_query``, ``retrieval_error`` and resets the
+    other per-turn fields. Honors ``config["configurable"]`` overrides
+    (``knowledge_enabled``, ``top_k``, ``min_score``, ``tenant_id``).
+
+    Example:
+        >>> node = make_retrieve_node(injector)  # doctest: +SKIP
+        >>> builder.add_node("retrieve", node)  # doctest: +SKIP
+    """
+
+    def _update(outcome: RetrievalOutcome) -> dict[str, Any]:
+        return {
+            "retrieved": list(outcome.documents),
+            "retrieval_query": outcome.query,
+            "retrieval_error": outcome.error,
+            "safe_summary": None,
+            "dynamic_context": None,
+            "knowledge_manifest": None,
+        }
+
+    def retrieve(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        return _update(injector.retrieve(state["messages"], injector.resolve(config)))
+
+    async def aretrieve(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        return _update(await injector.aretrieve(state["messages"], injector.resolve(config)))
+
+    return RunnableLambda(retrieve, afunc=aretrieve, name="retrieve")
+
+
+def make_route_after_retrieve(
+    injector: KnowledgeInjector,
+) -> Callable[[dict[str, Any], RunnableConfig], Literal["safe_summarize", "build_context"]]:
+    """The conditional edge after ``retrieve``: ``safe_summarize`` only in restricted mode.
+
+    Restricted mode can be switched on per request (``configurable["restricted"]``),
+    so the decision is taken per run. With nothing retrieved there is nothing to
+    summarize, and the edge goes straight to ``build_context``.
+    """
+
+    def route_after_retrieve(
+        state: dict[str, Any], config: RunnableConfig
+    ) -> Literal["safe_summarize", "build_context"]:
+        if injector.resolve(config).restricted and state.get("retrieved"):
+            return "safe_summarize"
+        return "build_context"
+
+    return route_after_retrieve
+
+
+def make_safe_summarize_node(injector: KnowledgeInjector) -> Runnable[Any, dict[str, Any]]:
+    """The ``safe_summarize`` node (restricted mode): a safe summary of the retrieved chunks.
+
+    Uses the injector's ``summarizer_model`` through
+    :func:`~langchain_knowledge_inject.restriction.summarize_chunks`. Fails closed:
+    without a summarizer, or on any error, the summary is a refusal with reason
+    ``summarizer_error``, never the raw chunks.
+    """
+
+    def _update(context: RestrictedContext) -> dict[str, Any]:
+        return {
+            "safe_summary": {
+                "text": context.text,
+                "decision": context.decision,
+                "reason": context.reason,
+            }
+        }
+
+    def safe_summarize(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        docs, query = state.get("retrieved") or [], state.get("retrieval_query")
+        return _update(injector._restricted_context(query, docs, config))
+
+    async def asafe_summarize(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        docs, query = state.get("retrieved") or [], state.get("retrieval_query")
+        return _update(await injector._arestricted_context(query, docs, config))
+
+    return RunnableLambda(safe_summarize, afunc=asafe_summarize, name="safe_summarize")
+
+
+def make_build_context_node(
+    injector: KnowledgeInjector,
+    *,
+    system_prompt: str | None = None,
+    knowledge_prompt: str | None = KNOWLEDGE_SYSTEM_PROMPT,
+) -> Runnable[Any, dict[str, Any]]:
+    """The ``build_context`` node: the dynamic_context text and the turn's manifest.
+
+    Fits the chunks into ``max_tokens`` (or, in restricted mode, uses the safe
+    summary of ``safe_summarize``; a missing one fails closed), writes
+    ``dynamic_context`` and ``knowledge_manifest``, and emits the manifest as the
+    ``knowledge_injection`` custom event (``astream_events``, tracing) and on
+    ``stream_mode="custom"``. ``system_prompt`` and ``knowledge_prompt`` must be
+    those of ``call_model``: they are part of the hashed stable prefix.
+    """
+
+    def _turn(state: dict[str, Any], config: RunnableConfig) -> TurnContext:
+        settings = injector.resolve(config)
+        messages = compose_messages(
+            state["messages"], None, system_prompt=system_prompt,
+            knowledge_prompt=knowledge_prompt, placement=settings.placement,
+        )  # fmt: skip
+        outcome = RetrievalOutcome(
+            query=state.get("retrieval_query"),
+            documents=list(state.get("retrieved") or []),
+            error=state.get("retrieval_error"),
+        )
+        restricted = _restricted_from_state(state, settings)
+        return _finish_turn(injector, messages, settings, outcome, restricted, config)
+
+    def _update(turn: TurnContext) -> dict[str, Any]:
+        manifest = turn.manifest.to_dict()
+        _write_stream(manifest)
+        return {"dynamic_context": turn.dynamic_context, "knowledge_manifest": manifest}
+
+    def build_context(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        turn = _turn(state, config)
+        emit_manifest(turn.manifest, config)
+        return _update(turn)
+
+    async def abuild_context(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        turn = _turn(state, config)
+        await aemit_manifest(turn.manifest, config)
+        return _update(turn)
+
+    return RunnableLambda(build_context, afunc=abuild_context, name="build_context")
+
+
+def _restricted_from_state(
+    state: dict[str, Any], settings: InjectionConfig
+) -> RestrictedContext | None:
+    """The safe summary for a restricted turn; fail closed when there is none."""
+    if not settings.restricted or not state.get("retrieved"):
+        return None
+    summary = state.get("safe_summary") or {}
+    if summary.get("text") and summary.get("decision") in ("answer", "refuse"):
+        return RestrictedContext(summary["text"], summary["decision"], summary.get("reason"))
+    from langchain_knowledge_inject._context import FAIL_CLOSED
+
+    logger.warning("restricted turn without a safe summary; refusing")
+    return FAIL_CLOSED
+
+
+def _finish_turn(
+    injector: KnowledgeInjector,
+    messages: list[BaseMessage],
+    settings: InjectionConfig,
+    outcome: RetrievalOutcome,
+    restricted: RestrictedContext | None,
+    config: RunnableConfig | None,
+) -> TurnContext:
+    """Build the context of a turn whose retrieval (and safe summary) already ran."""
+    parts = injector._parts
+    if restricted is not None:
+        built = parts._restricted_built(restricted, outcome.documents, settings, config)
+    else:
+        built = parts.build(outcome.documents, settings, config=config, query=outcome.query)
+    return injector._turn(messages, settings, outcome, built)
+
+
+def make_call_model_node(
+    model: Runnable[Any, Any],
+    injector: KnowledgeInjector,
+    *,
+    system_prompt: str | None = None,
+    knowledge_prompt: str | None = KNOWLEDGE_SYSTEM_PROMPT,
+) -> Runnable[Any, dict[str, Any]]:
+    """The ``call_model`` node: send system prompt + history + dynamic context; keep the reply.
+
+    Returns only ``{"messages": [reply]}``: the injected text never enters the
+    history. Inside a tool loop the dynamic context stays next to the last user
+    message. ``model`` is used as given (bind tools beforehand).
+    """
+
+    def _messages(state: dict[str, Any], config: RunnableConfig) -> list[BaseMessage]:
+        placement = injector.resolve(config).placement
+        return compose_messages(
+            state["messages"], state.get("dynamic_context"), system_prompt=system_prompt,
+            knowledge_prompt=knowledge_prompt, placement=placement,
+        )  # fmt: skip
+
+    def call_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        return {"messages": [_as_message(model.invoke(_messages(state, config), config))]}
+
+    async def acall_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        reply = await model.ainvoke(_messages(state, config), config)
+        return {"messages": [_as_message(reply)]}
+
+    return RunnableLambda(call_model, afunc=acall_model, name="call_model")
+
+
+def _as_message(reply: Any) -> BaseMessage:
+    return reply if isinstance(reply, BaseMessage) else AIMessage(str(reply))
+
+
+# --- the graph -----------------------------------------------------------------------------
+
+
+def create_knowledge_graph(
+    model: BaseChatModel | str,
+    knowledge_base: Any,
+    *,
+    system_prompt: str | None = None,
+    restricted: bool = False,
+    summarizer_model: BaseChatModel | None = None,
+    tools: Sequence[BaseTool | Callable[..., Any]] | None = None,
+    knowledge_prompt: str | None = KNOWLEDGE_SYSTEM_PROMPT,
+    checkpointer: Any = None,
+    store: Any = None,
+    name: str | None = None,
+    **injector_options: Any,
+) -> CompiledStateGraph:
+    """Create a compiled LangGraph graph that injects knowledge before every model call.
+
+    Nodes: ``retrieve`` -> ``safe_summarize`` (restricted mode only) ->
+    ``build_context`` -> ``call_model``, plus a ``tools`` node looping back to
+    ``call_model`` when ``tools`` are given. The state is :class:`KnowledgeState`.
+    The stored history holds only the conversation; see the module docstring.
+
+    Per-request overrides through ``config["configurable"]``: ``knowledge_enabled``,
+    ``top_k``, ``min_score``, ``tenant_id``, ``placement``, ``restricted``.
+
+    Args:
+        model: The chat model, or a ``"provider:model"`` string for ``init_chat_model``.
+        knowledge_base: A ``KnowledgeBase`` or a sequence of them.
+        system_prompt: Your system prompt; :data:`KNOWLEDGE_SYSTEM_PROMPT` is
+            appended to it (see ``knowledge_prompt``).
+        restricted: Restricted mode: the model sees a safe summary, never raw chunks.
+        summarizer_model: Restricted mode: the secondary model writing safe summaries.
+        tools: Tools the model may call (bound with ``bind_tools``), for example
+            :func:`create_knowledge_base_search_tool`.
+        knowledge_prompt: The static system-prompt addition (``None``: leave out).
+        checkpointer: A LangGraph checkpointer (``InMemorySaver``, ``SqliteSaver``...).
+        store: A LangGraph store.
+        name: Name of the compiled graph.
+        **injector_options: Passed to :class:`KnowledgeInjector` (``top_k``,
+            ``min_score``, ``mode``, ``tenant_id``, ``placement``, ``max_tokens``,
+            ``token_counter``, ``template``, ``extra_blocks``, ``include_kb_meta``,
+            ``on_error``, ``query_window``).
+
+    Returns:
+        The compiled graph. Invoke it with ``{"messages": [...]}``.
+
+    Raises:
+        ConfigurationError: An option has a value that is not allowed.
+
+    Example:
+        .. code-block:: python
+
+            from langgraph.checkpoint.memory import InMemorySaver
+            from langchain_knowledge_inject import create_knowledge_graph
+
+            graph = create_knowledge_graph(
+                "openai:gpt-4o-mini", kb, system_prompt="You are the HR assistant.",
+                checkpointer=InMemorySaver(),
+            )
+            config = {"configurable": {"thread_id": "t1"}}
+            graph.invoke({"messages": [("user", "How many days of leave?")]}, config)
+    """
+    injector = KnowledgeInjector(
+        knowledge_base, restricted=restricted, summarizer_model=summarizer_model, **injector_options
+    )
+    chat_model = _chat_model(model)
+    bound = chat_model.bind_tools(list(tools)) if tools else chat_model  # type: ignore[attr-defined]
+    prompts = {"system_prompt": system_prompt, "knowledge_prompt": knowledge_prompt}
+
+    builder = StateGraph(KnowledgeState)
+    builder.add_node("retrieve", make_retrieve_node(injector))
+    builder.add_node("safe_summarize", make_safe_summarize_node(injector))
+    builder.add_node("build_context", make_build_context_node(injector, **prompts))
+    builder.add_node("call_model", make_call_model_node(bound, injector, **prompts))
+    builder.add_edge(START, "retrieve")
+    builder.add_conditional_edges(
+        "retrieve",
+        make_route_after_retrieve(injector),
+        {"safe_summarize": "safe_summarize", "build_context": "build_context"},
+    )
+    builder.add_edge("safe_summarize", "build_context")
+    builder.add_edge("build_context", "call_model")
+    if tools:
+        from langgraph.prebuilt import ToolNode, tools_condition
+
+        builder.add_node("tools", ToolNode(list(tools)))
+        builder.add_conditional_edges("call_model", tools_condition, {"tools": "tools", END: END})
+        builder.add_edge("tools", "call_model")
+    else:
+        builder.add_edge("call_model", END)
+    return builder.compile(checkpointer=checkpointer, store=store, name=name or "knowledge_graph")
+
+
+def _chat_model(model: Any) -> Any:
+    if isinstance(model, str):
+        from langchain.chat_models import init_chat_model
+
+        return init_chat_model(model)
+    if not isinstance(model, Runnable):
+        msg = f"model must be a chat model or a 'provider:model' string, got {type(model).__name__}"
+        raise ConfigurationError(msg, option="model", value=model)
+    return model

@@ -1,0 +1,276 @@
+"""``KnowledgeInjectionMiddleware``: knowledge injection for ``langchain.agents.create_agent``.
+
+The middleware works at model-call time (``wrap_model_call`` / ``awrap_model_call``):
+it changes what the model sees on this call with ``request.override(...)`` and
+never writes the injected text into the agent's messages, so the checkpointed
+history stays injection-free and never grows with injected text.
+
+What the model sees on each call:
+
+- the system message with :data:`KNOWLEDGE_SYSTEM_PROMPT` appended (a constant,
+  so the system prompt stays byte-identical from turn to turn);
+- the dynamic_context placed next to the *current user message*: inside a tool
+  loop (AI tool call, tool result, AI tool call, ...) it stays attached to the
+  last human turn, not to the latest tool result.
+
+One retrieval per user turn: the first model call of a turn retrieves and keeps
+the result in the private state field ``knowledge_turn`` (keyed by the current
+user message and the resolved settings); the following calls of the same tool
+loop reuse it. A new user message (or other ``configurable`` overrides) starts
+a new retrieval, so a document added between two turns is used on the next.
+The turn's manifest is written to ``knowledge_manifest`` (read by the
+``knowledge_base_search`` tool to skip chunks already injected) and emitted as
+the ``knowledge_injection`` custom event once per turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+    OmitFromInput,
+    PrivateStateAttr,
+)
+from langchain_core.messages import BaseMessage, SystemMessage
+from langgraph.types import Command
+from typing_extensions import NotRequired
+
+from langchain_knowledge_inject.errors import ConfigurationError
+from langchain_knowledge_inject.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject.graph import extend_system_message
+from langchain_knowledge_inject.injector import InjectionConfig, KnowledgeInjector, TurnContext
+from langchain_knowledge_inject.placement import (
+    current_user_index,
+    place_context,
+    query_text,
+    strip_injected,
+)
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AnyMessage
+    from langchain_core.runnables import RunnableConfig
+
+    from langchain_knowledge_inject.formatting import KnowledgeBlockTemplate
+    from langchain_knowledge_inject.injector import ExtraBlock
+    from langchain_knowledge_inject.placement import Placement
+    from langchain_knowledge_inject.tokens import TokenCounter
+
+__all__ = ["KnowledgeInjectionMiddleware", "KnowledgeInjectionState"]
+
+
+class KnowledgeInjectionState(AgentState[Any]):
+    """Agent state with the fields of :class:`KnowledgeInjectionMiddleware`."""
+
+    knowledge_manifest: NotRequired[Annotated[dict[str, Any] | None, OmitFromInput]]
+    """The current turn's injection manifest (as a dict)."""
+    knowledge_turn: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
+    """Per-turn cache: ``{"key", "dynamic_context"}`` of the current user turn."""
+
+
+class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any, Any]):
+    """Inject retrieved knowledge into every model call of a ``create_agent`` agent.
+
+    See the module docstring for what the model sees, the per-turn cache and the
+    state fields. Per-request overrides come from ``config["configurable"]``
+    (``knowledge_enabled``, ``top_k``, ``min_score``, ``tenant_id``,
+    ``placement``, ``restricted``).
+
+    Setup:
+        .. code-block:: python
+
+            from langchain.agents import create_agent
+            from langgraph.checkpoint.memory import InMemorySaver
+            from langchain_knowledge_inject import (
+                KnowledgeInjectionMiddleware,
+                create_knowledge_base_search_tool,
+            )
+
+            agent = create_agent(
+                "openai:gpt-4o-mini",
+                tools=[create_knowledge_base_search_tool(kb)],
+                system_prompt="You are the HR assistant.",
+                middleware=[KnowledgeInjectionMiddleware(kb, top_k=4)],
+                checkpointer=InMemorySaver(),
+            )
+            agent.invoke(
+                {"messages": [("user", "How many days of leave?")]},
+                {"configurable": {"thread_id": "t1"}},
+            )
+
+    Args:
+        knowledge_base: A ``KnowledgeBase`` or a sequence of them.
+        top_k, min_score, mode, tenant_id, placement, max_tokens, token_counter,
+            template, extra_blocks, include_kb_meta, restricted, on_error,
+            query_window, summarizer_model: see :class:`KnowledgeInjector`.
+        knowledge_prompt: The static system-prompt addition (``None``: leave out).
+        search_tool: Also register a :func:`create_knowledge_base_search_tool` over
+            the same knowledge base and settings (``self.tools``).
+
+    Raises:
+        ConfigurationError: An option has a value that is not allowed.
+    """
+
+    state_schema = KnowledgeInjectionState
+
+    def __init__(
+        self,
+        knowledge_base: Any,
+        *,
+        top_k: int = 4,
+        min_score: float | None = None,
+        mode: Literal["dense", "keyword", "hybrid"] = "hybrid",
+        tenant_id: str | None = None,
+        placement: Placement = "dynamic_context",
+        max_tokens: int = 2000,
+        token_counter: TokenCounter | None = None,
+        template: KnowledgeBlockTemplate | None = None,
+        extra_blocks: Sequence[ExtraBlock] = (),
+        include_kb_meta: bool = False,
+        restricted: bool = False,
+        on_error: Literal["degrade", "raise"] = "degrade",
+        query_window: int = 0,
+        summarizer_model: BaseChatModel | None = None,
+        knowledge_prompt: str | None = KNOWLEDGE_SYSTEM_PROMPT,
+        search_tool: bool = False,
+    ) -> None:
+        super().__init__()
+        self.injector = KnowledgeInjector(
+            knowledge_base, top_k=top_k, min_score=min_score, mode=mode, tenant_id=tenant_id,
+            placement=placement, max_tokens=max_tokens, token_counter=token_counter,
+            template=template, extra_blocks=extra_blocks, include_kb_meta=include_kb_meta,
+            restricted=restricted, on_error=on_error, query_window=query_window,
+            summarizer_model=summarizer_model,
+        )  # fmt: skip
+        self.knowledge_prompt = knowledge_prompt
+        self.tools = []
+        if search_tool:
+            from langchain_knowledge_inject.tools import create_knowledge_base_search_tool
+
+            kbs = self.injector.knowledge_bases
+            if len(kbs) != 1:
+                msg = "search_tool=True needs exactly one knowledge base; create one tool per base"
+                raise ConfigurationError(msg, option="search_tool", value=search_tool)
+            self.tools = [
+                create_knowledge_base_search_tool(
+                    kbs[0],
+                    k=top_k,
+                    min_score=min_score,
+                    mode=mode,
+                    tenant_id=tenant_id,
+                    restricted=self.injector.config.restricted,
+                    summarizer_model=summarizer_model,
+                )
+            ]
+
+    # -- the hooks -------------------------------------------------------------------------
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse],
+    ) -> ExtendedModelResponse:
+        """Call the model with the knowledge injected (retrieving once per user turn)."""
+        config = _current_config()
+        key, cached = self._cached(request, config)
+        turn = None if cached else self.injector.prepare(self._messages(request), config)
+        response = handler(self._request(request, config, cached, turn))
+        return ExtendedModelResponse(model_response=response, command=_update(key, turn))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse]],
+    ) -> ExtendedModelResponse:
+        """Async twin of :meth:`wrap_model_call`."""
+        config = _current_config()
+        key, cached = self._cached(request, config)
+        turn = None if cached else await self.injector.aprepare(self._messages(request), config)
+        response = await handler(self._request(request, config, cached, turn))
+        return ExtendedModelResponse(model_response=response, command=_update(key, turn))
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _system(self, request: ModelRequest[Any]) -> SystemMessage | None:
+        system, addition = request.system_message, self.knowledge_prompt
+        if system is None:
+            return SystemMessage(addition) if addition else None
+        return extend_system_message(system, addition)
+
+    def _messages(self, request: ModelRequest[Any]) -> list[BaseMessage]:
+        """System message + conversation, as the injector should see them."""
+        system = self._system(request)
+        return [system, *request.messages] if system is not None else list(request.messages)
+
+    def _cached(
+        self, request: ModelRequest[Any], config: RunnableConfig | None
+    ) -> tuple[str, dict[str, Any] | None]:
+        """The turn key, and the cached turn when this user turn already retrieved."""
+        settings = self.injector.resolve(config)
+        key = _turn_key(request.messages, settings)
+        cached = (request.state or {}).get("knowledge_turn")
+        if isinstance(cached, dict) and cached.get("key") == key:
+            return key, cached
+        return key, None
+
+    def _request(
+        self,
+        request: ModelRequest[Any],
+        config: RunnableConfig | None,
+        cached: dict[str, Any] | None,
+        turn: TurnContext | None,
+    ) -> ModelRequest[Any]:
+        if turn is not None:
+            messages = turn.messages
+        else:
+            text = (cached or {}).get("dynamic_context")
+            messages = strip_injected(self._messages(request))
+            if text:
+                placement = self.injector.resolve(config).placement
+                messages = place_context(messages, text, placement=placement)
+        sent = cast("list[AnyMessage]", messages)
+        if self._system(request) is not None:
+            system = cast("SystemMessage", sent[0])
+            return request.override(system_message=system, messages=sent[1:])
+        return request.override(messages=sent)
+
+
+def _turn_key(messages: Sequence[BaseMessage], settings: InjectionConfig) -> str:
+    """Identify a user turn: the current user message (position, id, text) and the settings."""
+    index = current_user_index(messages)
+    message = messages[index] if index is not None else None
+    payload = {
+        "index": index,
+        "id": getattr(message, "id", None),
+        "text": query_text(message),
+        "settings": settings.model_dump(mode="json"),
+    }
+    raw = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def _update(key: str, turn: TurnContext | None) -> Command[Any] | None:
+    if turn is None:
+        return None
+    return Command(
+        update={
+            "knowledge_manifest": turn.manifest.to_dict(),
+            "knowledge_turn": {"key": key, "dynamic_context": turn.dynamic_context},
+        }
+    )
+
+
+def _current_config() -> RunnableConfig | None:
+    """The config of the running graph, or ``None`` when a hook is called directly."""
+    try:
+        from langgraph.config import get_config
+
+        return get_config()
+    except RuntimeError:
+        return None

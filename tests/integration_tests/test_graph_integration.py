@@ -1,0 +1,124 @@
+"""create_knowledge_graph over the sample knowledge base with the real embedding model."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langgraph.checkpoint.sqlite import SqliteSaver
+from pydantic import Field
+
+from langchain_knowledge_inject import (
+    KnowledgeBase,
+    build_sample_knowledge_base,
+    create_knowledge_graph,
+    is_injected,
+)
+from langchain_knowledge_inject.sample_data import SAMPLE_QUESTIONS
+
+pytestmark = pytest.mark.integration
+
+FOLLOW_UPS = ["Thanks!", "Can you say that more briefly?", "OK, understood."]
+
+
+class RecordingChatModel(BaseChatModel):
+    received: list[list[BaseMessage]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "recording"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self.received.append(list(messages))
+        n = len(self.received)
+        return ChatResult(
+            generations=[ChatGeneration(message=AIMessage(f"reply {n}", id=f"ai-{n}"))]
+        )
+
+
+@pytest.fixture(scope="module")
+def sample_kb(tmp_path_factory, real_embeddings):
+    kb = build_sample_knowledge_base(
+        path=tmp_path_factory.mktemp("sample"), embeddings=real_embeddings
+    )
+    yield kb
+    kb.close()
+
+
+def _questions(turns: int) -> list[str]:
+    pool = [q.question for q in SAMPLE_QUESTIONS]
+    return [
+        pool[i // 2 % len(pool)] if i % 2 == 0 else FOLLOW_UPS[i % len(FOLLOW_UPS)]
+        for i in range(turns)
+    ]
+
+
+def _dump(messages: list[BaseMessage]) -> str:
+    return json.dumps([m.model_dump() for m in messages], sort_keys=True, default=str)
+
+
+def test_twenty_turns_with_sqlite_history_and_prefix_reuse(sample_kb, tmp_path):
+    turns = 20
+    model = RecordingChatModel()
+    config = {"configurable": {"thread_id": "hr"}}
+    manifests = []
+    with sqlite3.connect(tmp_path / "cp.sqlite", check_same_thread=False) as conn:
+        graph = create_knowledge_graph(
+            model,
+            sample_kb,
+            system_prompt="You are the HR assistant.",
+            checkpointer=SqliteSaver(conn),
+        )
+        for question in _questions(turns):
+            manifests.append(
+                graph.invoke({"messages": [HumanMessage(question)]}, config)["knowledge_manifest"]
+            )
+        history = graph.get_state(config).values["messages"]
+
+    plain = create_knowledge_graph(
+        RecordingChatModel(), sample_kb, system_prompt="You are the HR assistant."
+    )
+    state: dict = {"messages": []}
+    for question in _questions(turns):
+        state = plain.invoke(
+            {"messages": [*state["messages"], HumanMessage(question)]},
+            {"configurable": {"knowledge_enabled": False}},
+        )
+    assert len(history) == 2 * turns
+    assert [(m.type, m.content) for m in history] == [
+        (m.type, m.content) for m in state["messages"]
+    ]
+    assert not any(is_injected(m) for m in history)
+
+    # every sample question gets its expected policy
+    for i, question in enumerate(_questions(turns)):
+        expected = next(
+            (q.expected_source for q in SAMPLE_QUESTIONS if q.question == question), None
+        )
+        if expected:
+            assert expected in manifests[i]["sources"], question
+    # prefix reuse: what comes before this turn's injected message (or before the user
+    # message) is the previous call's input without its injection, plus the reply
+    for previous, current in zip(model.received, model.received[1:], strict=False):
+        cut = next((i for i, m in enumerate(current) if is_injected(m)), len(current) - 1)
+        assert _dump(current[: cut - 1]) == _dump([m for m in previous if not is_injected(m)])
+        assert current[cut - 1].type == "ai"
+
+
+def test_graph_over_a_real_chroma_server(tmp_path, real_embeddings, chroma_server):
+    kb = KnowledgeBase(
+        "hr-server", path=tmp_path, client=chroma_server.client(), embeddings=real_embeddings
+    )
+    from langchain_knowledge_inject.sample_data import SAMPLE_DOCUMENTS
+
+    kb.add_documents(SAMPLE_DOCUMENTS)
+    model = RecordingChatModel()
+    graph = create_knowledge_graph(model, kb)
+    state = graph.invoke({"messages": [HumanMessage(SAMPLE_QUESTIONS[0].question)]})
+    assert SAMPLE_QUESTIONS[0].expected_source in state["knowledge_manifest"]["sources"]
+    assert SAMPLE_QUESTIONS[0].answer in model.received[-1][-2].content
+    kb.close()

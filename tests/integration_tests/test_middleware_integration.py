@@ -1,0 +1,85 @@
+"""KnowledgeInjectionMiddleware in create_agent over the sample knowledge base (real embeddings)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import Field
+
+from langchain_knowledge_inject import (
+    KnowledgeInjectionMiddleware,
+    build_sample_knowledge_base,
+    is_injected,
+)
+from langchain_knowledge_inject.sample_data import SAMPLE_QUESTIONS
+
+pytestmark = pytest.mark.integration
+
+
+class FakeToolCallingModel(BaseChatModel):
+    script: list[AIMessage] = Field(default_factory=list)
+    received: list[list[BaseMessage]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "fake-tool-calling"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> FakeToolCallingModel:
+        return self
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self.received.append(list(messages))
+        reply = self.script.pop(0) if self.script else AIMessage("ok")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+@pytest.fixture(scope="module")
+def sample_kb(tmp_path_factory, real_embeddings):
+    kb = build_sample_knowledge_base(
+        path=tmp_path_factory.mktemp("sample"), embeddings=real_embeddings
+    )
+    yield kb
+    kb.close()
+
+
+def _search(query: str, call_id: str) -> AIMessage:
+    return AIMessage(
+        "", tool_calls=[{"name": "knowledge_base_search", "args": {"query": query}, "id": call_id}]
+    )
+
+
+def test_agent_over_the_sample_knowledge_base(sample_kb):
+    questions = SAMPLE_QUESTIONS[:3]
+    script: list[AIMessage] = []
+    for i, sample in enumerate(questions):
+        script += [_search(sample.question, f"s{i}"), AIMessage(f"answer {i}")]
+    model = FakeToolCallingModel(script=script)
+    agent = create_agent(
+        model,
+        tools=[],
+        system_prompt="You are the HR assistant.",
+        middleware=[KnowledgeInjectionMiddleware(sample_kb, search_tool=True)],
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    for sample in questions:
+        state = agent.invoke({"messages": [HumanMessage(sample.question)]}, config)
+        assert sample.expected_source in state["knowledge_manifest"]["sources"]
+        injected_ids = set(state["knowledge_manifest"]["chunk_ids"])
+        tool_message = [m for m in state["messages"] if isinstance(m, ToolMessage)][-1]
+        assert not injected_ids & {d.id for d in tool_message.artifact}  # never repeated
+
+    # two model calls per turn; the injection sits right before the user message of its turn
+    assert len(model.received) == 2 * len(questions)
+    for call in model.received:
+        (index,) = [i for i, m in enumerate(call) if is_injected(m)]
+        assert isinstance(call[index + 1], HumanMessage)
+    stored = agent.get_state(config).values["messages"]
+    assert not any(is_injected(m) for m in stored)
+    assert len(stored) == 4 * len(questions)

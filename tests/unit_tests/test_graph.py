@@ -1,0 +1,585 @@
+"""create_knowledge_graph: nodes, checkpointed multi-turn history, overrides, manifest, drawing."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.language_models import BaseChatModel, GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+from pydantic import Field
+
+from langchain_knowledge_inject import (
+    KNOWLEDGE_SYSTEM_PROMPT,
+    ConfigurationError,
+    KnowledgeBase,
+    KnowledgeInjector,
+    KnowledgeState,
+    create_knowledge_base_search_tool,
+    create_knowledge_graph,
+    is_injected,
+    make_build_context_node,
+    make_retrieve_node,
+)
+from langchain_knowledge_inject.graph import compose_messages
+from langchain_knowledge_inject.placement import INJECTED_KEY
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "knowledge_graph.mmd"
+SNAPSHOT_TOOLS = Path(__file__).parent / "snapshots" / "knowledge_graph_tools.mmd"
+LEAVE = "Employees receive 25 days of annual leave per calendar year."
+SICK = "Sick leave requires a doctor's note after three consecutive days."
+EXPENSES = "Expenses above 50 euros need a receipt and manager approval."
+REMOTE = "Remote work is allowed two days per week with manager approval."
+PARKING = "The parking garage opens at 7am; badges are issued by facilities."
+QUESTIONS = [
+    "How many days of annual leave?",
+    "What do I need for expenses receipt rules?",
+    "Tell me about the parking garage.",
+    "Is remote work allowed?",
+    "sick leave note?",
+    "Thanks, that is all for leave.",
+]
+
+
+class RecordingChatModel(BaseChatModel):
+    """Scripted chat model: replies from ``script`` (or a numbered echo) and records its input."""
+
+    script: list[AIMessage] = Field(default_factory=list)
+    received: list[list[BaseMessage]] = Field(default_factory=list)
+    calls: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "recording"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> RecordingChatModel:
+        return self
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self.received.append(list(messages))
+        self.calls += 1
+        reply = (
+            self.script.pop(0)
+            if self.script
+            else AIMessage(f"reply {self.calls}", id=f"ai-{self.calls}")
+        )
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+@pytest.fixture
+def kb(tmp_path):
+    base = KnowledgeBase(
+        "hr", path=tmp_path / "store", embeddings=DeterministicFakeEmbedding(size=64)
+    )
+    base.add_documents(
+        [
+            Document(LEAVE, metadata={"source": "leave.md", "category": "leave"}),
+            Document(SICK, metadata={"source": "sick.md", "category": "leave"}),
+            Document(EXPENSES, metadata={"source": "expenses.md", "category": "finance"}),
+            Document(REMOTE, metadata={"source": "remote.md", "category": "work"}),
+        ]
+    )
+    yield base
+    base.close()
+
+
+def _thread(name: str = "t1", **configurable: Any) -> dict[str, Any]:
+    return {"configurable": {"thread_id": name, **configurable}}
+
+
+def _dump(messages: list[BaseMessage]) -> str:
+    return json.dumps([m.model_dump() for m in messages], sort_keys=True, default=str)
+
+
+def _human(i: int) -> HumanMessage:
+    return HumanMessage(QUESTIONS[i % len(QUESTIONS)], id=f"h{i}")
+
+
+# --- one turn ---------------------------------------------------------------------------
+
+
+def test_model_sees_system_prompt_history_and_dynamic_context(kb):
+    model = RecordingChatModel()
+    graph = create_knowledge_graph(
+        model, kb, system_prompt="You are HR.", checkpointer=InMemorySaver()
+    )
+    state = graph.invoke(
+        {"messages": [HumanMessage("How many days of annual leave?", id="h0")]}, _thread()
+    )
+
+    sent = model.received[-1]
+    assert [m.type for m in sent] == ["system", "human", "human"]
+    assert sent[0].content == f"You are HR.\n\n{KNOWLEDGE_SYSTEM_PROMPT}"
+    assert is_injected(sent[1]) and sent[1].content.startswith("[Retrieved Knowledge]")
+    assert LEAVE in sent[1].content and "Source: leave.md" in sent[1].content
+    assert sent[2].content == "How many days of annual leave?"
+    # only the reply is added to the history
+    assert [(m.type, m.content) for m in state["messages"]] == [
+        ("human", "How many days of annual leave?"),
+        ("ai", "reply 1"),
+    ]
+    assert state["dynamic_context"] == sent[1].content
+    assert [d.metadata["source"] for d in state["retrieved"]] == ["leave.md"]
+    assert state["knowledge_manifest"]["injected"] is True
+    assert state["knowledge_manifest"]["sources"] == ["leave.md"]
+
+
+def test_nothing_retrieved_sends_exactly_system_and_history(kb):
+    model = RecordingChatModel()
+    graph = create_knowledge_graph(model, kb, system_prompt="You are HR.")
+    state = graph.invoke({"messages": [HumanMessage("Tell me about the parking garage.")]})
+    assert [m.type for m in model.received[-1]] == ["system", "human"]
+    assert not any(is_injected(m) for m in model.received[-1])
+    assert state["dynamic_context"] is None
+    assert state["knowledge_manifest"]["injected"] is False
+    assert state["knowledge_manifest"]["chunk_ids"] == []
+
+
+def test_leading_system_message_in_history_gets_the_knowledge_prompt(kb):
+    model = RecordingChatModel()
+    graph = create_knowledge_graph(model, kb)
+    graph.invoke({"messages": [SystemMessage("Be brief."), HumanMessage("annual leave?")]})
+    sent = model.received[-1]
+    assert sum(isinstance(m, SystemMessage) for m in sent) == 1
+    assert sent[0].content == f"Be brief.\n\n{KNOWLEDGE_SYSTEM_PROMPT}"
+
+
+def test_knowledge_prompt_none_leaves_the_system_prompt_alone(kb):
+    model = RecordingChatModel()
+    graph = create_knowledge_graph(model, kb, system_prompt="S", knowledge_prompt=None)
+    graph.invoke({"messages": [HumanMessage("annual leave?")]})
+    assert model.received[-1][0].content == "S"
+
+
+def test_compose_messages_removes_earlier_injections():
+    history = [HumanMessage("a", id="1"), AIMessage("b", id="2"), HumanMessage("c", id="3")]
+    stale = compose_messages(history, "OLD", system_prompt="S")[1:]
+    out = compose_messages(stale, "NEW", system_prompt="S")
+    assert [m.content for m in out] == ["S\n\n" + KNOWLEDGE_SYSTEM_PROMPT, "a", "b", "NEW", "c"]
+
+
+# --- many turns with a checkpointer -----------------------------------------------------
+
+
+def _converse(graph, turns: int, config: dict[str, Any]) -> list[BaseMessage]:
+    state: dict[str, Any] = {}
+    for i in range(turns):
+        state = graph.invoke({"messages": [_human(i)]}, config)
+    return state["messages"]
+
+
+def test_checkpointed_history_is_byte_identical_to_a_run_without_injection(kb):
+    turns = 12
+    model = RecordingChatModel()
+    graph = create_knowledge_graph(model, kb, system_prompt="S", checkpointer=InMemorySaver())
+    with_knowledge = _converse(graph, turns, _thread("on"))
+
+    plain_model = RecordingChatModel()
+    plain = create_knowledge_graph(plain_model, kb, system_prompt="S", checkpointer=InMemorySaver())
+    without = _converse(plain, turns, _thread("off", knowledge_enabled=False))
+
+    assert len(with_knowledge) == 2 * turns
+    assert _dump(with_knowledge) == _dump(without)
+    assert not any(is_injected(m) or "[Retrieved Knowledge]" in m.text for m in with_knowledge)
+    # the model did get knowledge, exactly one injected message per call, never accumulated
+    injected_per_call = [sum(is_injected(m) for m in call) for call in model.received]
+    assert max(injected_per_call) == 1
+    assert sum(injected_per_call) >= turns // 2
+    assert all(sum(is_injected(m) for m in call) == 0 for call in plain_model.received)
+    # what the model saw = system + stored history + at most one injected message
+    for i, call in enumerate(model.received):
+        clean = [m for m in call if not is_injected(m)]
+        assert _dump(clean[1:]) == _dump(with_knowledge[: 2 * i + 1])
+
+
+def test_sqlite_checkpointer_keeps_an_injection_free_history(kb, tmp_path):
+    turns = 15
+    db = tmp_path / "checkpoints.sqlite"
+    model = RecordingChatModel()
+    with sqlite3.connect(db, check_same_thread=False) as conn:
+        graph = create_knowledge_graph(model, kb, system_prompt="S", checkpointer=SqliteSaver(conn))
+        _converse(graph, turns, _thread("sql"))
+    # a new process would read this: reopen the file with a fresh saver
+    with sqlite3.connect(db, check_same_thread=False) as conn:
+        reader = create_knowledge_graph(RecordingChatModel(), kb, checkpointer=SqliteSaver(conn))
+        stored = reader.get_state(_thread("sql")).values
+    plain = create_knowledge_graph(
+        RecordingChatModel(), kb, system_prompt="S", checkpointer=InMemorySaver()
+    )
+    without = _converse(plain, turns, _thread("off", knowledge_enabled=False))
+
+    assert _dump(stored["messages"]) == _dump(without)
+    assert len(stored["messages"]) == 2 * turns
+    assert not any(is_injected(m) for m in stored["messages"])
+    assert isinstance(stored["knowledge_manifest"], dict)
+    assert all(isinstance(d, Document) for d in stored["retrieved"])
+
+
+async def test_async_multi_turn_matches_sync(kb):
+    model = RecordingChatModel()
+    graph = create_knowledge_graph(model, kb, system_prompt="S", checkpointer=InMemorySaver())
+    for i in range(4):
+        state = await graph.ainvoke({"messages": [_human(i)]}, _thread("async"))
+    sync = create_knowledge_graph(
+        RecordingChatModel(), kb, system_prompt="S", checkpointer=InMemorySaver()
+    )
+    assert _dump(state["messages"]) == _dump(_converse(sync, 4, _thread("sync")))
+    assert is_injected(model.received[0][1])
+
+
+def test_per_turn_fields_are_overwritten_not_accumulated(kb):
+    graph = create_knowledge_graph(RecordingChatModel(), kb, checkpointer=InMemorySaver())
+    first = graph.invoke({"messages": [HumanMessage("annual leave?")]}, _thread())
+    assert first["retrieved"] and first["dynamic_context"]
+    second = graph.invoke({"messages": [HumanMessage("parking garage?")]}, _thread())
+    assert second["retrieved"] == []
+    assert second["dynamic_context"] is None
+    assert second["knowledge_manifest"]["injected"] is False
+    assert second["knowledge_manifest"]["query"] == "parking garage?"
+
+
+def test_document_added_between_turns_is_used_on_the_next_turn(kb):
+    model = RecordingChatModel()
+    graph = create_knowledge_graph(model, kb, checkpointer=InMemorySaver())
+    graph.invoke({"messages": [HumanMessage("When does the parking garage open?")]}, _thread())
+    assert not any(is_injected(m) for m in model.received[-1])
+
+    kb.add_documents([Document(PARKING, metadata={"source": "parking.md"})])
+    state = graph.invoke(
+        {"messages": [HumanMessage("When does the parking garage open?")]}, _thread()
+    )
+    assert "parking.md" in state["knowledge_manifest"]["sources"]
+    assert PARKING in model.received[-1][-2].content
+
+
+# --- per-request overrides --------------------------------------------------------------
+
+
+def test_override_knowledge_enabled_false_skips_retrieval_and_injection(kb, monkeypatch):
+    calls = []
+    monkeypatch.setattr(kb, "search", lambda *a, **k: calls.append(a) or [])
+    model = RecordingChatModel()
+    graph = create_knowledge_graph(model, kb)
+    state = graph.invoke(
+        {"messages": [HumanMessage("annual leave?")]},
+        {"configurable": {"knowledge_enabled": False}},
+    )
+    assert calls == []
+    assert not any(is_injected(m) for m in model.received[-1])
+    assert state["knowledge_manifest"]["injected"] is False
+    assert state["retrieval_query"] is None
+
+
+def test_override_top_k(kb):
+    graph = create_knowledge_graph(RecordingChatModel(), kb)
+    msg = {"messages": [HumanMessage("manager approval")]}
+    assert len(graph.invoke(msg)["knowledge_manifest"]["chunk_ids"]) == 2
+    assert (
+        len(graph.invoke(msg, {"configurable": {"top_k": 1}})["knowledge_manifest"]["chunk_ids"])
+        == 1
+    )
+
+
+def test_override_min_score(kb):
+    model = RecordingChatModel()
+    graph = create_knowledge_graph(model, kb)
+    state = graph.invoke(
+        {"messages": [HumanMessage("annual leave?")]}, {"configurable": {"min_score": 0.99}}
+    )
+    assert state["knowledge_manifest"]["injected"] is False
+    assert not any(is_injected(m) for m in model.received[-1])
+
+
+def test_override_tenant_id(kb):
+    kb.add_documents(
+        [Document("Tenant acme: parking garage badges at desk 4.", metadata={"source": "acme.md"})],
+        tenant_id="acme",
+    )
+    graph = create_knowledge_graph(RecordingChatModel(), kb)
+    msg = {"messages": [HumanMessage("parking garage badges")]}
+    assert "acme.md" not in graph.invoke(msg)["knowledge_manifest"]["sources"]
+    tenant = graph.invoke(msg, {"configurable": {"tenant_id": "acme"}})
+    assert tenant["knowledge_manifest"]["sources"] == ["acme.md"]
+
+
+@pytest.mark.parametrize("placement", ["postfix", "system"])
+def test_override_placement(kb, placement):
+    model = RecordingChatModel()
+    graph = create_knowledge_graph(model, kb, system_prompt="S", checkpointer=InMemorySaver())
+    state = graph.invoke(
+        {"messages": [HumanMessage("annual leave?", id="h")]}, _thread(placement=placement)
+    )
+    sent = model.received[-1]
+    if placement == "postfix":
+        assert [m.type for m in sent] == ["system", "human"]
+        assert sent[1].content.startswith("annual leave?\n\n[Retrieved Knowledge]")
+    else:
+        assert [m.type for m in sent] == ["system", "system", "human"]
+        assert sent[1].additional_kwargs[INJECTED_KEY]["placement"] == "system"
+    assert state["knowledge_manifest"]["placement"] == placement
+    assert state["messages"][0].content == "annual leave?"
+    assert state["messages"][0].additional_kwargs == {}
+
+
+def test_invalid_override_raises_configuration_error(kb):
+    graph = create_knowledge_graph(RecordingChatModel(), kb)
+    with pytest.raises(ConfigurationError):
+        graph.invoke(
+            {"messages": [HumanMessage("leave")]}, {"configurable": {"placement": "middle"}}
+        )
+
+
+def test_invalid_constructor_options_raise(kb):
+    with pytest.raises(ConfigurationError):
+        create_knowledge_graph(RecordingChatModel(), kb, placement="middle")
+    with pytest.raises(ConfigurationError):
+        create_knowledge_graph(object(), kb)  # type: ignore[arg-type]
+
+
+# --- the manifest -----------------------------------------------------------------------
+
+
+def test_manifest_on_custom_stream(kb):
+    graph = create_knowledge_graph(RecordingChatModel(), kb)
+    chunks = list(graph.stream({"messages": [HumanMessage("annual leave?")]}, stream_mode="custom"))
+    assert len(chunks) == 1
+    manifest = chunks[0]["knowledge_injection"]
+    assert manifest["injected"] is True and manifest["sources"] == ["leave.md"]
+
+
+async def test_manifest_as_custom_event(kb):
+    graph = create_knowledge_graph(RecordingChatModel(), kb)
+    events = [
+        e
+        async for e in graph.astream_events(
+            {"messages": [HumanMessage("annual leave?")]}, version="v2"
+        )
+        if e["event"] == "on_custom_event" and e["name"] == "knowledge_injection"
+    ]
+    assert len(events) == 1
+    assert events[0]["data"]["sources"] == ["leave.md"]
+
+
+def test_prefix_hash_is_stable_across_turns_for_dynamic_context(kb):
+    graph = create_knowledge_graph(
+        RecordingChatModel(), kb, system_prompt="S", checkpointer=InMemorySaver()
+    )
+    first = graph.invoke({"messages": [HumanMessage("annual leave?")]}, _thread())
+    from langchain_knowledge_inject.manifest import hash_messages
+
+    second = graph.invoke({"messages": [HumanMessage("sick leave note?")]}, _thread())
+    prefix = compose_messages(second["messages"][:-2], None, system_prompt="S")
+    assert second["knowledge_manifest"]["prefix_hash"] == hash_messages(prefix)
+    assert first["knowledge_manifest"]["prefix_hash"] != second["knowledge_manifest"]["prefix_hash"]
+
+
+# --- restricted mode --------------------------------------------------------------------
+
+SAFE_REPLY = json.dumps(
+    {
+        "decision": "answer",
+        "reason": "answerable",
+        "summary": "Staff get a generous yearly holiday allowance; plan it with your manager.",
+        "answer_guidance": "Explain the allowance in general terms.",
+        "confidence": 0.8,
+    }
+)
+
+
+def test_restricted_graph_routes_through_safe_summarize(kb):
+    model = RecordingChatModel()
+    summarizer = GenericFakeChatModel(messages=iter([SAFE_REPLY]))
+    graph = create_knowledge_graph(model, kb, restricted=True, summarizer_model=summarizer)
+    nodes = [
+        next(iter(update))
+        for update in graph.stream(
+            {"messages": [HumanMessage("annual leave?")]}, stream_mode="updates"
+        )
+    ]
+    assert nodes == ["retrieve", "safe_summarize", "build_context", "call_model"]
+    injected = model.received[-1][-2]
+    assert "[Restricted Knowledge Summary]" in injected.content
+    assert LEAVE not in injected.content and "25 days" not in injected.content
+
+
+def test_restricted_without_summarizer_fails_closed(kb):
+    model = RecordingChatModel()
+    graph = create_knowledge_graph(model, kb, restricted=True)
+    state = graph.invoke({"messages": [HumanMessage("annual leave?")]})
+    assert state["safe_summary"]["reason"] == "summarizer_error"
+    assert state["knowledge_manifest"]["summary_decision"] == "refuse"
+    sent = "\n".join(m.text for m in model.received[-1])
+    assert LEAVE not in sent and "25 days" not in sent
+
+
+def test_restricted_per_request_and_skipped_otherwise(kb):
+    graph = create_knowledge_graph(RecordingChatModel(), kb)
+    msg = {"messages": [HumanMessage("annual leave?")]}
+    plain = [next(iter(u)) for u in graph.stream(msg, stream_mode="updates")]
+    assert "safe_summarize" not in plain
+    restricted = [
+        next(iter(u))
+        for u in graph.stream(msg, {"configurable": {"restricted": True}}, stream_mode="updates")
+    ]
+    assert "safe_summarize" in restricted
+
+
+def test_build_context_without_a_safe_summary_fails_closed(kb):
+    injector = KnowledgeInjector(kb, restricted=True)
+    node = make_build_context_node(injector)
+    docs = kb.search("annual leave")
+    update = node.invoke(
+        {
+            "messages": [HumanMessage("annual leave?")],
+            "retrieved": docs,
+            "retrieval_query": "annual leave?",
+        }
+    )
+    assert LEAVE not in update["dynamic_context"]
+    assert update["knowledge_manifest"]["summary_reason"] == "summarizer_error"
+
+
+# --- tools, own graphs, drawing ---------------------------------------------------------
+
+
+def test_tool_loop_keeps_context_next_to_the_user_message_and_tool_skips_injected(kb):
+    tool = create_knowledge_base_search_tool(kb, k=4)
+    model = RecordingChatModel(
+        script=[
+            AIMessage(
+                "",
+                id="a1",
+                tool_calls=[
+                    {"name": "knowledge_base_search", "args": {"query": "annual leave"}, "id": "c1"}
+                ],
+            ),
+            AIMessage("done", id="a2"),
+        ]
+    )
+    graph = create_knowledge_graph(model, kb, tools=[tool], checkpointer=InMemorySaver())
+    state = graph.invoke({"messages": [HumanMessage("annual leave?", id="h")]}, _thread())
+    assert len(model.received) == 2
+    second = model.received[1]
+    assert [m.type for m in second] == ["system", "human", "human", "ai", "tool"]
+    assert is_injected(second[1]) and second[2].content == "annual leave?"
+    assert second[-1].artifact == []  # leave.md was injected this turn: not repeated
+    assert [m.type for m in state["messages"]] == ["human", "ai", "tool", "ai"]
+
+
+def test_node_factories_compose_into_an_own_graph(kb):
+    injector = KnowledgeInjector(kb)
+
+    def answer(state: KnowledgeState) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"{len(state['retrieved'])} chunks")]}
+
+    builder = StateGraph(KnowledgeState)
+    builder.add_node("retrieve", make_retrieve_node(injector))
+    builder.add_node("build_context", make_build_context_node(injector))
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "retrieve")
+    builder.add_edge("retrieve", "build_context")
+    builder.add_edge("build_context", "answer")
+    builder.add_edge("answer", END)
+    state = builder.compile().invoke({"messages": [HumanMessage("annual leave?")]})
+    assert state["messages"][-1].content == "1 chunks"
+    assert state["knowledge_manifest"]["sources"] == ["leave.md"]
+
+
+@pytest.mark.parametrize(("snapshot", "with_tools"), [(SNAPSHOT, False), (SNAPSHOT_TOOLS, True)])
+def test_mermaid_drawing_matches_snapshot(kb, snapshot, with_tools):
+    tools = [create_knowledge_base_search_tool(kb)] if with_tools else None
+    drawing = (
+        create_knowledge_graph(RecordingChatModel(), kb, tools=tools).get_graph().draw_mermaid()
+    )
+    assert drawing == snapshot.read_text(encoding="utf-8")
+
+
+# --- kinject chat (chat.py runs on the graph and the injector) --------------------------
+
+
+def _chat_store(tmp_path) -> str:
+    store = tmp_path / "chat-store"
+    base = KnowledgeBase("hr", path=store, embeddings=DeterministicFakeEmbedding(size=64))
+    base.add_documents([Document(LEAVE, metadata={"source": "leave.md"})])
+    base.close()
+    return str(store)
+
+
+def _chat(tmp_path, monkeypatch, lines: str, **kwargs: Any) -> tuple[int, str]:
+    import argparse
+    import io
+
+    from langchain_knowledge_inject.chat import run_chat
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
+    out = io.StringIO()
+    args = argparse.Namespace(
+        kb="hr", model=kwargs.pop("model_name", None), path=_chat_store(tmp_path), tenant=None
+    )
+    code = run_chat(args, embeddings=DeterministicFakeEmbedding(size=64), stdout=out, **kwargs)
+    return code, out.getvalue()
+
+
+def test_chat_without_a_model_prints_the_messages_that_would_be_sent(tmp_path, monkeypatch):
+    monkeypatch.delenv("KINJECT_MODEL", raising=False)
+    code, out = _chat(
+        tmp_path, monkeypatch, "How many days of annual leave?\n\nparking garage?\nexit\nignored\n"
+    )
+    assert code == 0
+    first, second = out.split("--- turn 1:")[1].split("--- turn 2:")
+    assert "3 messages would be sent" in first
+    assert "[system]\nYou are a helpful assistant" in first
+    assert "[human (injected)]\n[Retrieved Knowledge]" in first and LEAVE in first
+    assert "[human]\nHow many days of annual leave?" in first
+    # turn 2: history holds the user messages only, no earlier injection
+    assert "3 messages would be sent" in second and "(injected)" not in second
+    assert second.count("[human]") == 2 and LEAVE not in second
+    assert "ignored" not in out
+
+
+def test_chat_with_a_model_answers_and_names_the_sources(tmp_path, monkeypatch):
+    model = RecordingChatModel()
+    code, out = _chat(tmp_path, monkeypatch, "annual leave?\nparking garage?\n", model=model)
+    assert code == 0
+    assert "assistant> reply 1" in out and "(knowledge given to the model: leave.md)" in out
+    assert "assistant> reply 2" in out and "(no knowledge retrieved for this message)" in out
+    assert is_injected(model.received[0][1])
+    assert [m.type for m in model.received[1]] == [
+        "system",
+        "human",
+        "ai",
+        "human",
+    ]  # EOF ends the loop
+
+
+def test_chat_builds_the_model_with_init_chat_model(tmp_path, monkeypatch):
+    built: list[str] = []
+
+    def fake_init(name: str, **kwargs: Any) -> RecordingChatModel:
+        built.append(name)
+        return RecordingChatModel()
+
+    monkeypatch.setattr("langchain.chat_models.init_chat_model", fake_init)
+    code, out = _chat(tmp_path, monkeypatch, "annual leave?\nquit\n", model_name="fake:model-1")
+    assert (code, built) == (0, ["fake:model-1"])
+    assert "model fake:model-1" in out and "assistant> reply 1" in out
+
+
+def test_chat_unknown_knowledge_base(tmp_path):
+    import argparse
+
+    from langchain_knowledge_inject import KnowledgeBaseNotFoundError
+    from langchain_knowledge_inject.chat import run_chat
+
+    args = argparse.Namespace(kb="nope", model=None, path=str(tmp_path / "empty"), tenant=None)
+    with pytest.raises(KnowledgeBaseNotFoundError):
+        run_chat(args, embeddings=DeterministicFakeEmbedding(size=64))

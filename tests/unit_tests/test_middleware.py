@@ -1,0 +1,396 @@
+"""KnowledgeInjectionMiddleware: the hooks called directly, then create_agent end to end."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import Field
+
+from langchain_knowledge_inject import (
+    KNOWLEDGE_SYSTEM_PROMPT,
+    ConfigurationError,
+    KnowledgeBase,
+    KnowledgeInjectionMiddleware,
+    is_injected,
+)
+
+LEAVE = "Employees receive 25 days of annual leave per calendar year."
+SICK = "Sick leave requires a doctor's note after three consecutive days."
+EXPENSES = "Expenses above 50 euros need a receipt and manager approval."
+PARKING = "The parking garage opens at 7am; badges are issued by facilities."
+
+
+class FakeToolCallingModel(BaseChatModel):
+    """Replies from a script (tool calls included) and records every input it receives."""
+
+    script: list[AIMessage] = Field(default_factory=list)
+    received: list[list[BaseMessage]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "fake-tool-calling"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> FakeToolCallingModel:
+        return self
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self.received.append(list(messages))
+        reply = (
+            self.script.pop(0) if self.script else AIMessage("ok", id=f"end-{len(self.received)}")
+        )
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def _call(tool_name: str, args: dict[str, Any], call_id: str) -> AIMessage:
+    return AIMessage(
+        "", id=f"ai-{call_id}", tool_calls=[{"name": tool_name, "args": args, "id": call_id}]
+    )
+
+
+@tool
+def clock() -> str:
+    """Tell the time."""
+    return "12:00"
+
+
+@pytest.fixture
+def kb(tmp_path):
+    base = KnowledgeBase(
+        "hr", path=tmp_path / "store", embeddings=DeterministicFakeEmbedding(size=64)
+    )
+    base.add_documents(
+        [
+            Document(LEAVE, metadata={"source": "leave.md", "category": "leave"}),
+            Document(SICK, metadata={"source": "sick.md", "category": "leave"}),
+            Document(EXPENSES, metadata={"source": "expenses.md", "category": "finance"}),
+        ]
+    )
+    yield base
+    base.close()
+
+
+@pytest.fixture
+def searches(kb, monkeypatch) -> list[str]:
+    """Every query the knowledge base receives (sync and async)."""
+    seen: list[str] = []
+    search = kb.search
+
+    def spy(query, **kwargs):
+        seen.append(query)
+        return search(query, **kwargs)
+
+    async def aspy(query, **kwargs):
+        return spy(query, **kwargs)
+
+    monkeypatch.setattr(kb, "search", spy)
+    monkeypatch.setattr(kb, "asearch", aspy)
+    return seen
+
+
+def _request(messages: list[BaseMessage], state: dict[str, Any] | None = None) -> ModelRequest:
+    return ModelRequest(
+        model=FakeToolCallingModel(),
+        messages=messages,
+        system_message=SystemMessage("You are HR."),
+        state=state if state is not None else {"messages": messages},
+    )
+
+
+class Capture:
+    def __init__(self) -> None:
+        self.requests: list[ModelRequest] = []
+
+    def __call__(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        return ModelResponse(result=[AIMessage("answer", id="a")])
+
+    async def acall(self, request: ModelRequest) -> ModelResponse:
+        return self(request)
+
+
+# --- the hooks, called directly --------------------------------------------------------------
+
+
+def test_wrap_model_call_injects_without_touching_the_request(kb):
+    middleware = KnowledgeInjectionMiddleware(kb)
+    messages = [
+        HumanMessage("Hi", id="h0"),
+        AIMessage("Hello", id="a0"),
+        HumanMessage("annual leave?", id="h1"),
+    ]
+    request = _request(messages)
+    capture = Capture()
+    result = middleware.wrap_model_call(request, capture)
+
+    sent = capture.requests[0]
+    assert sent.system_message.content == f"You are HR.\n\n{KNOWLEDGE_SYSTEM_PROMPT}"
+    assert [m.content for m in sent.messages[:2]] == ["Hi", "Hello"]
+    assert is_injected(sent.messages[2]) and LEAVE in sent.messages[2].content
+    assert sent.messages[3] is messages[2]
+    # the original request and its messages are unchanged
+    assert request.messages == messages and request.system_message.content == "You are HR."
+    assert isinstance(result, ExtendedModelResponse)
+    assert result.model_response.result[0].content == "answer"
+    update = result.command.update
+    assert update["knowledge_manifest"]["sources"] == ["leave.md"]
+    assert update["knowledge_turn"]["dynamic_context"] == sent.messages[2].content
+
+
+async def test_awrap_model_call_matches_the_sync_hook(kb):
+    middleware = KnowledgeInjectionMiddleware(kb)
+    messages = [HumanMessage("annual leave?", id="h1")]
+    sync, async_ = Capture(), Capture()
+    middleware.wrap_model_call(_request(messages), sync)
+    result = await middleware.awrap_model_call(_request(messages), async_.acall)
+    assert [m.content for m in async_.requests[0].messages] == [
+        m.content for m in sync.requests[0].messages
+    ]
+    assert result.command.update["knowledge_manifest"]["injected"] is True
+
+
+def test_cached_turn_is_reused_without_retrieving(kb, searches):
+    middleware = KnowledgeInjectionMiddleware(kb)
+    messages: list[BaseMessage] = [HumanMessage("annual leave?", id="h1")]
+    first = middleware.wrap_model_call(_request(messages), Capture())
+    assert searches == ["annual leave?"]
+    # the same turn, one tool round later: the state carries the cached turn
+    messages += [_call("clock", {}, "c1"), ToolMessage("12:00", tool_call_id="c1", id="t1")]
+    state = {"messages": messages, **first.command.update}
+    capture = Capture()
+    second = middleware.wrap_model_call(_request(messages, state), capture)
+    assert searches == ["annual leave?"]
+    assert second.command is None
+    sent = capture.requests[0].messages
+    assert [m.type for m in sent] == ["human", "human", "ai", "tool"]
+    assert is_injected(sent[0]) and sent[1].content == "annual leave?"
+
+
+def test_new_user_message_or_new_settings_retrieve_again(kb, searches):
+    middleware = KnowledgeInjectionMiddleware(kb)
+    first = middleware.wrap_model_call(
+        _request([HumanMessage("annual leave?", id="h1")]), Capture()
+    )
+    messages = [
+        HumanMessage("annual leave?", id="h1"),
+        AIMessage("25", id="a1"),
+        HumanMessage("sick leave note?", id="h2"),
+    ]
+    middleware.wrap_model_call(
+        _request(messages, {"messages": messages, **first.command.update}), Capture()
+    )
+    assert searches == ["annual leave?", "sick leave note?"]
+
+
+def test_nothing_retrieved_leaves_messages_as_they_are(kb):
+    middleware = KnowledgeInjectionMiddleware(kb)
+    messages = [HumanMessage("parking garage?", id="h1")]
+    capture = Capture()
+    result = middleware.wrap_model_call(_request(messages), capture)
+    assert capture.requests[0].messages == messages
+    assert result.command.update["knowledge_manifest"]["injected"] is False
+    assert result.command.update["knowledge_turn"]["dynamic_context"] is None
+
+
+def test_knowledge_prompt_none_and_list_system_content(kb):
+    capture = Capture()
+    KnowledgeInjectionMiddleware(kb, knowledge_prompt=None).wrap_model_call(
+        _request([HumanMessage("annual leave?")]), capture
+    )
+    assert capture.requests[0].system_message.content == "You are HR."
+
+    request = _request([HumanMessage("annual leave?")]).override(
+        system_message=SystemMessage([{"type": "text", "text": "You are HR."}])
+    )
+    KnowledgeInjectionMiddleware(kb).wrap_model_call(request, capture)
+    assert capture.requests[1].system_message.content[-1] == {
+        "type": "text",
+        "text": KNOWLEDGE_SYSTEM_PROMPT,
+    }
+
+
+def test_no_system_message_gets_the_knowledge_prompt_alone(kb):
+    capture = Capture()
+    request = _request([HumanMessage("annual leave?")]).override(system_message=None)
+    KnowledgeInjectionMiddleware(kb, placement="system").wrap_model_call(request, capture)
+    sent = capture.requests[0]
+    assert sent.system_message.content == KNOWLEDGE_SYSTEM_PROMPT
+    assert isinstance(sent.messages[0], SystemMessage) and is_injected(sent.messages[0])
+
+
+def test_invalid_options_raise_configuration_error(kb):
+    with pytest.raises(ConfigurationError):
+        KnowledgeInjectionMiddleware(kb, placement="middle")
+    with pytest.raises(ConfigurationError):
+        KnowledgeInjectionMiddleware(kb, top_k=0)
+    with pytest.raises(ConfigurationError):
+        KnowledgeInjectionMiddleware([kb, kb], search_tool=True)
+    with pytest.raises(TypeError):
+        KnowledgeInjectionMiddleware(kb, 4)  # type: ignore[misc]
+
+
+# --- end to end through create_agent ---------------------------------------------------------
+
+
+def _agent(kb, model, *, tools=(clock,), **options):
+    return create_agent(
+        model,
+        tools=list(tools),
+        system_prompt="You are HR.",
+        middleware=[KnowledgeInjectionMiddleware(kb, **options)],
+        checkpointer=InMemorySaver(),
+    )
+
+
+def _dump(messages: list[BaseMessage]) -> str:
+    # ToolNode gives tool messages random ids; everything else is scripted
+    rows = [m.model_dump(exclude={"id"} if isinstance(m, ToolMessage) else None) for m in messages]
+    return json.dumps(rows, sort_keys=True, default=str)
+
+
+def _script(turn: int) -> list[AIMessage]:
+    return [
+        _call("clock", {}, f"c{turn}a"),
+        _call("clock", {}, f"c{turn}b"),
+        AIMessage(f"answer {turn}", id=f"ans{turn}"),
+    ]
+
+
+QUESTIONS = [
+    "How many days of annual leave?",
+    "sick leave note?",
+    "expenses receipt?",
+    "parking garage?",
+]
+
+
+def test_agent_tool_loop_keeps_the_injection_next_to_the_last_human_turn(kb, searches):
+    model = FakeToolCallingModel(script=[m for t in range(2) for m in _script(t)])
+    agent = _agent(kb, model)
+    config = {"configurable": {"thread_id": "t"}}
+    for question in QUESTIONS[:2]:
+        agent.invoke({"messages": [HumanMessage(question)]}, config)
+
+    assert searches == QUESTIONS[:2]  # one retrieval per user turn, not per model call
+    assert len(model.received) == 6
+    for call in model.received:
+        injected = [i for i, m in enumerate(call) if is_injected(m)]
+        assert len(injected) == 1
+        last_human = max(
+            i for i, m in enumerate(call) if isinstance(m, HumanMessage) and not is_injected(m)
+        )
+        assert injected == [last_human - 1]
+        assert call[0].content == f"You are HR.\n\n{KNOWLEDGE_SYSTEM_PROMPT}"
+    assert LEAVE in model.received[2][1].content  # third call of turn 1, after two tool results
+    assert SICK in model.received[5][-6].content
+
+
+def test_agent_checkpointed_history_is_injection_free_and_identical_to_no_injection(kb):
+    config = {"configurable": {"thread_id": "t"}}
+    on_model = FakeToolCallingModel(script=[m for t in range(4) for m in _script(t)])
+    on = _agent(kb, on_model)
+    off_model = FakeToolCallingModel(script=[m for t in range(4) for m in _script(t)])
+    off = _agent(kb, off_model)
+    for question in QUESTIONS:
+        on.invoke({"messages": [HumanMessage(question, id=question)]}, config)
+        off.invoke(
+            {"messages": [HumanMessage(question, id=question)]},
+            {"configurable": {"thread_id": "t", "knowledge_enabled": False}},
+        )
+
+    stored = on.get_state(config).values["messages"]
+    assert len(stored) == 4 * 6
+    assert not any(is_injected(m) or "[Retrieved Knowledge]" in m.text for m in stored)
+    assert _dump(stored) == _dump(off.get_state(config).values["messages"])
+    assert any(is_injected(m) for call in on_model.received for m in call)
+    assert not any(is_injected(m) for call in off_model.received for m in call)
+
+
+async def test_agent_async_and_document_added_between_turns(kb, searches):
+    model = FakeToolCallingModel()
+    agent = _agent(kb, model)
+    config = {"configurable": {"thread_id": "t"}}
+    await agent.ainvoke({"messages": [HumanMessage("When does the parking garage open?")]}, config)
+    assert not any(is_injected(m) for m in model.received[-1])
+    kb.add_documents([Document(PARKING, metadata={"source": "parking.md"})])
+    state = await agent.ainvoke(
+        {"messages": [HumanMessage("When does the parking garage open?")]}, config
+    )
+    assert PARKING in model.received[-1][-2].content
+    assert state["knowledge_manifest"]["sources"] == ["parking.md"]
+    assert len(searches) == 2
+
+
+def test_agent_overrides_from_configurable(kb, searches):
+    model = FakeToolCallingModel()
+    agent = _agent(kb, model)
+    agent.invoke(
+        {"messages": [HumanMessage("annual leave?")]},
+        {"configurable": {"thread_id": "a", "knowledge_enabled": False}},
+    )
+    assert searches == [] and not any(is_injected(m) for m in model.received[-1])
+    agent.invoke(
+        {"messages": [HumanMessage("annual leave?")]},
+        {"configurable": {"thread_id": "b", "placement": "postfix"}},
+    )
+    assert model.received[-1][-1].content.startswith("annual leave?\n\n[Retrieved Knowledge]")
+    state = agent.invoke(
+        {"messages": [HumanMessage("annual leave?")]},
+        {"configurable": {"thread_id": "c", "min_score": 0.99}},
+    )
+    assert state["knowledge_manifest"]["injected"] is False
+
+
+async def test_agent_emits_the_manifest_once_per_turn(kb):
+    model = FakeToolCallingModel(script=_script(0))
+    agent = _agent(kb, model)
+    events = [
+        e
+        async for e in agent.astream_events(
+            {"messages": [HumanMessage("annual leave?")]},
+            {"configurable": {"thread_id": "t"}},
+            version="v2",
+        )
+        if e["event"] == "on_custom_event" and e["name"] == "knowledge_injection"
+    ]
+    assert len(events) == 1
+    assert events[0]["data"]["sources"] == ["leave.md"]
+
+
+def test_agent_search_tool_skips_chunks_injected_this_turn(kb):
+    model = FakeToolCallingModel(
+        script=[
+            _call("knowledge_base_search", {"query": "annual leave"}, "s1"),
+            _call("knowledge_base_search", {"query": "sick leave note"}, "s2"),
+            AIMessage("done", id="done"),
+        ]
+    )
+    agent = _agent(kb, model, tools=[], search_tool=True)
+    state = agent.invoke(
+        {"messages": [HumanMessage("annual leave?")]}, {"configurable": {"thread_id": "t"}}
+    )
+    first, second = (m for m in state["messages"] if isinstance(m, ToolMessage))
+    assert LEAVE not in first.content  # injected this turn
+    assert [d.page_content for d in second.artifact] == [SICK]
+
+
+def test_agent_restricted_without_summarizer_never_shows_raw_text(kb):
+    model = FakeToolCallingModel(script=_script(0))
+    agent = _agent(kb, model, restricted=True)
+    state = agent.invoke(
+        {"messages": [HumanMessage("annual leave?")]}, {"configurable": {"thread_id": "t"}}
+    )
+    sent = "\n".join(m.text for call in model.received for m in call)
+    assert "[Restricted Knowledge Summary]" in sent
+    assert LEAVE not in sent and "25 days" not in sent
+    assert state["knowledge_manifest"]["summary_reason"] == "summarizer_error"
