@@ -125,13 +125,13 @@ def _repair(kb: KnowledgeBase, drift: PartitionDrift) -> None:
             rows = kb._catalog.get_chunks(kb.id, partition, drift.chroma_missing)
             ordered = list(rows.values())
             vectors = kb.embeddings.embed_documents([r.text for r in ordered])
-            from langchain_knowledge_inject.knowledge_base import _chroma_metadata
+            from langchain_knowledge_inject.storage import chroma_metadata
 
             kb._collection(partition, create=True).upsert(
                 ids=[r.chunk_id for r in ordered],
                 embeddings=[list(v) for v in vectors],
                 documents=[r.text for r in ordered],
-                metadatas=[_chroma_metadata(r.metadata) for r in ordered],
+                metadatas=[chroma_metadata(r.metadata) for r in ordered],
             )
         try:
             if drift.keyword_extra:

@@ -17,8 +17,6 @@ per-tenant collection answered in 0.7-0.9x the time, isolated by construction.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import os
 import re
@@ -32,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject import fusion
-from langchain_knowledge_inject.catalog import Catalog, ChunkRow, StoreLock, open_connection
+from langchain_knowledge_inject.catalog import Catalog, ChunkRow
 from langchain_knowledge_inject.embeddings import (
     QueryEmbeddingCache,
     default_embeddings,
@@ -46,6 +44,21 @@ from langchain_knowledge_inject.errors import (
 )
 from langchain_knowledge_inject.filters import matches, split_tenant, to_chroma
 from langchain_knowledge_inject.keyword import KeywordIndex, query_terms
+from langchain_knowledge_inject.storage import (
+    StoreLock,
+    chroma_metadata,
+    collection_name,
+    default_store_path,
+    open_store_dir,
+    persistent_client,
+)
+from langchain_knowledge_inject.write_plan import (
+    WritePlan,
+    chunk_id,
+    group_by_partition,
+    partition_of,
+    plan_writes,
+)
 
 if TYPE_CHECKING:
     import chromadb
@@ -111,22 +124,6 @@ class AddResult:
     """Empty chunks that were not stored."""
     ids: list[str]
     """The chunk id of every stored chunk of this call, in input order."""
-
-
-def default_store_path() -> Path:
-    """The default store directory: ``$KINJECT_HOME`` or a per-user data directory."""
-    env = os.environ.get("KINJECT_HOME")
-    if env:
-        return Path(env).expanduser()
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("langchain-knowledge-inject", appauthor=False))
-
-
-def chunk_id(partition: str, source: str, text: str) -> str:
-    """The stable id of a chunk: derived from its partition, source and content."""
-    digest = hashlib.sha256(f"{partition}\x1f{source}\x1f{text}".encode())
-    return digest.hexdigest()[:32]
 
 
 class KnowledgeBase:
@@ -212,7 +209,7 @@ class KnowledgeBase:
         self.path = Path(path).expanduser() if path is not None else default_store_path()
         self._lock = threading.RLock()
         self._store_lock: StoreLock | None = None
-        self._conn = _open_store_dir(self.path)
+        self._conn = open_store_dir(self.path)
         if client is None:
             try:
                 self._store_lock = StoreLock(self.path)
@@ -263,7 +260,7 @@ class KnowledgeBase:
                 changes["settings"] = {**row["settings"], **given}
             self._catalog.update_kb(self.id, **changes)
         try:
-            self._client = client if client is not None else _persistent_client(self.path, name)
+            self._client = client if client is not None else persistent_client(self.path, name)
         except BaseException:
             self._release_store_lock()
             raise
@@ -315,7 +312,7 @@ class KnowledgeBase:
         store = Path(path).expanduser() if path is not None else default_store_path()
         if not (store / "catalog.sqlite3").exists():
             return []
-        conn = _open_store_dir(store)
+        conn = open_store_dir(store)
         try:
             catalog = Catalog(conn, threading.RLock())
             out = []
@@ -341,7 +338,7 @@ class KnowledgeBase:
 
     def get_source_fingerprint(self, source: str, *, tenant_id: str | None = None) -> str | None:
         """The fingerprint stored with ``source`` by the last ``add_documents``, or None."""
-        return self._catalog.get_fingerprint(self.id, _partition(tenant_id), source)
+        return self._catalog.get_fingerprint(self.id, partition_of(tenant_id), source)
 
     # -- writing -----------------------------------------------------------
     def add_documents(
@@ -369,7 +366,7 @@ class KnowledgeBase:
             What was added, left unchanged, updated and replaced.
         """
         chunks = self._split(documents, tenant_id)
-        plan = _plan_writes(self._catalog, self.id, chunks)
+        plan = plan_writes(self._catalog, self.id, chunks)
         texts = [row.text for row in plan.to_embed]
         vectors = self.embeddings.embed_documents(texts) if texts else []
         with self._lock:
@@ -413,7 +410,7 @@ class KnowledgeBase:
             parts = [doc.page_content]
             if self._text_splitter is not None and doc.page_content.strip():
                 parts = self._text_splitter.split_text(doc.page_content)
-            partition = _partition(meta.get("tenant_id"))
+            partition = partition_of(meta.get("tenant_id"))
             for index, text in enumerate(parts):
                 chunk_meta = dict(meta)
                 if len(parts) > 1:
@@ -422,7 +419,7 @@ class KnowledgeBase:
                 rows.append(ChunkRow(cid, partition, chunk_meta["source"], text, chunk_meta))
         return rows
 
-    def _write(self, plan: _WritePlan, vectors: Sequence[Sequence[float]], fps: Mapping[str, str]) -> None:
+    def _write(self, plan: WritePlan, vectors: Sequence[Sequence[float]], fps: Mapping[str, str]) -> None:
         by_partition: dict[str, list[tuple[ChunkRow, Sequence[float]]]] = {}
         for row, vec in zip(plan.to_embed, vectors):
             by_partition.setdefault(row.partition, []).append((row, vec))
@@ -435,11 +432,11 @@ class KnowledgeBase:
                     ids=[r.chunk_id for r, _ in part],
                     embeddings=[list(v) for _, v in part],
                     documents=[r.text for r, _ in part],
-                    metadatas=[_chroma_metadata(r.metadata) for r, _ in part],
+                    metadatas=[chroma_metadata(r.metadata) for r, _ in part],
                 )
-        for partition, rows in _group(plan.to_update).items():
+        for partition, rows in group_by_partition(plan.to_update).items():
             self._collection(partition, create=True).update(
-                ids=[r.chunk_id for r in rows], metadatas=[_chroma_metadata(r.metadata) for r in rows]
+                ids=[r.chunk_id for r in rows], metadatas=[chroma_metadata(r.metadata) for r in rows]
             )
         for partition, ids in plan.stale.items():
             collection = self._collection(partition, create=False)
@@ -465,7 +462,7 @@ class KnowledgeBase:
 
     def delete(self, ids: Sequence[str], *, tenant_id: str | None = None) -> int:
         """Delete chunks by id from one partition; returns how many existed."""
-        partition = _partition(tenant_id)
+        partition = partition_of(tenant_id)
         with self._lock:
             existing = list(self._catalog.existing(self.id, partition, list(ids)))
             collection = self._collection(partition, create=False)
@@ -483,7 +480,7 @@ class KnowledgeBase:
 
     def delete_source(self, source: str, *, tenant_id: str | None = None) -> int:
         """Delete every chunk of ``source``; returns how many were deleted."""
-        partition = _partition(tenant_id)
+        partition = partition_of(tenant_id)
         ids = list(self._catalog.chunk_ids_for_source(self.id, partition, source))
         count = self.delete(ids, tenant_id=tenant_id)
         with self._lock:
@@ -504,7 +501,7 @@ class KnowledgeBase:
         with self._lock:
             for partition in self._catalog.partitions(self.id):
                 try:
-                    self._client.delete_collection(_collection_name(self.id, partition))
+                    self._client.delete_collection(collection_name(self.id, partition))
                 except Exception:  # noqa: BLE001 - already gone is fine
                     logger.debug("collection of partition %r already gone", partition)
             self._collections.clear()
@@ -546,7 +543,7 @@ class KnowledgeBase:
         """
         k, min_score, mode = _check_search_args(k, min_score, mode)
         tenant, where = split_tenant(filter, tenant_id)
-        partition = _partition(tenant)
+        partition = partition_of(tenant)
         text = (query or "")[:MAX_QUERY_CHARS]
         if not text.strip():
             return []
@@ -643,11 +640,11 @@ class KnowledgeBase:
         """
         from langchain_chroma import Chroma
 
-        partition = _partition(tenant_id)
+        partition = partition_of(tenant_id)
         self._collection(partition, create=True)
         return Chroma(
             client=self._client,
-            collection_name=_collection_name(self.id, partition),
+            collection_name=collection_name(self.id, partition),
             embedding_function=self.embeddings,
         )
 
@@ -656,7 +653,7 @@ class KnowledgeBase:
             found = self._collections.get(partition)
             if found is not None:
                 return found
-            name = _collection_name(self.id, partition)
+            name = collection_name(self.id, partition)
             try:
                 if create:
                     self._catalog.add_partition(self.id, partition)
@@ -708,79 +705,6 @@ class KnowledgeBase:
         return f"KnowledgeBase(name={self.name!r}, id={self.id!r}, path={str(self.path)!r})"
 
 
-@dataclass
-class _WritePlan:
-    to_embed: list[ChunkRow] = field(default_factory=list)
-    to_update: list[ChunkRow] = field(default_factory=list)
-    stale: dict[str, set[str]] = field(default_factory=dict)
-    sources: set[tuple[str, str]] = field(default_factory=set)
-    ids: list[str] = field(default_factory=list)
-    unchanged: int = 0
-    skipped: int = 0
-
-
-def _plan_writes(catalog: Catalog, kb_id: str, chunks: Sequence[ChunkRow]) -> _WritePlan:
-    plan = _WritePlan()
-    seen: set[tuple[str, str]] = set()
-    fresh: dict[tuple[str, str], set[str]] = {}
-    for partition, rows in _group(chunks).items():
-        existing = catalog.existing(kb_id, partition, [r.chunk_id for r in rows])
-        for row in rows:
-            plan.sources.add((partition, row.source))
-            if not row.text.strip():
-                plan.skipped += 1
-                continue
-            plan.ids.append(row.chunk_id)
-            fresh.setdefault((partition, row.source), set()).add(row.chunk_id)
-            if (partition, row.chunk_id) in seen:
-                continue
-            seen.add((partition, row.chunk_id))
-            stored = existing.get(row.chunk_id)
-            if stored is None:
-                plan.to_embed.append(row)
-            elif json.loads(stored) != json.loads(json.dumps(row.metadata)):
-                plan.to_update.append(row)
-            else:
-                plan.unchanged += 1
-    for partition, source in plan.sources:
-        if not source:
-            continue
-        old = set(catalog.chunk_ids_for_source(kb_id, partition, source))
-        stale = old - fresh.get((partition, source), set())
-        if stale:
-            plan.stale.setdefault(partition, set()).update(stale)
-    return plan
-
-
-def _group(rows: Sequence[ChunkRow]) -> dict[str, list[ChunkRow]]:
-    out: dict[str, list[ChunkRow]] = {}
-    for row in rows:
-        out.setdefault(row.partition, []).append(row)
-    return out
-
-
-def _partition(tenant_id: str | None) -> str:
-    return "" if tenant_id is None else str(tenant_id)
-
-
-def _collection_name(kb_id: str, partition: str) -> str:
-    if not partition:
-        return f"kinject-{kb_id}-shared"
-    return f"kinject-{kb_id}-t{hashlib.sha256(partition.encode()).hexdigest()[:16]}"
-
-
-def _chroma_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in metadata.items():
-        if value is None:
-            continue
-        if isinstance(value, (str, int, float, bool)):
-            out[str(key)] = value
-        else:
-            out[str(key)] = json.dumps(value, default=str, sort_keys=True)
-    return out
-
-
 def _check_search_args(k: Any, min_score: Any, mode: Any) -> tuple[int, float, SearchMode]:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         msg = f"k must be an integer >= 1, got {k!r}"
@@ -794,28 +718,6 @@ def _check_search_args(k: Any, min_score: Any, mode: Any) -> tuple[int, float, S
         msg = f"mode must be one of {', '.join(_MODES)}; got {mode!r}"
         raise ConfigurationError(msg, option="mode", value=mode)
     return k, float(min_score), mode
-
-
-def _open_store_dir(path: Path) -> Any:
-    if path.exists() and not path.is_dir():
-        msg = f"The store path {path} exists and is not a directory"
-        raise KnowledgeBaseOpenError(msg)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        msg = f"Cannot create the store directory {path}: {exc}"
-        raise KnowledgeBaseOpenError(msg) from exc
-    return open_connection(path / "catalog.sqlite3")
-
-
-def _persistent_client(path: Path, name: str) -> Any:
-    import chromadb
-
-    try:
-        return chromadb.PersistentClient(path=str(path / "chroma"))
-    except Exception as exc:
-        msg = f"Cannot open the Chroma store in {path / 'chroma'}: {exc}"
-        raise KnowledgeBaseOpenError(msg, kb_name=name) from exc
 
 
 def _default_splitter() -> TextSplitter:
