@@ -71,14 +71,14 @@ from langchain_knowledge_inject.tools import (
 )
 
 __all__ = [
+    "DEFAULT_KNOWLEDGE_TEMPLATE",
+    "KNOWLEDGE_SYSTEM_PROMPT",
     "AddResult",
     "ConfigurationError",
-    "DEFAULT_KNOWLEDGE_TEMPLATE",
     "IngestError",
     "IngestReport",
     "InjectionConfig",
     "InjectionManifest",
-    "KNOWLEDGE_SYSTEM_PROMPT",
     "KnowledgeBase",
     "KnowledgeBaseError",
     "KnowledgeBaseInfo",

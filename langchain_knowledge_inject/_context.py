@@ -1,0 +1,357 @@
+"""The context of one turn: its result types and the assembly of the dynamic_context text.
+
+Private to :class:`~langchain_knowledge_inject.injector.KnowledgeInjector`, which
+re-exports the public types (``RetrievalOutcome``, ``TurnContext``, ``RestrictedContext``).
+
+The injected message is a list of named blocks joined by a blank line, in a
+fixed order: ``kb_meta`` (the bound knowledge bases), ``knowledge`` (the
+``[Retrieved Knowledge]`` block, or the safe summary in restricted mode), then
+``extra`` blocks. More blocks (procedure, past-conversation snippets, user
+facts) slot into :meth:`ContextParts.parts_around` at their place.
+
+The token budget covers the whole message: the knowledge block gets what the
+other blocks leave and is cut at chunk boundaries.
+
+Restricted mode never formats raw chunks: the knowledge block is what
+``KnowledgeInjector._restricted_context`` returns, which by default runs
+:func:`~langchain_knowledge_inject.restriction.summarize_chunks` with the
+injector's ``summarizer_model``, and fails closed (``refuse`` /
+``summarizer_error``) without one or on any error.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, convert_to_messages
+from langchain_core.prompt_values import PromptValue
+from langchain_core.runnables import RunnableConfig, ensure_config
+
+from langchain_knowledge_inject.errors import ConfigurationError
+from langchain_knowledge_inject.formatting import (
+    DEFAULT_KNOWLEDGE_TEMPLATE,
+    _assemble_block,
+    _render_chunk,
+    _unique_citation_ids,
+    format_kb_meta,
+)
+from langchain_knowledge_inject.manifest import InjectionManifest
+from langchain_knowledge_inject.tokens import fit_to_budget
+
+if TYPE_CHECKING:
+    from langchain_core.documents import Document
+
+    from langchain_knowledge_inject.injector import InjectionConfig, KnowledgeInjector
+
+logger = logging.getLogger("langchain_knowledge_inject")
+
+BLOCK_SEPARATOR = "\n\n"
+_FAIL_CLOSED_TEXT = (
+    "[Restricted Knowledge Summary]\n"
+    "Decision: refuse (reason: summarizer_error)\n"
+    "The restricted knowledge base cannot be used to answer this question. "
+    "Do not guess its content or invent figures.\n"
+    "What to tell the user: Tell the user the restricted knowledge base could not be "
+    "consulted right now, and do not present an answer from memory as if it came from "
+    "the knowledge base."
+)
+
+
+@dataclass
+class RestrictedContext:
+    """Restricted mode: what replaces the knowledge block (never raw chunks)."""
+
+    text: str | None
+    """The block shown to the main model (a safe summary or a refusal), or ``None``."""
+    decision: str | None = None
+    """``"answer"`` or ``"refuse"``."""
+    reason: str | None = None
+    """Machine-readable reason (``answerable``, ``summarizer_error``, ...)."""
+
+
+FAIL_CLOSED = RestrictedContext(_FAIL_CLOSED_TEXT, "refuse", "summarizer_error")
+
+
+@dataclass
+class BuiltContext:
+    """The assembled dynamic_context of one turn."""
+
+    text: str | None = None
+    used: list[Document] = field(default_factory=list)
+    reported: list[Document] = field(default_factory=list)
+    citation_ids: list[str] = field(default_factory=list)
+    tokens: int = 0
+    dropped: list[dict[str, Any]] = field(default_factory=list)
+    blocks: list[str] = field(default_factory=list)
+    decision: str | None = None
+    reason: str | None = None
+
+
+@dataclass
+class RetrievalOutcome:
+    """What retrieval produced for one turn."""
+
+    query: str | None
+    """The query sent to the knowledge base(s); ``None`` when retrieval did not run."""
+    documents: list[Document] = field(default_factory=list)
+    """Retrieved chunks, best first."""
+    error: str | None = None
+    """Error text when retrieval failed and ``on_error="degrade"``."""
+
+
+@dataclass
+class TurnContext:
+    """Everything :meth:`KnowledgeInjector.prepare` decided for one turn."""
+
+    messages: list[BaseMessage]
+    """The messages to send to the model."""
+    query: str | None
+    """The retrieval query, or ``None``."""
+    documents: list[Document]
+    """The chunks injected as raw text (empty in restricted mode)."""
+    dynamic_context: str | None
+    """The injected text, or ``None`` when nothing was injected."""
+    manifest: InjectionManifest
+    """The manifest (also emitted as the ``knowledge_injection`` custom event)."""
+    retrieved: list[Document] = field(default_factory=list)
+    """Every retrieved chunk, including those the budget cut."""
+
+
+def join_blocks(parts: Sequence[tuple[str, str | None]]) -> str:
+    """Join the non-empty blocks with a blank line."""
+    return BLOCK_SEPARATOR.join(text for _, text in parts if text)
+
+
+def _dropped(documents: Sequence[Document], reason: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "chunk_id": str(d.id or d.metadata.get("chunk_id", "")),
+            "score": float(d.metadata.get("score", 0.0)),
+            "source": str(d.metadata.get("source", "")),
+            "reason": reason,
+        }
+        for d in documents
+    ]
+
+
+class ContextParts:
+    """Builds the blocks of the injected message for a :class:`KnowledgeInjector`."""
+
+    def __init__(self, injector: KnowledgeInjector) -> None:
+        self._injector = injector
+        self._kb_meta: dict[bool, str] = {}
+
+    # -- the blocks beside knowledge ---------------------------------------------------
+    def kb_meta(self, *, restricted: bool) -> str:
+        """The knowledge-base list (cached; restricted mode shows routing data only)."""
+        if restricted not in self._kb_meta:
+            try:
+                infos = [kb.info for kb in self._injector.knowledge_bases if hasattr(kb, "info")]
+                if restricted:
+                    from langchain_knowledge_inject.restriction import (
+                        safe_kb_meta,
+                    )
+
+                    text = safe_kb_meta(infos) if infos else ""
+                else:
+                    text = format_kb_meta(infos)
+            except Exception:
+                logger.warning("knowledge-base metadata unavailable; block left out", exc_info=True)
+                return ""
+            self._kb_meta[restricted] = text
+        return self._kb_meta[restricted]
+
+    def parts_around(
+        self, settings: InjectionConfig, config: RunnableConfig | None
+    ) -> tuple[list[tuple[str, str | None]], list[tuple[str, str | None]]]:
+        """The blocks before and after the knowledge block, as ``(name, text)``."""
+        before: list[tuple[str, str | None]] = []
+        if settings.include_kb_meta:
+            before.append(("kb_meta", self.kb_meta(restricted=settings.restricted)))
+        after: list[tuple[str, str | None]] = []
+        run_config = ensure_config(config)
+        for block in self._injector.extra_blocks:
+            after.append(("extra", block if isinstance(block, str) else block(run_config)))
+        return before, after
+
+    # -- assembling -----------------------------------------------------------------------
+    def build(
+        self,
+        documents: Sequence[Document],
+        settings: InjectionConfig,
+        *,
+        config: RunnableConfig | None,
+        query: str | None,
+    ) -> BuiltContext:
+        """Assemble the message text (sync)."""
+        if not documents:
+            return BuiltContext()
+        if settings.restricted:
+            restricted = self._injector._restricted_context(query, documents, config)
+            return self._restricted_built(restricted, documents, settings, config)
+        return self._knowledge_built(documents, settings, config)
+
+    async def abuild(
+        self,
+        documents: Sequence[Document],
+        settings: InjectionConfig,
+        *,
+        config: RunnableConfig | None,
+        query: str | None,
+    ) -> BuiltContext:
+        """Async twin of :meth:`build`."""
+        if not documents:
+            return BuiltContext()
+        if settings.restricted:
+            restricted = await self._injector._arestricted_context(query, documents, config)
+            return self._restricted_built(restricted, documents, settings, config)
+        return self._knowledge_built(documents, settings, config)
+
+    def _knowledge_built(
+        self,
+        documents: Sequence[Document],
+        settings: InjectionConfig,
+        config: RunnableConfig | None,
+    ) -> BuiltContext:
+        before, after = self.parts_around(settings, config)
+        ids = _unique_citation_ids(documents)
+        template = self._injector.template or DEFAULT_KNOWLEDGE_TEMPLATE
+        chunks = [
+            _render_chunk(template, doc, cid, rank)
+            for rank, (doc, cid) in enumerate(zip(documents, ids, strict=True), start=1)
+        ]
+
+        def render(docs: Sequence[Document]) -> str:
+            block = _assemble_block(template, chunks[: len(docs)])
+            return join_blocks([*before, ("knowledge", block), *after])
+
+        kept, tokens = fit_to_budget(
+            documents, max_tokens=settings.max_tokens, counter=self._injector.token_counter,
+            render=render,
+        )  # fmt: skip
+        dropped = _dropped(documents[len(kept) :], "token_budget")
+        if not kept:
+            logger.warning("no retrieved chunk fits in max_tokens=%d", settings.max_tokens)
+            return BuiltContext(reported=[], dropped=dropped)
+        parts = [*before, ("knowledge", "x"), *after]
+        return BuiltContext(
+            text=render(kept), used=list(kept), reported=list(kept),
+            citation_ids=ids[: len(kept)], tokens=tokens, dropped=dropped,
+            blocks=[name for name, text in parts if text],
+        )  # fmt: skip
+
+    def _restricted_built(
+        self,
+        restricted: RestrictedContext,
+        documents: Sequence[Document],
+        settings: InjectionConfig,
+        config: RunnableConfig | None,
+    ) -> BuiltContext:
+        if not restricted.text:
+            return BuiltContext(decision=restricted.decision, reason=restricted.reason)
+        before, after = self.parts_around(settings, config)
+        parts = [*before, ("knowledge", restricted.text), *after]
+        text = join_blocks(parts)
+        tokens = self._injector.token_counter(text)
+        if tokens > settings.max_tokens:
+            logger.warning(
+                "restricted context uses %d tokens > max_tokens=%d", tokens, settings.max_tokens
+            )
+        return BuiltContext(
+            text=text, used=[], reported=list(documents), tokens=tokens,
+            blocks=[name for name, t in parts if t], decision=restricted.decision,
+            reason=restricted.reason,
+        )  # fmt: skip
+
+    # -- restricted mode: the default hook ---------------------------------------------
+    def _sensitive_sources(self) -> bool:
+        return any(
+            getattr(getattr(kb, "info", None), "sensitive_sources", False) is True
+            for kb in self._injector.knowledge_bases
+        )
+
+    def restricted(
+        self, query: str | None, documents: Sequence[Document], config: RunnableConfig | None
+    ) -> RestrictedContext:
+        """Safe summary of ``documents`` with the injector's summarizer model; fails closed."""
+        model = self._injector.summarizer_model
+        if model is None:
+            return FAIL_CLOSED
+        try:
+            from langchain_knowledge_inject.restriction import (
+                format_safe_summary,
+                summarize_chunks,
+            )
+
+            summary = summarize_chunks(
+                query or "", documents, model=model,
+                sensitive_sources=self._sensitive_sources(), config=config,
+            )  # fmt: skip
+            return RestrictedContext(format_safe_summary(summary), summary.decision, summary.reason)
+        except Exception:
+            logger.exception("restricted summary failed; refusing")
+            return FAIL_CLOSED
+
+    async def arestricted(
+        self, query: str | None, documents: Sequence[Document], config: RunnableConfig | None
+    ) -> RestrictedContext:
+        """Async twin of :meth:`restricted`."""
+        model = self._injector.summarizer_model
+        if model is None:
+            return FAIL_CLOSED
+        try:
+            from langchain_knowledge_inject.restriction import (
+                asummarize_chunks,
+                format_safe_summary,
+            )
+
+            summary = await asummarize_chunks(
+                query or "", documents, model=model,
+                sensitive_sources=self._sensitive_sources(), config=config,
+            )  # fmt: skip
+            return RestrictedContext(format_safe_summary(summary), summary.decision, summary.reason)
+        except Exception:
+            logger.exception("restricted summary failed; refusing")
+            return FAIL_CLOSED
+
+
+def _chunk_id(doc: Document) -> str:
+    return str(doc.id or doc.metadata.get("chunk_id", ""))
+
+
+def _coerce_messages(value: Any) -> list[BaseMessage]:
+    if isinstance(value, dict):
+        if "messages" not in value:
+            msg = "a dict input must have a 'messages' key"
+            raise ConfigurationError(msg, option="input", value=sorted(value))
+        value = value["messages"]
+    if isinstance(value, str):
+        return [HumanMessage(value)]
+    if isinstance(value, PromptValue):
+        return value.to_messages()
+    return convert_to_messages(value)
+
+
+def _as_knowledge_bases(knowledge_base: Any) -> tuple[Any, ...]:
+    kbs = (
+        (knowledge_base,)
+        if hasattr(knowledge_base, "search") or not isinstance(knowledge_base, Sequence)
+        else tuple(knowledge_base)
+    )
+    if not kbs or not all(hasattr(kb, "search") and hasattr(kb, "asearch") for kb in kbs):
+        msg = (
+            "knowledge_base must be a KnowledgeBase (with search/asearch) "
+            "or a non-empty sequence of them"
+        )
+        raise ConfigurationError(msg, option="knowledge_base", value=knowledge_base)
+    return kbs
+
+
+def _info(kb: Any) -> Any:
+    try:
+        return kb.info
+    except Exception:
+        return None

@@ -1,0 +1,450 @@
+"""``KnowledgeInjector``: the Runnable that puts retrieved knowledge in front of the model.
+
+Each turn: resolve the settings (constructor values, then per-request overrides
+from ``config["configurable"]``), retrieve with the text of the current user
+message, build the dynamic_context text (knowledge block cut to the token
+budget, plus optional blocks), place it, and emit the manifest. The input
+messages are never changed; ``strip_injected(output) == input``.
+
+Per-request overrides (``config["configurable"]``; a ``None`` value means no
+override, anything invalid raises ``ConfigurationError``):
+
+==================== ===========================================================
+``knowledge_enabled`` ``False``: no retrieval and no injection for this request
+``top_k``             chunks to retrieve (>= 1)
+``min_score``         drop chunks scoring below this, in [0, 1]
+``tenant_id``         the tenant partition to search
+``placement``         ``"dynamic_context"``, ``"postfix"`` or ``"system"``
+``restricted``        ``True`` switches restricted mode on; it cannot be switched off
+                      per request where the injector or a knowledge base has it on
+``query_window``      earlier user turns added to the query of a follow-up (0-10)
+==================== ===========================================================
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from langchain_knowledge_inject._context import (
+    BuiltContext,
+    ContextParts,
+    RestrictedContext,
+    RetrievalOutcome,
+    TurnContext,
+    _as_knowledge_bases,
+    _chunk_id,
+    _coerce_messages,
+    _info,
+)
+from langchain_knowledge_inject.errors import ConfigurationError, RetrievalError
+from langchain_knowledge_inject.formatting import KnowledgeBlockTemplate
+from langchain_knowledge_inject.manifest import (
+    InjectionManifest,
+    aemit_manifest,
+    emit_manifest,
+    hash_messages,
+)
+from langchain_knowledge_inject.placement import (
+    Placement,
+    injection_index,
+    place_context,
+    retrieval_query,
+    strip_injected,
+)
+from langchain_knowledge_inject.tokens import TokenCounter, approximate_token_count
+
+if TYPE_CHECKING:
+    from langchain_core.documents import Document
+
+__all__ = [
+    "InjectionConfig",
+    "KnowledgeInjector",
+    "RestrictedContext",
+    "RetrievalOutcome",
+    "TurnContext",
+]
+
+logger = logging.getLogger("langchain_knowledge_inject")
+
+ExtraBlock = str | Callable[[RunnableConfig], str | None]
+_OVERRIDES = {
+    "knowledge_enabled": "enabled",
+    "top_k": "top_k",
+    "min_score": "min_score",
+    "tenant_id": "tenant_id",
+    "placement": "placement",
+    "restricted": "restricted",
+    "query_window": "query_window",
+}
+
+
+class InjectionConfig(BaseModel):
+    """Settings of one injection turn, validated (invalid values raise ``ConfigurationError``).
+
+    Example:
+        >>> InjectionConfig(top_k=2).with_overrides({"configurable": {"top_k": 6}}).top_k
+        6
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    enabled: bool = True
+    """``False``: no retrieval, no injection."""
+    top_k: int = Field(default=4, ge=1, le=100)
+    """Chunks to retrieve per knowledge base."""
+    min_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Drop chunks scoring below this; ``None`` uses the knowledge base's default."""
+    mode: Literal["dense", "keyword", "hybrid"] = "hybrid"
+    """Search mode."""
+    tenant_id: str | None = None
+    """Tenant partition to search; ``None``: the shared partition."""
+    placement: Placement = "dynamic_context"
+    """Where the context goes (see :mod:`~langchain_knowledge_inject.placement`);
+    ``"system"`` defeats provider prompt caching of the history."""
+    max_tokens: int = Field(default=2000, ge=1)
+    """Token budget of the whole injected text; the knowledge block gets what the other
+    blocks leave and is cut at chunk boundaries."""
+    restricted: bool = False
+    """Restricted mode: the model sees a safe summary, never raw chunks."""
+    on_error: Literal["degrade", "raise"] = "degrade"
+    """On a retrieval error: go on without knowledge (logged, in the manifest) or raise."""
+    include_kb_meta: bool = False
+    """Add the ``[Knowledge Bases]`` block (name, id, description, topics)."""
+    query_window: int = Field(default=0, ge=0, le=10)
+    """Earlier user turns added to the query of a follow-up such as "and abroad?"
+    (0: the current message only; see ``placement.retrieval_query``)."""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            option = ".".join(str(p) for p in error["loc"]) or None
+            msg = f"Invalid injection setting {option}={error.get('input')!r}: {error['msg']}"
+            raise ConfigurationError(msg, option=option, value=error.get("input")) from exc
+
+    def with_overrides(self, config: RunnableConfig | None) -> InjectionConfig:
+        """These settings with the per-request overrides of ``config["configurable"]`` applied.
+
+        Keys: ``knowledge_enabled``, ``top_k``, ``min_score``, ``tenant_id``,
+        ``placement``, ``restricted``, ``query_window`` (see the module docstring). Other keys are
+        ignored; a ``None`` value means no override.
+
+        Raises:
+            ConfigurationError: An override has a value that is not allowed.
+        """
+        configurable = (config or {}).get("configurable") or {}
+        updates = {
+            name: configurable[key]
+            for key, name in _OVERRIDES.items()
+            if configurable.get(key) is not None
+        }
+        if not updates:
+            return self
+        if self.restricted and updates.get("restricted") is False:
+            logger.warning("ignoring configurable restricted=False: restricted mode stays on")
+            updates["restricted"] = True
+        try:
+            return InjectionConfig(**{**self.model_dump(), **updates})
+        except ConfigurationError as exc:
+            key = next((k for k, name in _OVERRIDES.items() if name == exc.option), exc.option)
+            msg = f"Invalid configurable[{key!r}]: {exc}"
+            raise ConfigurationError(msg, option=key, value=exc.value) from exc
+
+
+class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
+    """Retrieve for the current user message and return the messages to send.
+
+    Input: a list of messages (or message-like tuples/dicts), a ``{"messages":
+    [...]}`` dict, or a chat ``PromptValue``. Output: the list of messages with
+    the dynamic_context injected, so ``prompt | injector | model`` works.
+    When nothing relevant is retrieved the output equals the input. Injections
+    of earlier turns found in the input are removed first, so they never pile up.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_core.language_models import GenericFakeChatModel
+        >>> from langchain_core.messages import HumanMessage, SystemMessage
+        >>> from langchain_knowledge_inject import KNOWLEDGE_SYSTEM_PROMPT
+        >>> class TinyKB:  # a KnowledgeBase in real use
+        ...     def search(self, query, **kwargs):
+        ...         return [Document("Staff get 25 days of leave.", id="c1",
+        ...                          metadata={"source": "leave.md", "score": 0.9})]
+        ...     async def asearch(self, query, **kwargs):
+        ...         return self.search(query, **kwargs)
+        >>> injector = KnowledgeInjector(TinyKB(), top_k=3, max_tokens=1500)
+        >>> messages = [SystemMessage(KNOWLEDGE_SYSTEM_PROMPT), HumanMessage("Leave days?")]
+        >>> out = injector.invoke(messages)
+        >>> [m.type for m in out], out[1].content.splitlines()[0]
+        (['system', 'human', 'human'], '[Retrieved Knowledge]')
+        >>> injector.invoke(messages, {"configurable": {"knowledge_enabled": False}}) == messages
+        True
+        >>> turn = injector.prepare(messages)  # the same, plus documents and manifest
+        >>> turn.manifest.chunk_ids, turn.manifest.sources
+        (['c1'], ['leave.md'])
+        >>> model = GenericFakeChatModel(messages=iter(["25 days (Source: leave.md)."]))
+        >>> (injector | model).invoke(messages).content
+        '25 days (Source: leave.md).'
+
+    Args:
+        knowledge_base: A ``KnowledgeBase`` (anything with ``search``/``asearch``
+            as in the knowledge-base contract), or a sequence of them; results
+            of several are merged by score.
+        top_k, min_score, mode, tenant_id, placement, max_tokens, restricted,
+            on_error, include_kb_meta, query_window: see :class:`InjectionConfig`.
+            ``restricted`` is also on when a bound knowledge base's info says so.
+        token_counter: Counts tokens; :func:`approximate_token_count` by default.
+        template: The knowledge block template.
+        extra_blocks: Blocks added after the knowledge block in the same message:
+            strings, or callables ``(config) -> str | None`` run every turn
+            (user or permission context). They accompany knowledge: with nothing
+            retrieved there is no message at all.
+        summarizer_model: Restricted mode: the secondary chat model that writes the
+            safe summary. Without one, restricted turns fail closed (``refuse`` /
+            ``summarizer_error``).
+
+    Raises:
+        ConfigurationError: An option has a value that is not allowed.
+    """
+
+    def __init__(
+        self,
+        knowledge_base: Any,
+        *,
+        top_k: int = 4,
+        min_score: float | None = None,
+        mode: Literal["dense", "keyword", "hybrid"] = "hybrid",
+        tenant_id: str | None = None,
+        placement: Placement = "dynamic_context",
+        max_tokens: int = 2000,
+        token_counter: TokenCounter | None = None,
+        template: KnowledgeBlockTemplate | None = None,
+        extra_blocks: Sequence[ExtraBlock] = (),
+        include_kb_meta: bool = False,
+        restricted: bool = False,
+        on_error: Literal["degrade", "raise"] = "degrade",
+        query_window: int = 0,
+        summarizer_model: Any = None,
+    ) -> None:
+        self.knowledge_bases: tuple[Any, ...] = _as_knowledge_bases(knowledge_base)
+        restricted = restricted or any(
+            getattr(_info(kb), "restricted", False) is True for kb in self.knowledge_bases
+        )
+        self.config = InjectionConfig(
+            top_k=top_k, min_score=min_score, mode=mode, tenant_id=tenant_id,
+            placement=placement, max_tokens=max_tokens, restricted=restricted,
+            on_error=on_error, include_kb_meta=include_kb_meta, query_window=query_window,
+        )  # fmt: skip
+        if token_counter is not None and not callable(token_counter):
+            msg = "token_counter must be a callable (text) -> int"
+            raise ConfigurationError(msg, option="token_counter", value=token_counter)
+        if template is not None and not isinstance(template, KnowledgeBlockTemplate):
+            msg = "template must be a KnowledgeBlockTemplate"
+            raise ConfigurationError(msg, option="template", value=template)
+        if isinstance(extra_blocks, str) or not all(
+            isinstance(b, str) or callable(b) for b in extra_blocks
+        ):
+            msg = "extra_blocks must be a sequence of strings or callables (config) -> str | None"
+            raise ConfigurationError(msg, option="extra_blocks", value=extra_blocks)
+        self.token_counter: TokenCounter = token_counter or approximate_token_count
+        self.template = template
+        self.extra_blocks: tuple[ExtraBlock, ...] = tuple(extra_blocks)
+        self.summarizer_model = summarizer_model
+        self._parts = ContextParts(self)
+
+    def __repr__(self) -> str:
+        names = ", ".join(str(getattr(kb, "name", kb)) for kb in self.knowledge_bases)
+        return f"KnowledgeInjector([{names}], {self.config!r})"
+
+    # -- settings and retrieval -------------------------------------------------------
+    def resolve(self, config: RunnableConfig | None) -> InjectionConfig:
+        """The settings for one request: constructor values plus ``configurable`` overrides."""
+        return self.config.with_overrides(config)
+
+    def _search_kwargs(self, settings: InjectionConfig) -> dict[str, Any]:
+        return {"k": settings.top_k, "min_score": settings.min_score,
+                "mode": settings.mode, "tenant_id": settings.tenant_id}  # fmt: skip
+
+    def retrieve(self, messages: Any, settings: InjectionConfig) -> RetrievalOutcome:
+        """Search the knowledge base(s) with the current user message.
+
+        Raises:
+            RetrievalError: The search failed and ``settings.on_error == "raise"``.
+        """
+        messages = _coerce_messages(messages)
+        query = (
+            retrieval_query(messages, window=settings.query_window) if settings.enabled else None
+        )
+        if query is None:
+            return RetrievalOutcome(query=None)
+        try:
+            found = [
+                kb.search(query, **self._search_kwargs(settings)) for kb in self.knowledge_bases
+            ]
+        except Exception as exc:
+            return self._failed(query, exc, settings)
+        return RetrievalOutcome(query=query, documents=self._merge(found, settings))
+
+    async def aretrieve(self, messages: Any, settings: InjectionConfig) -> RetrievalOutcome:
+        """Async twin of :meth:`retrieve` (uses ``asearch``)."""
+        messages = _coerce_messages(messages)
+        query = (
+            retrieval_query(messages, window=settings.query_window) if settings.enabled else None
+        )
+        if query is None:
+            return RetrievalOutcome(query=None)
+        try:
+            found = [
+                await kb.asearch(query, **self._search_kwargs(settings))
+                for kb in self.knowledge_bases
+            ]
+        except Exception as exc:
+            return self._failed(query, exc, settings)
+        return RetrievalOutcome(query=query, documents=self._merge(found, settings))
+
+    def _merge(self, found: list[list[Document]], settings: InjectionConfig) -> list[Document]:
+        floor = settings.min_score
+        docs = [
+            d for ds in found for d in ds
+            if floor is None or float(d.metadata.get("score", 1.0)) >= floor
+        ]  # fmt: skip
+        if len(found) > 1:
+            docs.sort(key=lambda d: -float(d.metadata.get("score", 0.0)))
+        return docs[: settings.top_k]
+
+    def _failed(self, query: str, exc: Exception, settings: InjectionConfig) -> RetrievalOutcome:
+        if settings.on_error == "raise":
+            if isinstance(exc, RetrievalError):
+                raise exc
+            msg = f"Knowledge retrieval failed: {exc}"
+            raise RetrievalError(msg) from exc
+        logger.warning("knowledge retrieval failed, continuing without knowledge: %s", exc)
+        return RetrievalOutcome(query=query, error=f"{type(exc).__name__}: {exc}")
+
+    # -- building the context ------------------------------------------------------------
+    def build_context(
+        self,
+        documents: Sequence[Document],
+        settings: InjectionConfig,
+        *,
+        config: RunnableConfig | None = None,
+        query: str | None = None,
+    ) -> tuple[str | None, list[Document], int]:
+        """The dynamic_context text for these documents.
+
+        Returns:
+            ``(text, documents shown raw, tokens)``; ``(None, [], 0)`` when
+            there is nothing to inject.
+        """
+        built = self._parts.build(documents, settings, config=config, query=query)
+        return built.text, built.used, built.tokens
+
+    async def abuild_context(
+        self,
+        documents: Sequence[Document],
+        settings: InjectionConfig,
+        *,
+        config: RunnableConfig | None = None,
+        query: str | None = None,
+    ) -> tuple[str | None, list[Document], int]:
+        """Async twin of :meth:`build_context` (the restricted-mode summary is awaited)."""
+        built = await self._parts.abuild(documents, settings, config=config, query=query)
+        return built.text, built.used, built.tokens
+
+    def _restricted_context(
+        self, query: str | None, documents: Sequence[Document], config: RunnableConfig | None
+    ) -> RestrictedContext:
+        """Restricted mode: the block shown instead of raw chunks (see ``_context.py``)."""
+        return self._parts.restricted(query, documents, config)
+
+    async def _arestricted_context(
+        self, query: str | None, documents: Sequence[Document], config: RunnableConfig | None
+    ) -> RestrictedContext:
+        """Async twin of :meth:`_restricted_context`."""
+        return await self._parts.arestricted(query, documents, config)
+
+    # -- one turn -----------------------------------------------------------------------
+    def prepare(self, messages: Any, config: RunnableConfig | None = None) -> TurnContext:
+        """Run one turn: resolve, retrieve, build the context, place it, emit the manifest."""
+        clean = strip_injected(_coerce_messages(messages))
+        settings = self.resolve(config)
+        outcome = self.retrieve(clean, settings)
+        built = self._parts.build(outcome.documents, settings, config=config, query=outcome.query)
+        turn = self._turn(clean, settings, outcome, built)
+        emit_manifest(turn.manifest, config)
+        return turn
+
+    async def aprepare(self, messages: Any, config: RunnableConfig | None = None) -> TurnContext:
+        """Async twin of :meth:`prepare`."""
+        clean = strip_injected(_coerce_messages(messages))
+        settings = self.resolve(config)
+        outcome = await self.aretrieve(clean, settings)
+        built = await self._parts.abuild(
+            outcome.documents, settings, config=config, query=outcome.query
+        )
+        turn = self._turn(clean, settings, outcome, built)
+        await aemit_manifest(turn.manifest, config)
+        return turn
+
+    def _turn(
+        self,
+        clean: list[BaseMessage],
+        settings: InjectionConfig,
+        outcome: RetrievalOutcome,
+        built: BuiltContext,
+    ) -> TurnContext:
+        placement = settings.placement
+        prefix = clean[: injection_index(clean, placement=placement)]
+        out = place_context(clean, built.text, placement=placement) if built.text else clean
+        manifest = InjectionManifest(
+            injected=built.text is not None,
+            chunk_ids=[_chunk_id(d) for d in built.reported],
+            scores=[float(d.metadata.get("score", 0.0)) for d in built.reported],
+            citation_ids=list(built.citation_ids),
+            sources=[str(d.metadata.get("source", "")) for d in built.reported],
+            tokens_used=built.tokens,
+            placement=placement,
+            query=outcome.query,
+            prefix_hash=hash_messages(prefix),
+            retrieval_error=outcome.error,
+            dropped=built.dropped,
+            restricted=settings.restricted,
+            summary_decision=built.decision,
+            summary_reason=built.reason,
+            blocks=list(built.blocks),
+        )
+        return TurnContext(
+            messages=out, query=outcome.query, documents=list(built.used),
+            dynamic_context=built.text, manifest=manifest, retrieved=list(outcome.documents),
+        )  # fmt: skip
+
+    # -- Runnable ----------------------------------------------------------------------
+    def _messages_out(self, input: Any, config: RunnableConfig) -> list[BaseMessage]:
+        return self.prepare(input, config).messages
+
+    async def _amessages_out(self, input: Any, config: RunnableConfig) -> list[BaseMessage]:
+        return (await self.aprepare(input, config)).messages
+
+    def invoke(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> list[BaseMessage]:
+        """Return the messages to send for this turn (traced as a ``KnowledgeInjector`` run)."""
+        return self._call_with_config(self._messages_out, input, ensure_config(config))
+
+    async def ainvoke(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> list[BaseMessage]:
+        """Async twin of :meth:`invoke`."""
+        return await self._acall_with_config(self._amessages_out, input, ensure_config(config))

@@ -1,0 +1,318 @@
+"""Where the injected context goes, how injected content is marked, and how it is removed.
+
+Three placements:
+
+``"dynamic_context"`` (default)
+    A separate user message right before the current user message, after the
+    system prompt and the history. Everything before it is identical from one
+    turn to the next, so a provider's prefix cache reuses the whole history.
+``"postfix"``
+    Appended to the current user message (for a string content: after a blank
+    line; for a list content: as one more text part). For models that require
+    strict user/assistant alternation.
+``"system"``
+    A system message right after the leading system message(s). This is where
+    many RAG examples put retrieved text; it changes the prompt right after the
+    system prompt on every turn, so a provider prefix cache can reuse only the
+    system prompt, never the history. Avoid it when prompt caching matters.
+
+Every injected message carries ``additional_kwargs[INJECTED_KEY]``, a dict with
+at least ``placement``; :func:`strip_injected` uses it to restore the messages
+exactly as they were. Chat-model integrations do not send ``additional_kwargs``
+of user and system messages to the provider.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Literal, get_args
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from langchain_knowledge_inject.errors import ConfigurationError
+
+__all__ = [
+    "INJECTED_KEY",
+    "PLACEMENTS",
+    "Placement",
+    "current_user_index",
+    "injection_index",
+    "is_follow_up",
+    "is_injected",
+    "place_context",
+    "query_text",
+    "retrieval_query",
+    "strip_injected",
+]
+
+Placement = Literal["dynamic_context", "postfix", "system"]
+"""Where the injected context goes (see the module docstring)."""
+
+PLACEMENTS: tuple[str, ...] = get_args(Placement)
+"""The allowed placements."""
+
+INJECTED_KEY = "knowledge_inject"
+"""Key in ``additional_kwargs`` that marks a message holding injected content."""
+
+_POSTFIX_SEPARATOR = "\n\n"
+_FOLLOW_UP_START = re.compile(
+    r"^\W*(?:and|or|but|also|then|what about|how about|what if|same for)\b", re.IGNORECASE
+)
+FOLLOW_UP_MAX_WORDS = 4
+"""A user message of at most this many words counts as a possible follow-up."""
+
+
+def _marker(message: BaseMessage) -> dict[str, Any] | None:
+    marker = message.additional_kwargs.get(INJECTED_KEY)
+    return marker if isinstance(marker, dict) else None
+
+
+def is_injected(message: BaseMessage) -> bool:
+    """Whether ``message`` is or contains injected content.
+
+    True for an injected dynamic_context or system message, and for a user
+    message with an injected postfix.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> is_injected(HumanMessage("hi"))
+        False
+    """
+    return _marker(message) is not None
+
+
+def _is_standalone_injection(message: BaseMessage) -> bool:
+    marker = _marker(message)
+    return marker is not None and marker.get("placement") != "postfix"
+
+
+def current_user_index(messages: Sequence[BaseMessage]) -> int | None:
+    """Index of the current user message: the last ``HumanMessage`` that is not an injection.
+
+    Inside a tool loop (``AI`` with tool calls, then ``Tool`` results) this is
+    still the last human turn, not the latest tool result.
+
+    Returns:
+        The index, or ``None`` when there is no user message.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+        >>> current_user_index([HumanMessage("q"), AIMessage("", tool_calls=[
+        ...     {"name": "t", "args": {}, "id": "1"}]), ToolMessage("r", tool_call_id="1")])
+        0
+    """
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, HumanMessage) and not _is_standalone_injection(message):
+            return index
+    return None
+
+
+def query_text(message: BaseMessage | None) -> str | None:
+    """The text of a user message, used as the retrieval query.
+
+    String content is used as is; for list (multimodal) content the text parts
+    are joined by newlines and images, audio and files are ignored.
+
+    Returns:
+        The stripped text, or ``None`` when there is none.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> query_text(HumanMessage([{"type": "text", "text": "What is this?"},
+        ...     {"type": "image_url", "image_url": {"url": "data:..."}}]))
+        'What is this?'
+    """
+    if message is None:
+        return None
+    content = message.content
+    if isinstance(content, str):
+        parts = [content]
+    else:
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and part.get("type") == "text":
+                parts.append(str(part.get("text", "")))
+    text = "\n".join(p.strip() for p in parts if p and p.strip())
+    return text or None
+
+
+def is_follow_up(text: str) -> bool:
+    """Whether a user message looks like an elliptical follow-up ("and in June?").
+
+    True when it has at most :data:`FOLLOW_UP_MAX_WORDS` words or starts with a
+    continuation such as "and", "or", "but", "also", "what about", "how about"
+    (English).
+
+    Example:
+        >>> is_follow_up("and abroad?"), is_follow_up("How do I report a stolen laptop?")
+        (True, False)
+    """
+    return len(text.split()) <= FOLLOW_UP_MAX_WORDS or bool(_FOLLOW_UP_START.match(text))
+
+
+def retrieval_query(messages: Sequence[BaseMessage], *, window: int = 0) -> str | None:
+    r"""The retrieval query of a turn: the text of the current user message.
+
+    With ``window > 0`` and a current message that :func:`is_follow_up`, the
+    texts of up to ``window`` earlier user messages come first, one per line,
+    so that "and abroad?" is searched together with the question it continues.
+    Self-contained questions are searched alone: on the follow-up benchmark
+    (``benchmarks/followup_query.py``) adding earlier turns to every query
+    halved hit@1 on topic switches.
+
+    Returns:
+        The query, or ``None`` when the current user message has no text.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> msgs = [HumanMessage("Meal allowance at home?"), AIMessage("EUR 45."),
+        ...         HumanMessage("and abroad?")]
+        >>> retrieval_query(msgs), retrieval_query(msgs, window=1)
+        ('and abroad?', 'Meal allowance at home?\nand abroad?')
+    """
+    index = current_user_index(messages)
+    current = query_text(messages[index]) if index is not None else None
+    if current is None or window <= 0 or not is_follow_up(current):
+        return current
+    earlier = [
+        text
+        for message in messages[:index]
+        if isinstance(message, HumanMessage)
+        and not _is_standalone_injection(message)
+        and (text := query_text(message))
+    ]
+    return "\n".join([*earlier[-window:], current])
+
+
+def _system_insert_index(messages: Sequence[BaseMessage]) -> int:
+    index = 0
+    while index < len(messages) and isinstance(messages[index], SystemMessage):
+        index += 1
+    return index
+
+
+def injection_index(messages: Sequence[BaseMessage], *, placement: Placement) -> int:
+    """Where injected content goes: the length of the stable prefix before it.
+
+    For ``"dynamic_context"`` and ``"postfix"`` it is the index of the current
+    user message (the end of the list when there is none); for ``"system"`` the
+    index right after the leading system messages. The messages before this
+    index are the same whether or not something is injected.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage, SystemMessage
+        >>> injection_index([SystemMessage("s"), HumanMessage("q")], placement="system")
+        1
+    """
+    _check_placement(placement)
+    if placement == "system":
+        return _system_insert_index(messages)
+    index = current_user_index(messages)
+    return len(messages) if index is None else index
+
+
+def _check_placement(placement: str) -> None:
+    if placement not in PLACEMENTS:
+        msg = f"placement must be one of {list(PLACEMENTS)}, got {placement!r}"
+        raise ConfigurationError(msg, option="placement", value=placement)
+
+
+def place_context(
+    messages: Sequence[BaseMessage], content: str, *, placement: Placement
+) -> list[BaseMessage]:
+    """Return a new message list with ``content`` injected at ``placement``.
+
+    The input messages are never mutated; the postfix placement replaces the
+    current user message by a modified copy. With no user message,
+    ``"dynamic_context"`` and ``"postfix"`` append a dynamic_context message at
+    the end.
+
+    Args:
+        messages: The conversation (system prompt, history, current user message).
+        content: The text to inject (the dynamic_context).
+        placement: ``"dynamic_context"``, ``"postfix"`` or ``"system"``.
+
+    Returns:
+        The messages to send.
+
+    Raises:
+        ConfigurationError: ``placement`` is not one of the allowed values.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage, SystemMessage
+        >>> out = place_context([SystemMessage("s"), HumanMessage("q")], "[Retrieved Knowledge]",
+        ...                     placement="dynamic_context")
+        >>> [m.content for m in out]
+        ['s', '[Retrieved Knowledge]', 'q']
+    """
+    _check_placement(placement)
+    result = list(messages)
+    if placement == "system":
+        marker = {"placement": "system"}
+        message: BaseMessage = SystemMessage(content, additional_kwargs={INJECTED_KEY: marker})
+        result.insert(_system_insert_index(result), message)
+        return result
+    index = current_user_index(result)
+    if index is None or placement == "dynamic_context":
+        marker = {"placement": "dynamic_context"}
+        message = HumanMessage(content, additional_kwargs={INJECTED_KEY: marker})
+        result.insert(len(result) if index is None else index, message)
+        return result
+    result[index] = _append_postfix(result[index], content)
+    return result
+
+
+def _append_postfix(message: BaseMessage, content: str) -> BaseMessage:
+    original = message.content
+    marker: dict[str, Any] = {"placement": "postfix"}
+    if isinstance(original, str):
+        suffix = f"{_POSTFIX_SEPARATOR}{content}" if original else content
+        marker["suffix"] = suffix
+        new_content: str | list[str | dict[Any, Any]] = original + suffix
+    else:
+        marker["parts"] = 1
+        new_content = [*original, {"type": "text", "text": content}]
+    kwargs = {**message.additional_kwargs, INJECTED_KEY: marker}
+    return message.model_copy(update={"content": new_content, "additional_kwargs": kwargs})
+
+
+def _remove_postfix(message: BaseMessage, marker: dict[str, Any]) -> BaseMessage:
+    content = message.content
+    if isinstance(content, str):
+        suffix = str(marker.get("suffix", ""))
+        if suffix and content.endswith(suffix):
+            content = content[: -len(suffix)]
+    else:
+        parts = int(marker.get("parts", 0))
+        content = list(content[: len(content) - parts]) if parts else list(content)
+    kwargs = {k: v for k, v in message.additional_kwargs.items() if k != INJECTED_KEY}
+    return message.model_copy(update={"content": content, "additional_kwargs": kwargs})
+
+
+def strip_injected(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Remove every injection: the inverse of :func:`place_context`.
+
+    Injected dynamic_context and system messages are dropped; a postfix is cut
+    from the user message it was appended to, which gets back its exact
+    original content and ``additional_kwargs``. Other messages are returned as
+    they are (the same objects). Use it when you keep the history yourself and
+    stored what the injector returned.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> history = [HumanMessage("q")]
+        >>> strip_injected(place_context(history, "ctx", placement="postfix")) == history
+        True
+    """
+    result: list[BaseMessage] = []
+    for message in messages:
+        marker = _marker(message)
+        if marker is None:
+            result.append(message)
+        elif marker.get("placement") == "postfix":
+            result.append(_remove_postfix(message, marker))
+    return result
