@@ -13,7 +13,7 @@ The token budget covers the whole message: the knowledge block gets what the
 other blocks leave and is cut at chunk boundaries.
 
 Restricted mode never formats raw chunks: the knowledge block is what
-``KnowledgeInjector._restricted_context`` returns, which by default runs
+``KnowledgeInjector.safe_summary`` returns, which by default runs
 :func:`~langchain_knowledge_inject.restriction.summarize_chunks` with the
 injector's ``summarizer_model``, and fails closed (``refuse`` /
 ``summarizer_error``) without one or on any error.
@@ -190,8 +190,8 @@ class ContextParts:
         if not documents:
             return BuiltContext()
         if settings.restricted:
-            restricted = self._injector._restricted_context(query, documents, config)
-            return self._restricted_built(restricted, documents, settings, config)
+            restricted = self._injector.safe_summary(query, documents, config)
+            return self.from_restricted(restricted, documents, settings, config)
         return self._knowledge_built(documents, settings, config)
 
     async def abuild(
@@ -206,8 +206,8 @@ class ContextParts:
         if not documents:
             return BuiltContext()
         if settings.restricted:
-            restricted = await self._injector._arestricted_context(query, documents, config)
-            return self._restricted_built(restricted, documents, settings, config)
+            restricted = await self._injector.asafe_summary(query, documents, config)
+            return self.from_restricted(restricted, documents, settings, config)
         return self._knowledge_built(documents, settings, config)
 
     def _knowledge_built(
@@ -243,7 +243,7 @@ class ContextParts:
             blocks=[name for name, text in parts if text],
         )  # fmt: skip
 
-    def _restricted_built(
+    def from_restricted(
         self,
         restricted: RestrictedContext,
         documents: Sequence[Document],

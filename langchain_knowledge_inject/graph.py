@@ -225,11 +225,11 @@ def make_safe_summarize_node(injector: KnowledgeInjector) -> Runnable[Any, dict[
 
     def safe_summarize(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         docs, query = state.get("retrieved") or [], state.get("retrieval_query")
-        return _update(injector._restricted_context(query, docs, config))
+        return _update(injector.safe_summary(query, docs, config))
 
     async def asafe_summarize(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         docs, query = state.get("retrieved") or [], state.get("retrieval_query")
-        return _update(await injector._arestricted_context(query, docs, config))
+        return _update(await injector.asafe_summary(query, docs, config))
 
     return RunnableLambda(safe_summarize, afunc=asafe_summarize, name="safe_summarize")
 
@@ -262,7 +262,9 @@ def make_build_context_node(
             error=state.get("retrieval_error"),
         )
         restricted = _restricted_from_state(state, settings)
-        return _finish_turn(injector, messages, settings, outcome, restricted, config)
+        return injector.finish_turn(
+            messages, settings, outcome, restricted=restricted, config=config
+        )
 
     def _update(turn: TurnContext) -> dict[str, Any]:
         manifest = turn.manifest.to_dict()
@@ -295,23 +297,6 @@ def _restricted_from_state(
 
     logger.warning("restricted turn without a safe summary; refusing")
     return FAIL_CLOSED
-
-
-def _finish_turn(
-    injector: KnowledgeInjector,
-    messages: list[BaseMessage],
-    settings: InjectionConfig,
-    outcome: RetrievalOutcome,
-    restricted: RestrictedContext | None,
-    config: RunnableConfig | None,
-) -> TurnContext:
-    """Build the context of a turn whose retrieval (and safe summary) already ran."""
-    parts = injector._parts
-    if restricted is not None:
-        built = parts._restricted_built(restricted, outcome.documents, settings, config)
-    else:
-        built = parts.build(outcome.documents, settings, config=config, query=outcome.query)
-    return injector._turn(messages, settings, outcome, built)
 
 
 def make_call_model_node(

@@ -357,17 +357,50 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         built = await self._parts.abuild(documents, settings, config=config, query=query)
         return built.text, built.used, built.tokens
 
-    def _restricted_context(
-        self, query: str | None, documents: Sequence[Document], config: RunnableConfig | None
+    def safe_summary(
+        self,
+        query: str | None,
+        documents: Sequence[Document],
+        config: RunnableConfig | None = None,
     ) -> RestrictedContext:
-        """Restricted mode: the block shown instead of raw chunks (see ``_context.py``)."""
+        """Restricted mode: the safe-summary block shown instead of raw chunks.
+
+        Calls :func:`~langchain_knowledge_inject.restriction.summarize_chunks` with
+        ``summarizer_model``; fails closed (a ``refuse`` / ``summarizer_error``
+        block) without a model or on any error, never returning raw chunks.
+        """
         return self._parts.restricted(query, documents, config)
 
-    async def _arestricted_context(
-        self, query: str | None, documents: Sequence[Document], config: RunnableConfig | None
+    async def asafe_summary(
+        self,
+        query: str | None,
+        documents: Sequence[Document],
+        config: RunnableConfig | None = None,
     ) -> RestrictedContext:
-        """Async twin of :meth:`_restricted_context`."""
+        """Async twin of :meth:`safe_summary`."""
         return await self._parts.arestricted(query, documents, config)
+
+    def finish_turn(
+        self,
+        messages: Sequence[BaseMessage],
+        settings: InjectionConfig,
+        outcome: RetrievalOutcome,
+        *,
+        restricted: RestrictedContext | None = None,
+        config: RunnableConfig | None = None,
+    ) -> TurnContext:
+        """Build and place the context of a turn whose retrieval already ran.
+
+        For graphs that run retrieval (and the safe summary) in nodes of their
+        own. ``restricted`` is the safe summary of a restricted turn; with it no
+        raw chunk is formatted. No manifest event is emitted: the caller does.
+        """
+        clean = list(messages)
+        if restricted is not None:
+            built = self._parts.from_restricted(restricted, outcome.documents, settings, config)
+        else:
+            built = self._parts.build(outcome.documents, settings, config=config, query=outcome.query)
+        return self._turn(clean, settings, outcome, built)
 
     # -- one turn -----------------------------------------------------------------------
     def prepare(self, messages: Any, config: RunnableConfig | None = None) -> TurnContext:
