@@ -49,15 +49,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("langchain_knowledge_inject")
 
 BLOCK_SEPARATOR = "\n\n"
-_FAIL_CLOSED_TEXT = (
-    "[Restricted Knowledge Summary]\n"
-    "Decision: refuse (reason: summarizer_error)\n"
-    "The restricted knowledge base cannot be used to answer this question. "
-    "Do not guess its content or invent figures.\n"
-    "What to tell the user: Tell the user the restricted knowledge base could not be "
-    "consulted right now, and do not present an answer from memory as if it came from "
-    "the knowledge base."
-)
 
 
 @dataclass
@@ -72,7 +63,13 @@ class RestrictedContext:
     """Machine-readable reason (``answerable``, ``summarizer_error``, ...)."""
 
 
-FAIL_CLOSED = RestrictedContext(_FAIL_CLOSED_TEXT, "refuse", "summarizer_error")
+def _fail_closed() -> RestrictedContext:
+    from langchain_knowledge_inject.restriction import fail_closed_summary, format_safe_summary
+
+    return RestrictedContext(format_safe_summary(fail_closed_summary()), "refuse", "summarizer_error")
+
+
+FAIL_CLOSED = _fail_closed()
 
 
 @dataclass

@@ -52,6 +52,7 @@ __all__ = [
     "asummarize_chunks",
     "atool_result",
     "check_leak",
+    "fail_closed_summary",
     "format_safe_summary",
     "safe_kb_meta",
     "summarize_chunks",
@@ -600,6 +601,11 @@ def _failure(exc: Exception, timeout: float | None) -> SafeSummary:
         if _s.model_io_logging():
             logger.info("summarizer failure", exc_info=exc)
     return _refusal("summarizer_error")
+
+
+def fail_closed_summary(reason: ReasonCode = "summarizer_error") -> SafeSummary:
+    """The refusal every surface falls back to: no summary, fixed guidance for ``reason``."""
+    return _refusal(reason)
 
 
 def _refusal(reason: ReasonCode, *, confidence: float = 0.0) -> SafeSummary:

@@ -303,14 +303,6 @@ def _one_line(text: str) -> str:
     return " ".join(neutralize(text).split())
 
 
-def _refusal() -> tuple[str, dict[str, Any]]:
-    """Fail closed: the fixed refusal, never the chunks."""
-    from langchain_knowledge_inject._context import FAIL_CLOSED
-
-    artifact = {"decision": FAIL_CLOSED.decision, "reason": FAIL_CLOSED.reason}
-    return str(FAIL_CLOSED.text), artifact
-
-
 def _kb_restricted(kb: Any) -> bool:
     try:
         return getattr(kb.info, "restricted", False) is True
@@ -328,32 +320,18 @@ def _sensitive_sources(kb: Any) -> bool:
 def _restricted_result(
     docs: Sequence[Document], query: str, model: BaseChatModel | None, kb: Any
 ) -> tuple[str, Any]:
-    if model is None:
-        return _refusal()
-    try:
-        from langchain_knowledge_inject.restriction import format_safe_summary, summarize_chunks
+    """The safe summary as the tool result; fails closed (see ``restriction.tool_result``)."""
+    from langchain_knowledge_inject.restriction import tool_result
 
-        summary = summarize_chunks(
-            query, docs, model=model, sensitive_sources=_sensitive_sources(kb)
-        )
-        return format_safe_summary(summary), summary.model_dump()
-    except Exception:
-        logger.exception("knowledge_base_search: safe summary failed; refusing")
-        return _refusal()
+    return tool_result(docs, query, summarizer_model=model, sensitive_sources=_sensitive_sources(kb))
 
 
 async def _arestricted_result(
     docs: Sequence[Document], query: str, model: BaseChatModel | None, kb: Any
 ) -> tuple[str, Any]:
-    if model is None:
-        return _refusal()
-    try:
-        from langchain_knowledge_inject.restriction import asummarize_chunks, format_safe_summary
+    """Async twin of :func:`_restricted_result`."""
+    from langchain_knowledge_inject.restriction import atool_result
 
-        summary = await asummarize_chunks(
-            query, docs, model=model, sensitive_sources=_sensitive_sources(kb)
-        )
-        return format_safe_summary(summary), summary.model_dump()
-    except Exception:
-        logger.exception("knowledge_base_search: safe summary failed; refusing")
-        return _refusal()
+    return await atool_result(
+        docs, query, summarizer_model=model, sensitive_sources=_sensitive_sources(kb)
+    )
