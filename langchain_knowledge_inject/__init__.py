@@ -9,6 +9,8 @@ middleware and a tool.
 import logging
 
 from langchain_knowledge_inject._version import __version__
+from langchain_knowledge_inject.blocks import BlockText, ContextBlock, assemble_blocks
+from langchain_knowledge_inject.episodic import Episode, EpisodicMemory
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
     IngestError,
@@ -19,6 +21,7 @@ from langchain_knowledge_inject.errors import (
     RetrievalError,
     SummarizerError,
 )
+from langchain_knowledge_inject.facts import UserFacts
 from langchain_knowledge_inject.formatting import (
     DEFAULT_KNOWLEDGE_TEMPLATE,
     KNOWLEDGE_SYSTEM_PROMPT,
@@ -44,11 +47,17 @@ from langchain_knowledge_inject.injector import (
 )
 from langchain_knowledge_inject.knowledge_base import AddResult, KnowledgeBase, KnowledgeBaseInfo
 from langchain_knowledge_inject.manifest import InjectionManifest
+from langchain_knowledge_inject.memory_tools import (
+    create_memory_tools,
+    create_store_memory_tool,
+    create_user_fact_tools,
+)
 from langchain_knowledge_inject.middleware import (
     KnowledgeInjectionMiddleware,
     KnowledgeInjectionState,
 )
 from langchain_knowledge_inject.placement import Placement, is_injected, strip_injected
+from langchain_knowledge_inject.procedures import Procedure, ProcedureLibrary
 from langchain_knowledge_inject.restriction import (
     LeakPolicy,
     LeakReport,
@@ -74,7 +83,11 @@ __all__ = [
     "DEFAULT_KNOWLEDGE_TEMPLATE",
     "KNOWLEDGE_SYSTEM_PROMPT",
     "AddResult",
+    "BlockText",
     "ConfigurationError",
+    "ContextBlock",
+    "Episode",
+    "EpisodicMemory",
     "IngestError",
     "IngestReport",
     "InjectionConfig",
@@ -95,6 +108,8 @@ __all__ = [
     "LeakPolicy",
     "LeakReport",
     "Placement",
+    "Procedure",
+    "ProcedureLibrary",
     "ReasonCode",
     "RetrievalError",
     "RetrievalOutcome",
@@ -103,14 +118,19 @@ __all__ = [
     "SummarizerError",
     "SummaryBounds",
     "TurnContext",
+    "UserFacts",
     "__version__",
     "aingest",
     "approximate_token_count",
+    "assemble_blocks",
     "asummarize_chunks",
     "build_sample_knowledge_base",
     "check_leak",
     "create_knowledge_base_search_tool",
     "create_knowledge_graph",
+    "create_memory_tools",
+    "create_store_memory_tool",
+    "create_user_fact_tools",
     "format_knowledge_block",
     "format_safe_summary",
     "ingest",
