@@ -69,10 +69,14 @@ def main() -> None:
         kb = KnowledgeBase("latency", path=tmp, embeddings=embeddings, text_splitter=None)
         start = time.perf_counter()
         kb.add_documents(chunks)
-        tenant = [Document(d.page_content, metadata=d.metadata) for d in chunks[: len(chunks) // 10]]
+        tenant = [
+            Document(d.page_content, metadata=d.metadata) for d in chunks[: len(chunks) // 10]
+        ]
         kb.add_documents(tenant, tenant_id="tenant-a")
         print(f"built: {kb.info.chunk_count} chunks in {time.perf_counter() - start:.1f}s")
-        collection = kb._client.get_collection(f"kinject-{kb.id}-shared")  # the same collection, bare
+        collection = kb._client.get_collection(
+            f"kinject-{kb.id}-shared"
+        )  # the same collection, bare
 
         def bare(q: str) -> None:
             vector = embeddings.embed_query(q)
@@ -85,22 +89,40 @@ def main() -> None:
         for q in queries[:10]:  # warm up both paths
             bare(q)
             ours(q, mode="dense")
-        times: dict[str, list[float]] = {name: [] for name in (
-            "bare", "dense", "dense_cached", "hybrid", "keyword", "dense_filtered",
-            "hybrid_filtered", "hybrid_tenant")}
+        times: dict[str, list[float]] = {
+            name: []
+            for name in (
+                "bare",
+                "dense",
+                "dense_cached",
+                "hybrid",
+                "keyword",
+                "dense_filtered",
+                "hybrid_filtered",
+                "hybrid_tenant",
+            )
+        }
         for i, q in enumerate(queries):
             pair = [("bare", lambda q=q: bare(q)), ("dense", lambda q=q: ours(q, mode="dense"))]
             for name, fn in pair if i % 2 == 0 else reversed(pair):
                 times[name].append(timed(fn))
-            times["dense_cached"].append(timed(lambda q=q: kb.search(q, k=args.k, min_score=0.0, mode="dense")))
+            times["dense_cached"].append(
+                timed(lambda q=q: kb.search(q, k=args.k, min_score=0.0, mode="dense"))
+            )
             times["hybrid"].append(timed(lambda q=q: ours(q, mode="hybrid")))
-            times["keyword"].append(timed(lambda q=q: kb.search(q, k=args.k, min_score=0.0, mode="keyword")))
+            times["keyword"].append(
+                timed(lambda q=q: kb.search(q, k=args.k, min_score=0.0, mode="keyword"))
+            )
             flt = {"category": "medicine"}
             times["dense_filtered"].append(timed(lambda q=q: ours(q, mode="dense", filter=flt)))
             times["hybrid_filtered"].append(timed(lambda q=q: ours(q, mode="hybrid", filter=flt)))
-            times["hybrid_tenant"].append(timed(lambda q=q: ours(q, mode="hybrid", tenant_id="tenant-a")))
+            times["hybrid_tenant"].append(
+                timed(lambda q=q: ours(q, mode="hybrid", tenant_id="tenant-a"))
+            )
         base = statistics.median(times["bare"])
-        print(f"{len(queries)} queries, k={args.k}, median per query (ratio to bare embed_query + collection.query)")
+        print(
+            f"{len(queries)} queries, k={args.k}, median per query (ratio to bare embed_query + collection.query)"
+        )
         for name, values in times.items():
             med = statistics.median(values)
             print(f"  {name:16s} {med * 1000:7.2f} ms   {med / base:5.2f}x")

@@ -95,7 +95,10 @@ def open_connection(path: Path | str) -> sqlite3.Connection:
         conn.executescript(_SCHEMA)
         conn.commit()
     except sqlite3.DatabaseError as exc:
-        msg = f"The catalog {path} is not a usable SQLite database ({exc}); move it away to start afresh."
+        msg = (
+            f"The catalog {path} is not a usable SQLite database ({exc}); "
+            "move it away to start afresh."
+        )
         raise KnowledgeBaseOpenError(msg) from exc
     return conn
 
@@ -157,11 +160,13 @@ class Catalog:
         """Update some fields of a knowledge base and commit."""
         if not fields:
             return
-        encoded = {k: json.dumps(v) if k in ("topics", "settings") else v for k, v in fields.items()}
+        encoded = {
+            k: json.dumps(v) if k in ("topics", "settings") else v for k, v in fields.items()
+        }
         assignments = ", ".join(f"{k} = ?" for k in encoded)
         with self.lock:
             self.conn.execute(
-                f"UPDATE kbs SET {assignments}, updated_at = ? WHERE id = ?",  # noqa: S608
+                f"UPDATE kbs SET {assignments}, updated_at = ? WHERE id = ?",
                 (*encoded.values(), time.time(), kb_id),
             )
             self.conn.commit()
@@ -171,7 +176,7 @@ class Catalog:
         with self.lock:
             for table in ("kbs", "chunks", "sources", "partitions"):
                 column = "id" if table == "kbs" else "kb_id"
-                self.conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (kb_id,))  # noqa: S608
+                self.conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (kb_id,))
 
     # -- chunks ------------------------------------------------------------
     def chunk_ids_for_source(self, kb_id: str, partition: str, source: str) -> dict[str, str]:
@@ -191,21 +196,23 @@ class Catalog:
             for batch in _batches(chunk_ids, 500):
                 marks = ",".join("?" * len(batch))
                 rows = self.conn.execute(
-                    f"SELECT chunk_id, metadata FROM chunks WHERE kb_id = ? AND partition = ?"  # noqa: S608
+                    f"SELECT chunk_id, metadata FROM chunks WHERE kb_id = ? AND partition = ?"
                     f" AND chunk_id IN ({marks})",
                     (kb_id, partition, *batch),
                 ).fetchall()
                 found.update(rows)
         return found
 
-    def get_chunks(self, kb_id: str, partition: str, chunk_ids: Sequence[str]) -> dict[str, ChunkRow]:
+    def get_chunks(
+        self, kb_id: str, partition: str, chunk_ids: Sequence[str]
+    ) -> dict[str, ChunkRow]:
         """Fetch registry rows by id (missing ids are absent from the result)."""
         out: dict[str, ChunkRow] = {}
         with self.lock:
             for batch in _batches(chunk_ids, 500):
                 marks = ",".join("?" * len(batch))
                 rows = self.conn.execute(
-                    f"SELECT chunk_id, source, text, metadata FROM chunks WHERE kb_id = ?"  # noqa: S608
+                    f"SELECT chunk_id, source, text, metadata FROM chunks WHERE kb_id = ?"
                     f" AND partition = ? AND chunk_id IN ({marks})",
                     (kb_id, partition, *batch),
                 ).fetchall()
@@ -249,7 +256,8 @@ class Catalog:
         """
         with self.lock:
             self.conn.execute(
-                "INSERT OR IGNORE INTO partitions (kb_id, partition) VALUES (?, ?)", (kb_id, partition)
+                "INSERT OR IGNORE INTO partitions (kb_id, partition) VALUES (?, ?)",
+                (kb_id, partition),
             )
             self.conn.commit()
 

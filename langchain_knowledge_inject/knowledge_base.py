@@ -126,6 +126,40 @@ class AddResult:
     """The chunk id of every stored chunk of this call, in input order."""
 
 
+def list_knowledge_bases(path: str | os.PathLike[str] | None = None) -> list[KnowledgeBaseInfo]:
+    """Every knowledge base in a store directory, without loading any model.
+
+    Args:
+        path: Store directory. Defaults to :func:`default_store_path`.
+    """
+    store = Path(path).expanduser() if path is not None else default_store_path()
+    if not (store / "catalog.sqlite3").exists():
+        return []
+    conn = open_store_dir(store)
+    try:
+        catalog = Catalog(conn, threading.RLock())
+        out = []
+        for row in catalog.list_kbs():
+            settings = row["settings"]
+            out.append(
+                KnowledgeBaseInfo(
+                    name=row["name"],
+                    id=row["id"],
+                    description=row["description"],
+                    topics=row["topics"],
+                    chunk_count=catalog.count(row["id"]),
+                    embedding_model=row["embedding_model"],
+                    restricted=bool(settings.get("restricted", False)),
+                    sensitive_sources=bool(settings.get("sensitive_sources", False)),
+                    routing_hint=settings.get("routing_hint") or "",
+                    routing_keywords=list(settings.get("routing_keywords") or []),
+                )
+            )
+        return out
+    finally:
+        conn.close()
+
+
 class KnowledgeBase:
     """A named knowledge base: Chroma collections (cosine) plus a keyword index.
 
@@ -224,6 +258,13 @@ class KnowledgeBase:
             msg = f"No knowledge base named {name!r} in {self.path} (existing: {names})"
             raise KnowledgeBaseNotFoundError(msg, kb_name=name)
         self.embeddings = embeddings if embeddings is not None else default_embeddings()
+        try:  # fail here, not on the first question, when the model cannot embed
+            self.embeddings.embed_query("knowledge base open check")
+        except Exception as exc:
+            self._release_store_lock()
+            self._conn.close()
+            msg = f"The embedding model of knowledge base {name!r} failed on a test query: {exc}"
+            raise KnowledgeBaseOpenError(msg, kb_name=name) from exc
         model_name = embedding_model_name(self.embeddings)
         settings = {
             "restricted": restricted,
@@ -302,40 +343,6 @@ class KnowledgeBase:
             routing_keywords=list(settings.get("routing_keywords") or []),
         )
 
-    @classmethod
-    def list(cls, path: str | os.PathLike[str] | None = None) -> list[KnowledgeBaseInfo]:  # noqa: A003
-        """Every knowledge base in a store directory, without loading any model.
-
-        Args:
-            path: Store directory. Defaults to :func:`default_store_path`.
-        """
-        store = Path(path).expanduser() if path is not None else default_store_path()
-        if not (store / "catalog.sqlite3").exists():
-            return []
-        conn = open_store_dir(store)
-        try:
-            catalog = Catalog(conn, threading.RLock())
-            out = []
-            for row in catalog.list_kbs():
-                settings = row["settings"]
-                out.append(
-                    KnowledgeBaseInfo(
-                        name=row["name"],
-                        id=row["id"],
-                        description=row["description"],
-                        topics=row["topics"],
-                        chunk_count=catalog.count(row["id"]),
-                        embedding_model=row["embedding_model"],
-                        restricted=bool(settings.get("restricted", False)),
-                        sensitive_sources=bool(settings.get("sensitive_sources", False)),
-                        routing_hint=settings.get("routing_hint") or "",
-                        routing_keywords=list(settings.get("routing_keywords") or []),
-                    )
-                )
-            return out
-        finally:
-            conn.close()
-
     def get_source_fingerprint(self, source: str, *, tenant_id: str | None = None) -> str | None:
         """The fingerprint stored with ``source`` by the last ``add_documents``, or None."""
         return self._catalog.get_fingerprint(self.id, partition_of(tenant_id), source)
@@ -392,6 +399,13 @@ class KnowledgeBase:
             self.add_documents, documents, tenant_id=tenant_id, fingerprints=fingerprints
         )
 
+    def _needs_split(self, text: str) -> bool:
+        splitter = self._text_splitter
+        if splitter is None or not text.strip():
+            return False
+        size = getattr(splitter, "_chunk_size", None)  # chunks that already fit are kept whole
+        return not (isinstance(size, int) and len(text) <= size)
+
     def _split(self, documents: Sequence[Document], tenant_id: str | None) -> list[ChunkRow]:
         rows: list[ChunkRow] = []
         for doc in documents:
@@ -408,7 +422,7 @@ class KnowledgeBase:
                 meta["tenant_id"] = str(tenant)
             meta["source"] = str(meta.get("source") or "")
             parts = [doc.page_content]
-            if self._text_splitter is not None and doc.page_content.strip():
+            if self._text_splitter is not None and self._needs_split(doc.page_content):
                 parts = self._text_splitter.split_text(doc.page_content)
             partition = partition_of(meta.get("tenant_id"))
             for index, text in enumerate(parts):
@@ -419,9 +433,11 @@ class KnowledgeBase:
                 rows.append(ChunkRow(cid, partition, chunk_meta["source"], text, chunk_meta))
         return rows
 
-    def _write(self, plan: WritePlan, vectors: Sequence[Sequence[float]], fps: Mapping[str, str]) -> None:
+    def _write(
+        self, plan: WritePlan, vectors: Sequence[Sequence[float]], fps: Mapping[str, str]
+    ) -> None:
         by_partition: dict[str, list[tuple[ChunkRow, Sequence[float]]]] = {}
-        for row, vec in zip(plan.to_embed, vectors):
+        for row, vec in zip(plan.to_embed, vectors, strict=True):
             by_partition.setdefault(row.partition, []).append((row, vec))
         batch = self._client.get_max_batch_size()
         for partition, items in by_partition.items():
@@ -436,7 +452,8 @@ class KnowledgeBase:
                 )
         for partition, rows in group_by_partition(plan.to_update).items():
             self._collection(partition, create=True).update(
-                ids=[r.chunk_id for r in rows], metadatas=[chroma_metadata(r.metadata) for r in rows]
+                ids=[r.chunk_id for r in rows],
+                metadatas=[chroma_metadata(r.metadata) for r in rows],
             )
         for partition, ids in plan.stale.items():
             collection = self._collection(partition, create=False)
@@ -502,7 +519,7 @@ class KnowledgeBase:
             for partition in self._catalog.partitions(self.id):
                 try:
                     self._client.delete_collection(collection_name(self.id, partition))
-                except Exception:  # noqa: BLE001 - already gone is fine
+                except Exception:
                     logger.debug("collection of partition %r already gone", partition)
             self._collections.clear()
             self._keyword.delete_kb(self.id)
@@ -575,7 +592,13 @@ class KnowledgeBase:
     ) -> list[Document]:
         """Async twin of :meth:`search` (runs it in a worker thread: Chroma's client is sync)."""
         return await asyncio.to_thread(
-            self.search, query, k=k, min_score=min_score, filter=filter, mode=mode, tenant_id=tenant_id
+            self.search,
+            query,
+            k=k,
+            min_score=min_score,
+            filter=filter,
+            mode=mode,
+            tenant_id=tenant_id,
         )
 
     def _dense(
@@ -586,10 +609,13 @@ class KnowledgeBase:
             return []
         vector = self._query_vector(text)
         result = collection.query(
-            query_embeddings=[vector], n_results=depth, where=to_chroma(where), include=["distances"]
+            query_embeddings=[vector],
+            n_results=depth,
+            where=to_chroma(where),
+            include=["distances"],
         )
         ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
-        return [(cid, fusion.dense_score(d)) for cid, d in zip(ids, distances)]
+        return [(cid, fusion.dense_score(d)) for cid, d in zip(ids, distances, strict=True)]
 
     def _keyword_hits(
         self, partition: str, text: str, depth: int, where: Mapping[str, Any] | None
@@ -622,12 +648,18 @@ class KnowledgeBase:
             return {}
         got = collection.get(ids=list(ids), include=["documents", "metadatas"])
         return {
-            cid: ChunkRow(cid, partition, (meta or {}).get("source", ""), text or "", dict(meta or {}))
-            for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"])
+            cid: ChunkRow(
+                cid, partition, (meta or {}).get("source", ""), text or "", dict(meta or {})
+            )
+            for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
         }
 
     def as_retriever(self, **kwargs: Any) -> KnowledgeBaseRetriever:
-        """A LangChain retriever over this knowledge base (k, min_score, mode, filter, tenant_id)."""
+        """A LangChain retriever over this knowledge base.
+
+        Args:
+            **kwargs: ``k``, ``min_score``, ``mode``, ``filter``, ``tenant_id``.
+        """
         from langchain_knowledge_inject.retriever import KnowledgeBaseRetriever
 
         return KnowledgeBaseRetriever(knowledge_base=self, **kwargs)
@@ -663,7 +695,10 @@ class KnowledgeBase:
                 else:
                     found = self._client.get_collection(name, embedding_function=None)
             except Exception as exc:
-                if not create and type(exc).__name__ in ("NotFoundError", "InvalidCollectionException"):
+                if not create and type(exc).__name__ in (
+                    "NotFoundError",
+                    "InvalidCollectionException",
+                ):
                     return None
                 raise
             self._collections[partition] = found
@@ -704,6 +739,10 @@ class KnowledgeBase:
     def __repr__(self) -> str:
         return f"KnowledgeBase(name={self.name!r}, id={self.id!r}, path={str(self.path)!r})"
 
+    # Last in the class body, so that ``list`` in the annotations above is the builtin.
+    list = staticmethod(list_knowledge_bases)
+    """Every knowledge base in a store directory: see :func:`list_knowledge_bases`."""
+
 
 def _check_search_args(k: Any, min_score: Any, mode: Any) -> tuple[int, float, SearchMode]:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -711,7 +750,11 @@ def _check_search_args(k: Any, min_score: Any, mode: Any) -> tuple[int, float, S
         raise ConfigurationError(msg, option="k", value=k)
     if min_score is None:
         min_score = fusion.DEFAULT_MIN_SCORE
-    if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not 0 <= min_score <= 1:
+    if (
+        isinstance(min_score, bool)
+        or not isinstance(min_score, (int, float))
+        or not 0 <= min_score <= 1
+    ):
         msg = f"min_score must be a number in [0, 1], got {min_score!r}"
         raise ConfigurationError(msg, option="min_score", value=min_score)
     if mode not in _MODES:

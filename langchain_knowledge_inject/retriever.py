@@ -34,7 +34,8 @@ class KnowledgeBaseRetriever(BaseRetriever):
             from langchain_core.embeddings import DeterministicFakeEmbedding
             from langchain_knowledge_inject import KnowledgeBase, KnowledgeBaseRetriever
 
-            kb = KnowledgeBase("docs", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=32))
+            emb = DeterministicFakeEmbedding(size=32)
+            kb = KnowledgeBase("docs", path=tmp_path, embeddings=emb)
             kb.add_documents([Document("Remote work needs a manager's approval.")])
             retriever = KnowledgeBaseRetriever(knowledge_base=kb, k=1, min_score=0.0)
             assert retriever.invoke("remote work")[0].page_content.startswith("Remote")

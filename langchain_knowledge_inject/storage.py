@@ -14,7 +14,7 @@ import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_knowledge_inject.catalog import open_connection
 from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
@@ -31,6 +31,7 @@ def default_store_path() -> Path:
 
 
 def open_store_dir(path: Path) -> Any:
+    """Create the store directory if needed and open its catalog; clear errors."""
     if path.exists() and not path.is_dir():
         msg = f"The store path {path} exists and is not a directory"
         raise KnowledgeBaseOpenError(msg)
@@ -43,6 +44,7 @@ def open_store_dir(path: Path) -> Any:
 
 
 def persistent_client(path: Path, name: str) -> Any:
+    """The embedded Chroma client of a store directory."""
     import chromadb
 
     try:
@@ -53,12 +55,14 @@ def persistent_client(path: Path, name: str) -> Any:
 
 
 def collection_name(kb_id: str, partition: str) -> str:
+    """The Chroma collection of one tenant partition of a knowledge base."""
     if not partition:
         return f"kinject-{kb_id}-shared"
     return f"kinject-{kb_id}-t{hashlib.sha256(partition.encode()).hexdigest()[:16]}"
 
 
 def chroma_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """Metadata as Chroma stores it: scalars kept, None dropped, the rest as JSON."""
     out: dict[str, Any] = {}
     for key, value in metadata.items():
         if value is None:
@@ -81,7 +85,7 @@ class StoreLock:
     store. Within one process the lock is shared (reference-counted).
     """
 
-    _held: dict[str, tuple[Any, int]] = {}
+    _held: ClassVar[dict[str, tuple[Any, int]]] = {}
     _guard = threading.Lock()
 
     def __init__(self, path: Path) -> None:

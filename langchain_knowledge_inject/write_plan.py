@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from langchain_knowledge_inject.catalog import Catalog, ChunkRow
+from langchain_knowledge_inject.errors import ConfigurationError
 
 
 def chunk_id(partition: str, source: str, text: str) -> str:
@@ -24,11 +25,17 @@ def chunk_id(partition: str, source: str, text: str) -> str:
 
 
 def partition_of(tenant_id: str | None) -> str:
+    """The partition of a tenant: the tenant id, or "" for the shared partition."""
+    if tenant_id == "":  # "" names the shared partition: it must not be a tenant
+        msg = "tenant_id must be a non-empty string, or None for the shared partition"
+        raise ConfigurationError(msg, option="tenant_id", value=tenant_id)
     return "" if tenant_id is None else str(tenant_id)
 
 
 @dataclass
 class WritePlan:
+    """What one ``add_documents`` call writes: new, updated and stale chunks, per partition."""
+
     to_embed: list[ChunkRow] = field(default_factory=list)
     to_update: list[ChunkRow] = field(default_factory=list)
     stale: dict[str, set[str]] = field(default_factory=dict)
@@ -39,6 +46,7 @@ class WritePlan:
 
 
 def plan_writes(catalog: Catalog, kb_id: str, chunks: Sequence[ChunkRow]) -> WritePlan:
+    """Decide, against the registry, what a call of ``add_documents`` must write."""
     plan = WritePlan()
     seen: set[tuple[str, str]] = set()
     fresh: dict[tuple[str, str], set[str]] = {}
@@ -72,6 +80,7 @@ def plan_writes(catalog: Catalog, kb_id: str, chunks: Sequence[ChunkRow]) -> Wri
 
 
 def group_by_partition(rows: Sequence[ChunkRow]) -> dict[str, list[ChunkRow]]:
+    """Group chunk rows by their tenant partition, keeping their order."""
     out: dict[str, list[ChunkRow]] = {}
     for row in rows:
         out.setdefault(row.partition, []).append(row)

@@ -48,7 +48,16 @@ class ChromaServer:
         self.log = self.path.parent / f"chroma-{self.port}.log"
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                [chroma, "run", "--path", str(self.path), "--host", self.host, "--port", str(self.port)],
+                [
+                    chroma,
+                    "run",
+                    "--path",
+                    str(self.path),
+                    "--host",
+                    self.host,
+                    "--port",
+                    str(self.port),
+                ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )

@@ -19,11 +19,23 @@ pytestmark = pytest.mark.integration
 
 POLICIES = [
     ("Employees receive 25 days of paid annual leave per calendar year.", "leave.md", "leave"),
-    ("Unused annual leave of up to 5 days may be carried over to the next year.", "leave.md", "leave"),
+    (
+        "Unused annual leave of up to 5 days may be carried over to the next year.",
+        "leave.md",
+        "leave",
+    ),
     ("Sick leave longer than three days requires a doctor's certificate.", "sick.md", "leave"),
-    ("Travel expenses are reimbursed within 30 days when submitted with receipts.", "expenses.md", "finance"),
+    (
+        "Travel expenses are reimbursed within 30 days when submitted with receipts.",
+        "expenses.md",
+        "finance",
+    ),
     ("Meals during business trips are covered up to 40 euros per day.", "expenses.md", "finance"),
-    ("Staff may work remotely up to three days a week with manager approval.", "remote.md", "remote"),
+    (
+        "Staff may work remotely up to three days a week with manager approval.",
+        "remote.md",
+        "remote",
+    ),
     ("The company provides a laptop and a monitor for home office use.", "equipment.md", "remote"),
 ]
 
@@ -37,8 +49,12 @@ def test_semantic_search_with_real_model(tmp_path, real_embeddings):
     assert kb.info.embedding_model == DEFAULT_MODEL_NAME
     kb.add_documents(_docs())
     for mode in ("dense", "keyword", "hybrid"):
-        top = kb.search("How many vacation days do I get?" if mode != "keyword" else "annual leave days",
-                        k=2, mode=mode, min_score=0.0)
+        top = kb.search(
+            "How many vacation days do I get?" if mode != "keyword" else "annual leave days",
+            k=2,
+            mode=mode,
+            min_score=0.0,
+        )
         assert top[0].metadata["source"] == "leave.md", mode
     remote = kb.search("How many days a week may I work remotely?", k=1, mode="hybrid")
     assert remote[0].metadata["source"] == "remote.md"
@@ -66,7 +82,9 @@ def test_persistence_across_process_restart(tmp_path, real_embeddings):
         print(kb.info.chunk_count, hits[0].metadata["source"])
         """
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [str(len(POLICIES)), "leave.md"]
     reopened = KnowledgeBase("hr", path=tmp_path, embeddings=real_embeddings, create=False)
@@ -75,12 +93,16 @@ def test_persistence_across_process_restart(tmp_path, real_embeddings):
 
 def test_against_a_real_chroma_server(tmp_path, real_embeddings, chroma_server):
     name = f"srv{uuid.uuid4().hex[:8]}"
-    kb = KnowledgeBase(name, path=tmp_path, client=chroma_server.client(), embeddings=real_embeddings)
+    kb = KnowledgeBase(
+        name, path=tmp_path, client=chroma_server.client(), embeddings=real_embeddings
+    )
     first = kb.add_documents(_docs())
     assert first.added == len(POLICIES)
     assert kb.add_documents(_docs()).added == 0
-    kb.add_documents([Document("Acme staff get a 7 percent bonus.", metadata={"source": "acme.md"})],
-                     tenant_id="acme")
+    kb.add_documents(
+        [Document("Acme staff get a 7 percent bonus.", metadata={"source": "acme.md"})],
+        tenant_id="acme",
+    )
     hits = kb.search("bonus percentage", k=5, min_score=0.0, tenant_id="acme")
     assert [d.metadata["source"] for d in hits] == ["acme.md"]
     shared = kb.search("bonus percentage", k=10, min_score=0.0)
@@ -89,7 +111,9 @@ def test_against_a_real_chroma_server(tmp_path, real_embeddings, chroma_server):
     names = {c.name for c in chroma_server.client().list_collections()}
     assert f"kinject-{kb.id}-shared" in names
     assert kb.delete_source("leave.md") == 2
-    assert all(d.metadata["source"] != "leave.md" for d in kb.search("annual leave", k=10, min_score=0.0))
+    assert all(
+        d.metadata["source"] != "leave.md" for d in kb.search("annual leave", k=10, min_score=0.0)
+    )
 
 
 class TestKnowledgeBaseRetrieverStandard(RetrieversIntegrationTests):

@@ -9,7 +9,10 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_knowledge_inject import KnowledgeBase
 
 DOCS = [
-    Document(f"Policy paragraph {i}: rules about topic {i} and its exceptions.", metadata={"source": f"p{i % 3}.md"})
+    Document(
+        f"Policy paragraph {i}: rules about topic {i} and its exceptions.",
+        metadata={"source": f"p{i % 3}.md"},
+    )
     for i in range(9)
 ]
 

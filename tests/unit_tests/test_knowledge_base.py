@@ -48,7 +48,9 @@ def _docs() -> list[Document]:
     return [
         Document(LEAVE, metadata={"source": "leave.md", "category": "leave"}),
         Document(SICK, metadata={"source": "leave.md", "category": "leave"}),
-        Document(EXPENSES, metadata={"source": "expenses.md", "category": "finance", "owner": "ops"}),
+        Document(
+            EXPENSES, metadata={"source": "expenses.md", "category": "finance", "owner": "ops"}
+        ),
     ]
 
 
@@ -121,13 +123,20 @@ def test_persistence_across_reopen(tmp_path, emb):
 
 
 def test_tenant_isolation(kb):
-    kb.add_documents([Document("Acme secret: bonus pool is 7 percent.", metadata={"source": "a"})], tenant_id="acme")
-    kb.add_documents([Document("Globex bonus pool rules.", metadata={"source": "g", "tenant_id": "globex"})])
+    kb.add_documents(
+        [Document("Acme secret: bonus pool is 7 percent.", metadata={"source": "a"})],
+        tenant_id="acme",
+    )
+    kb.add_documents(
+        [Document("Globex bonus pool rules.", metadata={"source": "g", "tenant_id": "globex"})]
+    )
     kb.add_documents([Document("General bonus pool policy for all.", metadata={"source": "s"})])
     for mode in ("dense", "keyword", "hybrid"):
         acme = kb.search("bonus pool", k=10, mode=mode, min_score=0.0, tenant_id="acme")
         assert acme and {d.metadata["tenant_id"] for d in acme} == {"acme"}
-        globex = kb.search("bonus pool", k=10, mode=mode, min_score=0.0, filter={"tenant_id": "globex"})
+        globex = kb.search(
+            "bonus pool", k=10, mode=mode, min_score=0.0, filter={"tenant_id": "globex"}
+        )
         assert globex and {d.metadata["tenant_id"] for d in globex} == {"globex"}
         shared = kb.search("bonus pool", k=10, mode=mode, min_score=0.0)
         assert shared and all("tenant_id" not in d.metadata for d in shared)
@@ -146,7 +155,9 @@ def test_tenant_filter_errors(kb):
 def test_metadata_filter_both_sides(kb):
     kb.add_documents(_docs())
     for mode in ("dense", "keyword", "hybrid"):
-        docs = kb.search("leave receipt", k=10, mode=mode, min_score=0.0, filter={"category": "finance"})
+        docs = kb.search(
+            "leave receipt", k=10, mode=mode, min_score=0.0, filter={"category": "finance"}
+        )
         assert [d.metadata["source"] for d in docs] == ["expenses.md"]
         docs = kb.search(
             "leave receipt", k=10, mode=mode, min_score=0.0, filter={"category": {"$in": ["leave"]}}
@@ -181,7 +192,8 @@ def test_scores_and_modes(kb):
     assert exact.page_content == LEAVE
     assert exact.metadata["score"] == pytest.approx(1.0, abs=1e-4)
     assert kb.search("annual leave", k=3, mode="dense", min_score=1.0) == [] or all(
-        d.metadata["score"] >= 1.0 for d in kb.search("annual leave", k=3, mode="dense", min_score=1.0)
+        d.metadata["score"] >= 1.0
+        for d in kb.search("annual leave", k=3, mode="dense", min_score=1.0)
     )
 
 
@@ -248,7 +260,9 @@ def test_store_path_that_is_a_file(tmp_path, emb):
 
 def test_text_splitter_splits_long_documents(tmp_path, emb):
     kb = KnowledgeBase("long", path=tmp_path, embeddings=emb)
-    text = "\n\n".join(f"Paragraph {i} about travel rules and per diem rates." * 6 for i in range(12))
+    text = "\n\n".join(
+        f"Paragraph {i} about travel rules and per diem rates." * 6 for i in range(12)
+    )
     result = kb.add_documents([Document(text, metadata={"source": "travel.md"})])
     assert result.added > 1
     indexes = sorted(
@@ -313,11 +327,15 @@ def test_second_process_gets_a_clear_error(tmp_path):
         "except KnowledgeBaseOpenError as e:\n"
         "    print('refused:', e)\n"
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
     assert "refused:" in out.stdout and "another process" in out.stdout, out.stderr
     same_process = KnowledgeBase("hr", path=tmp_path, embeddings=emb)
     assert same_process.id == kb.id
     kb.close()
     same_process.close()
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0 and "refused" not in out.stdout, out.stdout + out.stderr
