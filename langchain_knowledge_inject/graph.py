@@ -388,15 +388,20 @@ def create_knowledge_graph(
     Example:
         .. code-block:: python
 
+            from langchain_core.language_models import GenericFakeChatModel
+            from langchain_core.messages import AIMessage
             from langgraph.checkpoint.memory import InMemorySaver
             from langchain_knowledge_inject import create_knowledge_graph
 
+            # any chat model, e.g. "openai:gpt-4o-mini"; a scripted fake here
+            model = GenericFakeChatModel(messages=iter([AIMessage("25 days.")]))
             graph = create_knowledge_graph(
-                "openai:gpt-4o-mini", kb, system_prompt="You are the HR assistant.",
+                model, kb, system_prompt="You are the HR assistant.",
                 checkpointer=InMemorySaver(),
             )
             config = {"configurable": {"thread_id": "t1"}}
-            graph.invoke({"messages": [("user", "How many days of leave?")]}, config)
+            state = graph.invoke({"messages": [("user", "How many days of leave?")]}, config)
+            assert state["messages"][-1].content == "25 days."
     """
     injector = KnowledgeInjector(
         knowledge_base, restricted=restricted, summarizer_model=summarizer_model, **injector_options

@@ -88,23 +88,25 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         .. code-block:: python
 
             from langchain.agents import create_agent
+            from langchain_core.language_models import GenericFakeChatModel
+            from langchain_core.messages import AIMessage
             from langgraph.checkpoint.memory import InMemorySaver
-            from langchain_knowledge_inject import (
-                KnowledgeInjectionMiddleware,
-                create_knowledge_base_search_tool,
-            )
+            from langchain_knowledge_inject import KnowledgeInjectionMiddleware
 
+            # any tool-calling chat model, e.g. "openai:gpt-4o-mini", with
+            # tools=[create_knowledge_base_search_tool(kb)]; a scripted fake here
+            model = GenericFakeChatModel(messages=iter([AIMessage("25 days.")]))
             agent = create_agent(
-                "openai:gpt-4o-mini",
-                tools=[create_knowledge_base_search_tool(kb)],
+                model,
                 system_prompt="You are the HR assistant.",
                 middleware=[KnowledgeInjectionMiddleware(kb, top_k=4)],
                 checkpointer=InMemorySaver(),
             )
-            agent.invoke(
+            result = agent.invoke(
                 {"messages": [("user", "How many days of leave?")]},
                 {"configurable": {"thread_id": "t1"}},
             )
+            assert result["messages"][-1].content == "25 days."
 
     Args:
         knowledge_base: A ``KnowledgeBase`` or a sequence of them.
