@@ -119,6 +119,13 @@ def _build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", parents=[common], help="build the sample HR KB and query it")
     p.set_defaults(handler=_cmd_demo)
 
+    p = sub.add_parser(
+        "check", parents=[common], help="report (and repair) drift in a KB's indexes"
+    )
+    p.add_argument("--kb", required=True, metavar="NAME")
+    p.add_argument("--repair", action="store_true", help="fix the drift found")
+    p.set_defaults(handler=_cmd_check)
+
     p = sub.add_parser("chat", parents=[common], help="chat with a model grounded in a KB")
     p.add_argument("--kb", required=True, metavar="NAME")
     p.add_argument("--model", default=None, metavar="PROVIDER:MODEL")
@@ -176,6 +183,17 @@ def _cmd_search(args: argparse.Namespace) -> int:
     for rank, doc in enumerate(docs, 1):
         print(_format_hit(rank, doc))
     return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    """Exit 0 when consistent (or repaired), 1 when drift was found and left."""
+    from langchain_knowledge_inject.knowledge_base import KnowledgeBase
+
+    _require_kb(args.kb, args.path)
+    with KnowledgeBase(args.kb, path=args.path, create=False) as kb:
+        report = kb.check(repair=args.repair)
+    print(report.summary())
+    return 0 if report.clean or args.repair else 1
 
 
 def _require_kb(name: str, path: str | None) -> None:

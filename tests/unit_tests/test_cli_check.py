@@ -1,0 +1,45 @@
+"""`kinject check`: drift between registry, keyword index and Chroma, reported and repaired."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from langchain_knowledge_inject import KnowledgeBase, knowledge_base
+from langchain_knowledge_inject.cli import main
+
+
+@pytest.fixture(autouse=True)
+def fake_default_model(monkeypatch):
+    fake = DeterministicFakeEmbedding(size=64)
+    monkeypatch.setattr(knowledge_base, "default_embeddings", lambda: fake)
+    return fake
+
+
+def test_check_reports_and_repairs_drift(tmp_path, fake_default_model, capsys):
+    kb = KnowledgeBase("hr", path=tmp_path, embeddings=fake_default_model)
+    ids = kb.add_documents(
+        [
+            Document(f"Rule {i} of the leave policy.", metadata={"source": "leave.md"})
+            for i in range(4)
+        ]
+    ).ids
+    kb._keyword.delete(kb.id, "", ids[:1])
+    kb._conn.commit()
+    kb.close()
+
+    assert main(["check", "--kb", "hr", "--path", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "DRIFT" in out and "keyword missing 1" in out
+
+    assert main(["check", "--kb", "hr", "--path", str(tmp_path), "--repair"]) == 0
+    assert "repaired" in capsys.readouterr().out
+
+    assert main(["check", "--kb", "hr", "--path", str(tmp_path)]) == 0
+    assert "consistent" in capsys.readouterr().out
+
+
+def test_check_of_a_missing_kb_is_a_clear_error(tmp_path, capsys):
+    assert main(["check", "--kb", "nope", "--path", str(tmp_path)]) == 2
+    assert "No knowledge base named 'nope'" in capsys.readouterr().err
