@@ -4,13 +4,20 @@ Private to :class:`~langchain_knowledge_inject.injector.KnowledgeInjector`, whic
 re-exports the public types (``RetrievalOutcome``, ``TurnContext``, ``RestrictedContext``).
 
 The injected message is a list of named blocks joined by a blank line, in a
-fixed order: ``kb_meta`` (the bound knowledge bases), ``knowledge`` (the
-``[Retrieved Knowledge]`` block, or the safe summary in restricted mode), then
-``extra`` blocks. More blocks (procedure, past-conversation snippets, user
-facts) slot into :meth:`ContextParts.parts_around` at their place.
+fixed order: ``kb_meta`` (the bound knowledge bases), then the content blocks
+in :data:`~langchain_knowledge_inject.blocks.BLOCK_ORDER` (``procedure``,
+``knowledge``: the ``[Retrieved Knowledge]`` block or the safe summary in
+restricted mode, ``episodic``, ``facts``, then blocks of other names), then
+``extra`` blocks. ``kb_meta`` and ``extra`` accompany content: with no content
+block left there is no message at all.
 
-The token budget covers the whole message: the knowledge block gets what the
-other blocks leave and is cut at chunk boundaries.
+One token budget covers the whole message
+(:func:`~langchain_knowledge_inject.blocks.assemble_blocks`: a cap per block,
+then the lowest priority is cut first); the knowledge block is cut at chunk
+boundaries. With knowledge alone it is fitted with
+:func:`~langchain_knowledge_inject.tokens.fit_to_budget` (one count in the common
+case). In restricted mode the safe summary is cut after every other block and
+never dropped: it carries the refusal of a fail-closed turn.
 
 Restricted mode never formats raw chunks: the knowledge block is what
 ``KnowledgeInjector.safe_summary`` returns, which by default runs
@@ -21,6 +28,7 @@ injector's ``summarizer_model``, and fails closed (``refuse`` /
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,6 +38,15 @@ from langchain_core.messages import BaseMessage, HumanMessage, convert_to_messag
 from langchain_core.prompt_values import PromptValue
 from langchain_core.runnables import RunnableConfig, ensure_config
 
+from langchain_knowledge_inject.blocks import (
+    BlockText,
+    _arender_blocks,
+    _block_rank,
+    _names,
+    _render_blocks,
+    _surviving,
+    assemble_blocks,
+)
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.formatting import (
     DEFAULT_KNOWLEDGE_TEMPLATE,
@@ -49,6 +66,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("langchain_knowledge_inject")
 
 BLOCK_SEPARATOR = "\n\n"
+_PINNED_PRIORITY = 1_000_000  # restricted mode: the safe summary is cut after every other block
 
 
 @dataclass
@@ -66,7 +84,9 @@ class RestrictedContext:
 def _fail_closed() -> RestrictedContext:
     from langchain_knowledge_inject.restriction import fail_closed_summary, format_safe_summary
 
-    return RestrictedContext(format_safe_summary(fail_closed_summary()), "refuse", "summarizer_error")
+    return RestrictedContext(
+        format_safe_summary(fail_closed_summary()), "refuse", "summarizer_error"
+    )
 
 
 FAIL_CLOSED = _fail_closed()
@@ -182,14 +202,19 @@ class ContextParts:
         *,
         config: RunnableConfig | None,
         query: str | None,
+        messages: Sequence[BaseMessage] = (),
+        restricted: RestrictedContext | None = None,
     ) -> BuiltContext:
-        """Assemble the message text (sync)."""
-        if not documents:
-            return BuiltContext()
-        if settings.restricted:
+        """Assemble the message text (sync): knowledge (or its safe summary) and the blocks.
+
+        ``restricted``: a safe summary computed beforehand (the graph's node); without
+        one, restricted mode computes it here.
+        """
+        documents = list(documents)
+        if restricted is None and settings.restricted and documents:
             restricted = self._injector.safe_summary(query, documents, config)
-            return self.from_restricted(restricted, documents, settings, config)
-        return self._knowledge_built(documents, settings, config)
+        memory, errors = self.render_blocks(settings, query, messages, config)
+        return self._assemble(documents, settings, config, restricted, memory, errors)
 
     async def abuild(
         self,
@@ -198,22 +223,130 @@ class ContextParts:
         *,
         config: RunnableConfig | None,
         query: str | None,
+        messages: Sequence[BaseMessage] = (),
+        restricted: RestrictedContext | None = None,
     ) -> BuiltContext:
-        """Async twin of :meth:`build`."""
-        if not documents:
-            return BuiltContext()
-        if settings.restricted:
-            restricted = await self._injector.asafe_summary(query, documents, config)
-            return self.from_restricted(restricted, documents, settings, config)
-        return self._knowledge_built(documents, settings, config)
+        """Async twin of :meth:`build` (the summary and the blocks run concurrently)."""
+        documents = list(documents)
+        rendering = self.arender_blocks(settings, query, messages, config)
+        if restricted is None and settings.restricted and documents:
+            summary = self._injector.asafe_summary(query, documents, config)
+            restricted, (memory, errors) = await asyncio.gather(summary, rendering)
+        else:
+            memory, errors = await rendering
+        return self._assemble(documents, settings, config, restricted, memory, errors)
 
-    def _knowledge_built(
+    # -- the context blocks (procedure, episodic, facts, ...) -------------------------------
+    def _blocks_on(self, settings: InjectionConfig, query: str | None) -> bool:
+        """Whether the blocks render this turn: some configured, injection on, a query."""
+        return bool(self._injector.blocks) and settings.enabled and query is not None
+
+    def render_blocks(
+        self,
+        settings: InjectionConfig,
+        query: str | None,
+        messages: Sequence[BaseMessage],
+        config: RunnableConfig | None,
+    ) -> tuple[list[tuple[str, str | None]], list[dict[str, Any]]]:
+        """Each block's ``(name, text)`` for this turn, and an error record per failed block."""
+        if not self._blocks_on(settings, query):
+            return [], []
+        return _render_blocks(self._injector.blocks, query=query or "", messages=messages,
+                              config=config, on_error=settings.on_error)  # fmt: skip
+
+    async def arender_blocks(
+        self,
+        settings: InjectionConfig,
+        query: str | None,
+        messages: Sequence[BaseMessage],
+        config: RunnableConfig | None,
+    ) -> tuple[list[tuple[str, str | None]], list[dict[str, Any]]]:
+        """Async twin of :meth:`render_blocks` (the blocks render concurrently)."""
+        if not self._blocks_on(settings, query):
+            return [], []
+        return await _arender_blocks(self._injector.blocks, query=query or "", messages=messages,
+                                     config=config, on_error=settings.on_error)  # fmt: skip
+
+    def _assemble(
+        self,
+        documents: list[Document],
+        settings: InjectionConfig,
+        config: RunnableConfig | None,
+        restricted: RestrictedContext | None,
+        memory: list[tuple[str, str | None]],
+        errors: list[dict[str, Any]],
+    ) -> BuiltContext:
+        """One budget over every block; the knowledge block is cut chunk by chunk."""
+        decision = restricted.decision if restricted else None
+        reason = restricted.reason if restricted else None
+        has_memory = any(text and text.strip() for _, text in memory)
+        knowledge_present = restricted.text if restricted is not None else documents
+        if not has_memory and not knowledge_present:
+            return BuiltContext(dropped=list(errors), decision=decision, reason=reason)
+        before, after = self.parts_around(settings, config)
+        counter = self._injector.token_counter
+        budget = settings.max_tokens
+        priorities = {b.name: b.priority for b in self._injector.blocks}
+        caps = {b.name: b.max_tokens for b in self._injector.blocks}
+        kept: list[Document] = []
+        ids: list[str] = []
+        dropped: list[dict[str, Any]] = []
+        knowledge: str | None = None
+        if restricted is not None:
+            knowledge = restricted.text
+            if knowledge:  # the safe summary (or refusal) is cut last and never dropped
+                priorities["knowledge"] = _PINNED_PRIORITY
+                if (own := counter(knowledge)) > budget:
+                    logger.warning("restricted context uses %d tokens > max_tokens=%d", own, budget)
+                    budget = own
+        elif documents:
+            knowledge, kept, ids, dropped, fitted = self._knowledge(
+                documents, settings, before, after
+            )
+            if not has_memory:  # knowledge alone: the fitted block is final
+                if fitted is None:
+                    logger.warning("no retrieved chunk fits in max_tokens=%d", budget)
+                    return BuiltContext(dropped=dropped + errors)
+                return BuiltContext(
+                    text=fitted[0], used=kept, reported=kept, citation_ids=ids,
+                    tokens=fitted[1], dropped=dropped + errors,
+                    blocks=_names([*before, ("knowledge", knowledge), *after]),
+                )  # fmt: skip
+        content = sorted([("knowledge", knowledge), *memory], key=lambda p: _block_rank(p[0]))
+        parts = [*before, *content, *after]
+        text, cuts = assemble_blocks(
+            parts, max_tokens=budget, caps=caps, priorities=priorities, counter=counter
+        )
+        knowledge_cuts = [c for c in cuts if c["block"] == "knowledge"]
+        if restricted is None and knowledge_cuts:
+            count = min(c["kept"] for c in knowledge_cuts)
+            dropped += _dropped(kept[count:], knowledge_cuts[-1]["reason"])
+            kept, ids = kept[:count], ids[:count]
+        dropped += [c for c in cuts if c["block"] != "knowledge"] + errors
+        names = _surviving(parts, cuts)
+        if text is None or not {name for name, _ in content} & set(names):
+            return BuiltContext(dropped=dropped, decision=decision, reason=reason)
+        reported = list(documents) if restricted is not None else kept
+        return BuiltContext(
+            text=text, used=kept, reported=reported, citation_ids=ids, tokens=counter(text),
+            dropped=dropped, blocks=names, decision=decision, reason=reason,
+        )  # fmt: skip
+
+    def _knowledge(
         self,
         documents: Sequence[Document],
         settings: InjectionConfig,
-        config: RunnableConfig | None,
-    ) -> BuiltContext:
-        before, after = self.parts_around(settings, config)
+        before: list[tuple[str, str | None]],
+        after: list[tuple[str, str | None]],
+    ) -> tuple[
+        BlockText | None, list[Document], list[str], list[dict[str, Any]], tuple[str, int] | None
+    ]:
+        """The knowledge block, first fitted with the blocks that are cut after it.
+
+        Returns the block (a :class:`BlockText` of the kept chunks), the kept
+        chunks, their citation ids, the chunks left out, and the fitted message
+        ``(text, tokens)`` of knowledge alone (``None`` when nothing fits).
+        """
         ids = _unique_citation_ids(documents)
         template = self._injector.template or DEFAULT_KNOWLEDGE_TEMPLATE
         chunks = [
@@ -221,47 +354,19 @@ class ContextParts:
             for rank, (doc, cid) in enumerate(zip(documents, ids, strict=True), start=1)
         ]
 
+        def block(docs: Sequence[Document]) -> str:
+            return _assemble_block(template, chunks[: len(docs)])
+
         def render(docs: Sequence[Document]) -> str:
-            block = _assemble_block(template, chunks[: len(docs)])
-            return join_blocks([*before, ("knowledge", block), *after])
+            return join_blocks([*before, ("knowledge", block(docs)), *after])
 
         kept, tokens = fit_to_budget(
             documents, max_tokens=settings.max_tokens, counter=self._injector.token_counter,
             render=render,
         )  # fmt: skip
         dropped = _dropped(documents[len(kept) :], "token_budget")
-        if not kept:
-            logger.warning("no retrieved chunk fits in max_tokens=%d", settings.max_tokens)
-            return BuiltContext(reported=[], dropped=dropped)
-        parts = [*before, ("knowledge", "x"), *after]
-        return BuiltContext(
-            text=render(kept), used=list(kept), reported=list(kept),
-            citation_ids=ids[: len(kept)], tokens=tokens, dropped=dropped,
-            blocks=[name for name, text in parts if text],
-        )  # fmt: skip
-
-    def from_restricted(
-        self,
-        restricted: RestrictedContext,
-        documents: Sequence[Document],
-        settings: InjectionConfig,
-        config: RunnableConfig | None,
-    ) -> BuiltContext:
-        if not restricted.text:
-            return BuiltContext(decision=restricted.decision, reason=restricted.reason)
-        before, after = self.parts_around(settings, config)
-        parts = [*before, ("knowledge", restricted.text), *after]
-        text = join_blocks(parts)
-        tokens = self._injector.token_counter(text)
-        if tokens > settings.max_tokens:
-            logger.warning(
-                "restricted context uses %d tokens > max_tokens=%d", tokens, settings.max_tokens
-            )
-        return BuiltContext(
-            text=text, used=[], reported=list(documents), tokens=tokens,
-            blocks=[name for name, t in parts if t], decision=restricted.decision,
-            reason=restricted.reason,
-        )  # fmt: skip
+        fitted = (render(kept), tokens) if kept else None
+        return BlockText.build(kept, block), list(kept), ids[: len(kept)], dropped, fitted
 
     # -- restricted mode: the default hook ---------------------------------------------
     def _sensitive_sources(self) -> bool:
@@ -329,7 +434,14 @@ def _coerce_messages(value: Any) -> list[BaseMessage]:
         return [HumanMessage(value)]
     if isinstance(value, PromptValue):
         return value.to_messages()
-    return convert_to_messages(value)
+    try:
+        return convert_to_messages(value)
+    except (TypeError, ValueError, NotImplementedError) as exc:  # None, [None], ...
+        msg = (
+            "input must be a list of messages, a {'messages': [...]} dict, a string or a "
+            f"PromptValue; got {type(value).__name__} ({exc})"
+        )
+        raise ConfigurationError(msg, option="input", value=value) from exc
 
 
 def _as_knowledge_bases(knowledge_base: Any) -> tuple[Any, ...]:

@@ -29,13 +29,19 @@ most speculative).
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-from langchain_knowledge_inject.errors import ConfigurationError
+from langchain_knowledge_inject.errors import (
+    ConfigurationError,
+    KnowledgeInjectError,
+    RetrievalError,
+)
 from langchain_knowledge_inject.tokens import TokenCounter, approximate_token_count
 
 __all__ = [
@@ -63,6 +69,8 @@ DEFAULT_PRIORITIES: Mapping[str, int] = {
 """Budget priority per block name (lower is cut first); other names get 100."""
 
 _UNKNOWN_PRIORITY = 100
+
+logger = logging.getLogger("langchain_knowledge_inject")
 
 
 @runtime_checkable
@@ -224,6 +232,171 @@ def assemble_blocks(
 
     joined = _join(current)
     return joined or None, list(cuts.values())
+
+
+_RESERVED_NAMES = frozenset({"knowledge", "kb_meta", "extra"})
+
+
+def _check_blocks(blocks: Sequence[ContextBlock] | None) -> tuple[ContextBlock, ...]:
+    """Validate block providers and sort them into message order (``None``: no block).
+
+    Blocks named in :data:`BLOCK_ORDER` take their place there; other names
+    follow ``"facts"`` in the given order.
+
+    Raises:
+        ConfigurationError: Not a sequence of :class:`ContextBlock`, a name that is
+            empty, reserved (``knowledge``, ``kb_meta``, ``extra``) or repeated.
+    """
+    if blocks is None:
+        return ()
+    if isinstance(blocks, (str, bytes)) or not isinstance(blocks, Sequence):
+        msg = "blocks must be a sequence of ContextBlock (ProcedureLibrary, EpisodicMemory, ...)"
+        raise ConfigurationError(msg, option="blocks", value=blocks)
+    names: list[str] = []
+    for block in blocks:
+        if not isinstance(block, ContextBlock):
+            msg = (
+                "each block must follow the ContextBlock protocol (name, priority, max_tokens, "
+                f"render, arender), got {type(block).__name__}"
+            )
+            raise ConfigurationError(msg, option="blocks", value=block)
+        name = block.name
+        if not isinstance(name, str) or not name.strip() or name in _RESERVED_NAMES:
+            msg = (
+                "a block name must be a non-empty string other than knowledge, kb_meta and "
+                f"extra, got {name!r}"
+            )
+            raise ConfigurationError(msg, option="blocks", value=name)
+        if name in names:
+            msg = f"two blocks are named {name!r}; give each block its own name"
+            raise ConfigurationError(msg, option="blocks", value=name)
+        names.append(name)
+    return tuple(sorted(blocks, key=lambda b: _block_rank(b.name)))
+
+
+def _block_rank(name: str) -> int:
+    """Position of a block name in :data:`BLOCK_ORDER` (unknown names: after all)."""
+    return BLOCK_ORDER.index(name) if name in BLOCK_ORDER else len(BLOCK_ORDER)
+
+
+def _render_blocks(
+    blocks: Sequence[ContextBlock],
+    *,
+    query: str,
+    messages: Sequence[BaseMessage],
+    config: RunnableConfig | None,
+    on_error: str,
+) -> tuple[list[tuple[str, str | None]], list[dict[str, Any]]]:
+    """Render each block: ``(name, text)`` pairs and one error record per failed block."""
+    parts: list[tuple[str, str | None]] = []
+    errors: list[dict[str, Any]] = []
+    for block in blocks:
+        try:
+            text = block.render(query=query, messages=messages, config=config)
+        except Exception as exc:
+            errors.append(_block_failed(block.name, exc, on_error))
+            text = None
+        parts.append((block.name, text))
+    return parts, errors
+
+
+async def _arender_blocks(
+    blocks: Sequence[ContextBlock],
+    *,
+    query: str,
+    messages: Sequence[BaseMessage],
+    config: RunnableConfig | None,
+    on_error: str,
+) -> tuple[list[tuple[str, str | None]], list[dict[str, Any]]]:
+    """Async twin of :func:`_render_blocks`: the blocks render concurrently."""
+    results = await asyncio.gather(
+        *(b.arender(query=query, messages=messages, config=config) for b in blocks),
+        return_exceptions=True,
+    )
+    parts: list[tuple[str, str | None]] = []
+    errors: list[dict[str, Any]] = []
+    for block, result in zip(blocks, results, strict=True):
+        text: str | None
+        if isinstance(result, BaseException):
+            if not isinstance(result, Exception):  # cancellation and the like
+                raise result
+            errors.append(_block_failed(block.name, result, on_error))
+            text = None
+        else:
+            text = result
+        parts.append((block.name, text))
+    return parts, errors
+
+
+def _block_failed(
+    name: str, exc: Exception, on_error: str, *, action: str = "rendering"
+) -> dict[str, Any]:
+    """A failed block: raise (``on_error="raise"``) or log it and return its error record."""
+    if on_error == "raise":
+        if isinstance(exc, KnowledgeInjectError):
+            raise exc
+        msg = f"Context block {name!r} failed ({action}): {exc}"
+        raise RetrievalError(msg) from exc
+    logger.warning("context block %r failed (%s), continuing without it: %s", name, action, exc)
+    return {"block": name, "reason": "error", "error": f"{type(exc).__name__}: {exc}"}
+
+
+def _record_turn(
+    blocks: Sequence[ContextBlock],
+    messages: Sequence[BaseMessage],
+    *,
+    config: RunnableConfig | None,
+    on_error: str,
+) -> list[str]:
+    """Call ``record_turn`` of each block that has one; the ids of what was stored."""
+    ids: list[str] = []
+    for block in blocks:
+        record = getattr(block, "record_turn", None)
+        if callable(record):
+            try:
+                episode = record(messages, config=config)
+            except Exception as exc:
+                _block_failed(block.name, exc, on_error, action="recording the turn")
+                continue
+            ids += [episode] if episode else []
+    return ids
+
+
+async def _arecord_turn(
+    blocks: Sequence[ContextBlock],
+    messages: Sequence[BaseMessage],
+    *,
+    config: RunnableConfig | None,
+    on_error: str,
+) -> list[str]:
+    """Async twin of :func:`_record_turn` (``arecord_turn`` of each block)."""
+    ids: list[str] = []
+    for block in blocks:
+        record = getattr(block, "arecord_turn", None)
+        if callable(record):
+            try:
+                episode = await record(messages, config=config)
+            except Exception as exc:
+                _block_failed(block.name, exc, on_error, action="recording the turn")
+                continue
+            ids += [episode] if episode else []
+    return ids
+
+
+def _names(parts: Sequence[tuple[str, str | None]]) -> list[str]:
+    """Names of the blocks that have text, in order."""
+    return [name for name, text in parts if text and text.strip()]
+
+
+def _surviving(
+    parts: Sequence[tuple[str, str | None]], cuts: Sequence[dict[str, Any]]
+) -> list[str]:
+    """Names of the blocks left by :func:`assemble_blocks` (same name: the later one went)."""
+    names = _names(parts)
+    for cut in cuts:
+        if cut["dropped"] and cut["block"] in names:
+            del names[len(names) - 1 - names[::-1].index(cut["block"])]
+    return names
 
 
 def _join(parts: Sequence[tuple[str, str | None]]) -> str:

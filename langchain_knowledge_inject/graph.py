@@ -2,13 +2,16 @@
 
 The graph::
 
-    START -> retrieve -> [safe_summarize] -> build_context -> call_model -> END
+    START -> retrieve -> [safe_summarize] -> build_context -> call_model -> [record_memory] -> END
                                                     (tools <-> call_model, with tools=)
 
 ``retrieve`` searches with the current user message, ``safe_summarize`` (restricted
 mode only; a conditional edge skips it otherwise) turns the chunks into a safe
-summary, ``build_context`` assembles the dynamic_context text and the manifest, and
-``call_model`` sends ``[system prompt] + history + dynamic_context`` to the model.
+summary, ``build_context`` assembles the dynamic_context text (with the context
+blocks given as ``blocks=``: procedure, past-conversation snippets, user facts) and
+the manifest, ``call_model`` sends ``[system prompt] + history + dynamic_context``
+to the model, and ``record_memory`` (only with an ``EpisodicMemory`` among the
+blocks) stores the finished exchange after the final answer.
 
 Only the model's reply is added to ``messages``: the injected text lives in the
 per-turn state fields (overwritten every turn), never in the history. The stored
@@ -17,8 +20,8 @@ injection, so it never grows with injected text and a checkpointer stores it as 
 
 The node factories (:func:`make_retrieve_node`, :func:`make_safe_summarize_node`,
 :func:`make_build_context_node`, :func:`make_call_model_node`,
-:func:`make_route_after_retrieve`) are public: put them into your own graph whose
-state extends :class:`KnowledgeState`.
+:func:`make_record_memory_node`, :func:`make_route_after_retrieve`) are public:
+put them into your own graph whose state extends :class:`KnowledgeState`.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ __all__ = [
     "create_knowledge_graph",
     "make_build_context_node",
     "make_call_model_node",
+    "make_record_memory_node",
     "make_retrieve_node",
     "make_route_after_retrieve",
     "make_safe_summarize_node",
@@ -242,15 +246,17 @@ def make_build_context_node(
 ) -> Runnable[Any, dict[str, Any]]:
     """The ``build_context`` node: the dynamic_context text and the turn's manifest.
 
-    Fits the chunks into ``max_tokens`` (or, in restricted mode, uses the safe
-    summary of ``safe_summarize``; a missing one fails closed), writes
+    Renders the injector's context blocks (procedure, past-conversation snippets,
+    user facts) from the stored history, fits them and the chunks into
+    ``max_tokens`` (in restricted mode the knowledge block is the safe summary of
+    ``safe_summarize``; a missing one fails closed), writes
     ``dynamic_context`` and ``knowledge_manifest``, and emits the manifest as the
     ``knowledge_injection`` custom event (``astream_events``, tracing) and on
     ``stream_mode="custom"``. ``system_prompt`` and ``knowledge_prompt`` must be
     those of ``call_model``: they are part of the hashed stable prefix.
     """
 
-    def _turn(state: dict[str, Any], config: RunnableConfig) -> TurnContext:
+    def _inputs(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         settings = injector.resolve(config)
         messages = compose_messages(
             state["messages"], None, system_prompt=system_prompt,
@@ -262,9 +268,8 @@ def make_build_context_node(
             error=state.get("retrieval_error"),
         )
         restricted = _restricted_from_state(state, settings)
-        return injector.finish_turn(
-            messages, settings, outcome, restricted=restricted, config=config
-        )
+        return {"messages": messages, "settings": settings, "outcome": outcome,
+                "restricted": restricted, "config": config}  # fmt: skip
 
     def _update(turn: TurnContext) -> dict[str, Any]:
         manifest = turn.manifest.to_dict()
@@ -272,12 +277,12 @@ def make_build_context_node(
         return {"dynamic_context": turn.dynamic_context, "knowledge_manifest": manifest}
 
     def build_context(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        turn = _turn(state, config)
+        turn = injector.finish_turn(**_inputs(state, config))
         emit_manifest(turn.manifest, config)
         return _update(turn)
 
     async def abuild_context(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        turn = _turn(state, config)
+        turn = await injector.afinish_turn(**_inputs(state, config))
         await aemit_manifest(turn.manifest, config)
         return _update(turn)
 
@@ -334,6 +339,27 @@ def _as_message(reply: Any) -> BaseMessage:
     return reply if isinstance(reply, BaseMessage) else AIMessage(str(reply))
 
 
+def make_record_memory_node(injector: KnowledgeInjector) -> Runnable[Any, dict[str, Any]]:
+    """The ``record_memory`` node: store the finished turn in the episodic memory.
+
+    Runs after the final answer (after ``call_model`` and any tool loop) and
+    calls :meth:`KnowledgeInjector.record_turn` on the stored, injection-free
+    history, with the user id and thread id of ``config["configurable"]``. It
+    changes no state. Recording follows the memory's ``auto_record`` and the
+    per-request ``configurable["episodic_record"]``.
+    """
+
+    def record_memory(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        injector.record_turn(state["messages"], config)
+        return {}
+
+    async def arecord_memory(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        await injector.arecord_turn(state["messages"], config)
+        return {}
+
+    return RunnableLambda(record_memory, afunc=arecord_memory, name="record_memory")
+
+
 # --- the graph -----------------------------------------------------------------------------
 
 
@@ -377,7 +403,12 @@ def create_knowledge_graph(
         **injector_options: Passed to :class:`KnowledgeInjector` (``top_k``,
             ``min_score``, ``mode``, ``tenant_id``, ``placement``, ``max_tokens``,
             ``token_counter``, ``template``, ``extra_blocks``, ``include_kb_meta``,
-            ``on_error``, ``query_window``).
+            ``on_error``, ``query_window``, ``blocks``). ``blocks=[ProcedureLibrary(...),
+            EpisodicMemory(...), UserFacts(store)]`` adds those blocks to the
+            injected message (user id: ``configurable["user_id"]``); with an
+            ``EpisodicMemory`` a ``record_memory`` node records each finished
+            turn. Give the model the memory tools with
+            ``tools=create_memory_tools(memory=..., facts=...)``.
 
     Returns:
         The compiled graph. Invoke it with ``{"messages": [...]}``.
@@ -423,14 +454,19 @@ def create_knowledge_graph(
     )
     builder.add_edge("safe_summarize", "build_context")
     builder.add_edge("build_context", "call_model")
+    done = END
+    if injector.records_turns:
+        done = "record_memory"
+        builder.add_node("record_memory", make_record_memory_node(injector))
+        builder.add_edge("record_memory", END)
     if tools:
         from langgraph.prebuilt import ToolNode, tools_condition
 
         builder.add_node("tools", ToolNode(list(tools)))
-        builder.add_conditional_edges("call_model", tools_condition, {"tools": "tools", END: END})
+        builder.add_conditional_edges("call_model", tools_condition, {"tools": "tools", END: done})
         builder.add_edge("tools", "call_model")
     else:
-        builder.add_edge("call_model", END)
+        builder.add_edge("call_model", done)
     return builder.compile(checkpointer=checkpointer, store=store, name=name or "knowledge_graph")
 
 

@@ -2,15 +2,16 @@
 
 Each turn: resolve the settings (constructor values, then per-request overrides
 from ``config["configurable"]``), retrieve with the text of the current user
-message, build the dynamic_context text (knowledge block cut to the token
-budget, plus optional blocks), place it, and emit the manifest. The input
-messages are never changed; ``strip_injected(output) == input``.
+message, render the context blocks (procedure, past-conversation snippets, user
+facts), build the dynamic_context text (all blocks under one token budget, the
+knowledge block cut at chunk boundaries), place it, and emit the manifest. The
+input messages are never changed; ``strip_injected(output) == input``.
 
 Per-request overrides (``config["configurable"]``; a ``None`` value means no
 override, anything invalid raises ``ConfigurationError``):
 
 ==================== ===========================================================
-``knowledge_enabled`` ``False``: no retrieval and no injection for this request
+``knowledge_enabled`` ``False``: no retrieval and no injection (no block either)
 ``top_k``             chunks to retrieve (>= 1)
 ``min_score``         drop chunks scoring below this, in [0, 1]
 ``tenant_id``         the tenant partition to search
@@ -41,6 +42,12 @@ from langchain_knowledge_inject._context import (
     _chunk_id,
     _coerce_messages,
     _info,
+)
+from langchain_knowledge_inject.blocks import (
+    ContextBlock,
+    _arecord_turn,
+    _check_blocks,
+    _record_turn,
 )
 from langchain_knowledge_inject.errors import ConfigurationError, RetrievalError
 from langchain_knowledge_inject.formatting import KnowledgeBlockTemplate
@@ -159,13 +166,37 @@ class InjectionConfig(BaseModel):
 
 
 class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
-    """Retrieve for the current user message and return the messages to send.
+    r"""Retrieve for the current user message and return the messages to send.
 
     Input: a list of messages (or message-like tuples/dicts), a ``{"messages":
     [...]}`` dict, or a chat ``PromptValue``. Output: the list of messages with
     the dynamic_context injected, so ``prompt | injector | model`` works.
-    When nothing relevant is retrieved the output equals the input. Injections
-    of earlier turns found in the input are removed first, so they never pile up.
+    When nothing relevant is retrieved and no block has anything to add, the
+    output equals the input. Injections of earlier turns found in the input are
+    removed first, so they never pile up.
+
+    Context blocks (``blocks=``; knowledge alone is on by default): a
+    ``ProcedureLibrary``, an ``EpisodicMemory``, a ``UserFacts`` (or any
+    :class:`~langchain_knowledge_inject.blocks.ContextBlock`) add their blocks to
+    the same message, in the order ``[Procedure]``, ``[Retrieved Knowledge]``,
+    ``[Past Conversation Snippets]``, ``[User Facts]`` whatever the list order,
+    on every turn with a query, retrieval hit or not. Each renders from the query,
+    the visible history without injection and the run's config (user id:
+    ``configurable["user_id"]``). One ``max_tokens`` budget covers the message:
+    caps per block first, then the lowest ``priority`` is cut first (see
+    :mod:`~langchain_knowledge_inject.blocks`), snippets and chunks one by one.
+    The manifest's ``dropped`` lists each cut chunk (``chunk_id``, ``score``,
+    ``source``, ``reason``) and each other shortened block (``block``, ``reason``
+    ``"block_cap"``/``"token_budget"``, ``removed``, ``kept``, ``dropped``); a
+    failed block is ``{"block", "reason": "error", "error"}`` (raised with
+    ``on_error="raise"``). :meth:`record_turn` stores a finished turn in the
+    episodic memory; the graph and the middleware call it after the answer.
+
+    Restricted mode (the safe default): knowledge goes through the safe summary,
+    never as raw chunks; the summary is cut after every other block and never
+    dropped. The procedure (the application's own text), the past-conversation
+    snippets and the facts of the same user (their own data) are injected as
+    usual. Leave a block out of ``blocks`` where even that is too much.
 
     Example:
         >>> from langchain_core.documents import Document
@@ -192,6 +223,17 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         >>> (injector | model).invoke(messages).content
         '25 days (Source: leave.md).'
 
+        With user facts (``EpisodicMemory`` and ``ProcedureLibrary`` plug in the same way):
+
+        >>> from langgraph.store.memory import InMemoryStore
+        >>> from langchain_knowledge_inject import UserFacts
+        >>> facts = UserFacts(InMemoryStore())
+        >>> _ = facts.set("u1", "team", "Payroll")
+        >>> with_facts = KnowledgeInjector(TinyKB(), blocks=[facts])
+        >>> out = with_facts.invoke(messages, {"configurable": {"user_id": "u1"}})
+        >>> out[1].content.split("\n\n")[-1]
+        '[User Facts]\nteam=Payroll'
+
     Args:
         knowledge_base: A ``KnowledgeBase`` (anything with ``search``/``asearch``
             as in the knowledge-base contract), or a sequence of them; results
@@ -201,10 +243,13 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
             ``restricted`` is also on when a bound knowledge base's info says so.
         token_counter: Counts tokens; :func:`approximate_token_count` by default.
         template: The knowledge block template.
-        extra_blocks: Blocks added after the knowledge block in the same message:
+        extra_blocks: Blocks added after the other blocks in the same message:
             strings, or callables ``(config) -> str | None`` run every turn
-            (user or permission context). They accompany knowledge: with nothing
-            retrieved there is no message at all.
+            (user or permission context). They accompany content: with nothing
+            retrieved and no other block there is no message at all.
+        blocks: Context blocks (:class:`~langchain_knowledge_inject.blocks.ContextBlock`):
+            ``ProcedureLibrary``, ``EpisodicMemory``, ``UserFacts`` or your own;
+            at most one per name (see above).
         summarizer_model: Restricted mode: the secondary chat model that writes the
             safe summary. Without one, restricted turns fail closed (``refuse`` /
             ``summarizer_error``).
@@ -231,6 +276,7 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         on_error: Literal["degrade", "raise"] = "degrade",
         query_window: int = 0,
         summarizer_model: Any = None,
+        blocks: Sequence[ContextBlock] = (),
     ) -> None:
         self.knowledge_bases: tuple[Any, ...] = _as_knowledge_bases(knowledge_base)
         restricted = restricted or any(
@@ -256,6 +302,7 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         self.template = template
         self.extra_blocks: tuple[ExtraBlock, ...] = tuple(extra_blocks)
         self.summarizer_model = summarizer_model
+        self.blocks: tuple[ContextBlock, ...] = _check_blocks(blocks)
         self._parts = ContextParts(self)
 
     def __repr__(self) -> str:
@@ -335,14 +382,24 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         *,
         config: RunnableConfig | None = None,
         query: str | None = None,
+        messages: Sequence[BaseMessage] = (),
     ) -> tuple[str | None, list[Document], int]:
-        """The dynamic_context text for these documents.
+        """The dynamic_context text for these documents (and the context blocks).
+
+        Args:
+            documents: The retrieved chunks, best first.
+            settings: This request's settings (:meth:`resolve`).
+            config: The run's config (user id for the blocks).
+            query: The retrieval query; the blocks render only when it is set.
+            messages: The visible history without injection, current message included.
 
         Returns:
             ``(text, documents shown raw, tokens)``; ``(None, [], 0)`` when
             there is nothing to inject.
         """
-        built = self._parts.build(documents, settings, config=config, query=query)
+        built = self._parts.build(
+            documents, settings, config=config, query=query, messages=messages
+        )
         return built.text, built.used, built.tokens
 
     async def abuild_context(
@@ -352,9 +409,12 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         *,
         config: RunnableConfig | None = None,
         query: str | None = None,
+        messages: Sequence[BaseMessage] = (),
     ) -> tuple[str | None, list[Document], int]:
-        """Async twin of :meth:`build_context` (the restricted-mode summary is awaited)."""
-        built = await self._parts.abuild(documents, settings, config=config, query=query)
+        """Async twin of :meth:`build_context` (summary and blocks are awaited)."""
+        built = await self._parts.abuild(
+            documents, settings, config=config, query=query, messages=messages
+        )
         return built.text, built.used, built.tokens
 
     def safe_summary(
@@ -392,15 +452,64 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         """Build and place the context of a turn whose retrieval already ran.
 
         For graphs that run retrieval (and the safe summary) in nodes of their
-        own. ``restricted`` is the safe summary of a restricted turn; with it no
-        raw chunk is formatted. No manifest event is emitted: the caller does.
+        own. ``messages`` is the visible history without injection (the context
+        blocks read it). ``restricted`` is the safe summary of a restricted turn;
+        with it no raw chunk is formatted. No manifest event is emitted: the
+        caller does.
         """
         clean = list(messages)
-        if restricted is not None:
-            built = self._parts.from_restricted(restricted, outcome.documents, settings, config)
-        else:
-            built = self._parts.build(outcome.documents, settings, config=config, query=outcome.query)
+        built = self._parts.build(outcome.documents, settings, config=config, query=outcome.query,
+                                  messages=clean, restricted=restricted)  # fmt: skip
         return self._turn(clean, settings, outcome, built)
+
+    async def afinish_turn(
+        self,
+        messages: Sequence[BaseMessage],
+        settings: InjectionConfig,
+        outcome: RetrievalOutcome,
+        *,
+        restricted: RestrictedContext | None = None,
+        config: RunnableConfig | None = None,
+    ) -> TurnContext:
+        """Async twin of :meth:`finish_turn` (the blocks render concurrently)."""
+        clean = list(messages)
+        built = await self._parts.abuild(outcome.documents, settings, config=config,
+                                         query=outcome.query, messages=clean,
+                                         restricted=restricted)  # fmt: skip
+        return self._turn(clean, settings, outcome, built)
+
+    # -- recording the finished turn ------------------------------------------------------
+    @property
+    def records_turns(self) -> bool:
+        """Whether a block records finished turns (an ``EpisodicMemory``)."""
+        return any(callable(getattr(b, "record_turn", None)) for b in self.blocks)
+
+    def record_turn(
+        self, messages: Sequence[BaseMessage], config: RunnableConfig | None = None
+    ) -> list[str]:
+        """Store the finished turn at the end of ``messages`` in every block that records.
+
+        Calls ``record_turn(messages, config=config)`` of each block that has one
+        (an :class:`~langchain_knowledge_inject.episodic.EpisodicMemory`, which
+        records when its ``auto_record`` is on, or per request
+        ``configurable["episodic_record"]``, and a user id is set). Injected
+        content is stripped first. A failure is logged (``on_error="degrade"``)
+        or raised as :class:`RetrievalError` (``on_error="raise"``).
+
+        Returns:
+            The ids of the stored episodes.
+        """
+        settings = self.resolve(config)
+        clean = strip_injected(_coerce_messages(messages))
+        return _record_turn(self.blocks, clean, config=config, on_error=settings.on_error)
+
+    async def arecord_turn(
+        self, messages: Sequence[BaseMessage], config: RunnableConfig | None = None
+    ) -> list[str]:
+        """Async twin of :meth:`record_turn` (uses the blocks' ``arecord_turn``)."""
+        settings = self.resolve(config)
+        clean = strip_injected(_coerce_messages(messages))
+        return await _arecord_turn(self.blocks, clean, config=config, on_error=settings.on_error)
 
     # -- one turn -----------------------------------------------------------------------
     def prepare(self, messages: Any, config: RunnableConfig | None = None) -> TurnContext:
@@ -408,7 +517,9 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         clean = strip_injected(_coerce_messages(messages))
         settings = self.resolve(config)
         outcome = self.retrieve(clean, settings)
-        built = self._parts.build(outcome.documents, settings, config=config, query=outcome.query)
+        built = self._parts.build(
+            outcome.documents, settings, config=config, query=outcome.query, messages=clean
+        )
         turn = self._turn(clean, settings, outcome, built)
         emit_manifest(turn.manifest, config)
         return turn
@@ -419,7 +530,7 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         settings = self.resolve(config)
         outcome = await self.aretrieve(clean, settings)
         built = await self._parts.abuild(
-            outcome.documents, settings, config=config, query=outcome.query
+            outcome.documents, settings, config=config, query=outcome.query, messages=clean
         )
         turn = self._turn(clean, settings, outcome, built)
         await aemit_manifest(turn.manifest, config)

@@ -21,6 +21,12 @@ a new retrieval, so a document added between two turns is used on the next.
 The turn's manifest is written to ``knowledge_manifest`` (read by the
 ``knowledge_base_search`` tool to skip chunks already injected) and emitted as
 the ``knowledge_injection`` custom event once per turn.
+
+Context blocks (``blocks=``: procedure, past-conversation snippets, user facts)
+go into the same injected text, rendered once per user turn like retrieval. With
+an ``EpisodicMemory`` among them, ``after_agent`` records the finished exchange
+from the agent's (injection-free) messages; ``memory_tools=True`` registers the
+``store_memory`` / ``set_user_fact`` / ``forget_user_fact`` tools.
 """
 
 from __future__ import annotations
@@ -58,7 +64,9 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AnyMessage
     from langchain_core.runnables import RunnableConfig
+    from langgraph.runtime import Runtime
 
+    from langchain_knowledge_inject.blocks import ContextBlock
     from langchain_knowledge_inject.formatting import KnowledgeBlockTemplate
     from langchain_knowledge_inject.injector import ExtraBlock
     from langchain_knowledge_inject.placement import Placement
@@ -113,9 +121,15 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         top_k, min_score, mode, tenant_id, placement, max_tokens, token_counter,
             template, extra_blocks, include_kb_meta, restricted, on_error,
             query_window, summarizer_model: see :class:`KnowledgeInjector`.
+        blocks: Context blocks (``ProcedureLibrary``, ``EpisodicMemory``,
+            ``UserFacts``, ...): see :class:`KnowledgeInjector`. The user id is
+            ``config["configurable"]["user_id"]``.
         knowledge_prompt: The static system-prompt addition (``None``: leave out).
         search_tool: Also register a :func:`create_knowledge_base_search_tool` over
             the same knowledge base and settings (``self.tools``).
+        memory_tools: Also register the memory tools of the ``EpisodicMemory``
+            and ``UserFacts`` among ``blocks`` (see
+            :func:`~langchain_knowledge_inject.memory_tools.create_memory_tools`).
 
     Raises:
         ConfigurationError: An option has a value that is not allowed.
@@ -141,8 +155,10 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         on_error: Literal["degrade", "raise"] = "degrade",
         query_window: int = 0,
         summarizer_model: BaseChatModel | None = None,
+        blocks: Sequence[ContextBlock] = (),
         knowledge_prompt: str | None = KNOWLEDGE_SYSTEM_PROMPT,
         search_tool: bool = False,
+        memory_tools: bool = False,
     ) -> None:
         super().__init__()
         self.injector = KnowledgeInjector(
@@ -150,10 +166,10 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
             placement=placement, max_tokens=max_tokens, token_counter=token_counter,
             template=template, extra_blocks=extra_blocks, include_kb_meta=include_kb_meta,
             restricted=restricted, on_error=on_error, query_window=query_window,
-            summarizer_model=summarizer_model,
+            summarizer_model=summarizer_model, blocks=blocks,
         )  # fmt: skip
         self.knowledge_prompt = knowledge_prompt
-        self.tools = []
+        self.tools = _memory_tools(self.injector.blocks) if memory_tools else []
         if search_tool:
             from langchain_knowledge_inject.tools import create_knowledge_base_search_tool
 
@@ -162,6 +178,7 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
                 msg = "search_tool=True needs exactly one knowledge base; create one tool per base"
                 raise ConfigurationError(msg, option="search_tool", value=search_tool)
             self.tools = [
+                *self.tools,
                 create_knowledge_base_search_tool(
                     kbs[0],
                     k=top_k,
@@ -170,7 +187,7 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
                     tenant_id=tenant_id,
                     restricted=self.injector.config.restricted,
                     summarizer_model=summarizer_model,
-                )
+                ),
             ]
 
     # -- the hooks -------------------------------------------------------------------------
@@ -197,6 +214,22 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         turn = None if cached else await self.injector.aprepare(self._messages(request), config)
         response = await handler(self._request(request, config, cached, turn))
         return ExtendedModelResponse(model_response=response, command=_update(key, turn))
+
+    def after_agent(
+        self, state: KnowledgeInjectionState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Record the finished turn in the episodic memory (when one is among the blocks)."""
+        if self.injector.records_turns:
+            self.injector.record_turn(state.get("messages") or [], _current_config())
+        return None
+
+    async def aafter_agent(
+        self, state: KnowledgeInjectionState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Async twin of :meth:`after_agent`."""
+        if self.injector.records_turns:
+            await self.injector.arecord_turn(state.get("messages") or [], _current_config())
+        return None
 
     # -- helpers ---------------------------------------------------------------------------
     def _system(self, request: ModelRequest[Any]) -> SystemMessage | None:
@@ -241,6 +274,20 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
             system = cast("SystemMessage", sent[0])
             return request.override(system_message=system, messages=sent[1:])
         return request.override(messages=sent)
+
+
+def _memory_tools(blocks: Sequence[ContextBlock]) -> list[Any]:
+    """The memory tools of the ``EpisodicMemory`` and ``UserFacts`` among ``blocks``."""
+    from langchain_knowledge_inject.episodic import EpisodicMemory
+    from langchain_knowledge_inject.facts import UserFacts
+    from langchain_knowledge_inject.memory_tools import create_memory_tools
+
+    memory = next((b for b in blocks if isinstance(b, EpisodicMemory)), None)
+    facts = next((b for b in blocks if isinstance(b, UserFacts)), None)
+    if memory is None and facts is None:
+        msg = "memory_tools=True needs an EpisodicMemory or a UserFacts among blocks"
+        raise ConfigurationError(msg, option="memory_tools", value=True)
+    return create_memory_tools(memory=memory, facts=facts)
 
 
 def _turn_key(messages: Sequence[BaseMessage], settings: InjectionConfig) -> str:
