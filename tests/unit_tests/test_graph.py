@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from langchain_core.documents import Document
-from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import BaseChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -32,6 +31,7 @@ from langchain_knowledge_inject import (
 )
 from langchain_knowledge_inject.graph import compose_messages
 from langchain_knowledge_inject.placement import INJECTED_KEY
+from tests.unit_tests.fakes import WordHashEmbedding
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "knowledge_graph.mmd"
 SNAPSHOT_TOOLS = Path(__file__).parent / "snapshots" / "knowledge_graph_tools.mmd"
@@ -75,10 +75,11 @@ class RecordingChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
+
 @pytest.fixture
 def kb(tmp_path):
     base = KnowledgeBase(
-        "hr", path=tmp_path / "store", embeddings=DeterministicFakeEmbedding(size=64)
+        "hr", path=tmp_path / "store", embeddings=WordHashEmbedding()
     )
     base.add_documents(
         [
@@ -508,7 +509,7 @@ def test_mermaid_drawing_matches_snapshot(kb, snapshot, with_tools):
 
 def _chat_store(tmp_path) -> str:
     store = tmp_path / "chat-store"
-    base = KnowledgeBase("hr", path=store, embeddings=DeterministicFakeEmbedding(size=64))
+    base = KnowledgeBase("hr", path=store, embeddings=WordHashEmbedding())
     base.add_documents([Document(LEAVE, metadata={"source": "leave.md"})])
     base.close()
     return str(store)
@@ -525,7 +526,7 @@ def _chat(tmp_path, monkeypatch, lines: str, **kwargs: Any) -> tuple[int, str]:
     args = argparse.Namespace(
         kb="hr", model=kwargs.pop("model_name", None), path=_chat_store(tmp_path), tenant=None
     )
-    code = run_chat(args, embeddings=DeterministicFakeEmbedding(size=64), stdout=out, **kwargs)
+    code = run_chat(args, embeddings=WordHashEmbedding(), stdout=out, **kwargs)
     return code, out.getvalue()
 
 
@@ -582,4 +583,4 @@ def test_chat_unknown_knowledge_base(tmp_path):
 
     args = argparse.Namespace(kb="nope", model=None, path=str(tmp_path / "empty"), tenant=None)
     with pytest.raises(KnowledgeBaseNotFoundError):
-        run_chat(args, embeddings=DeterministicFakeEmbedding(size=64))
+        run_chat(args, embeddings=WordHashEmbedding())

@@ -9,7 +9,6 @@ import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.documents import Document
-from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -24,6 +23,7 @@ from langchain_knowledge_inject import (
     KnowledgeInjectionMiddleware,
     is_injected,
 )
+from tests.unit_tests.fakes import WordHashEmbedding
 
 LEAVE = "Employees receive 25 days of annual leave per calendar year."
 SICK = "Sick leave requires a doctor's note after three consecutive days."
@@ -64,10 +64,11 @@ def clock() -> str:
     return "12:00"
 
 
+
 @pytest.fixture
 def kb(tmp_path):
     base = KnowledgeBase(
-        "hr", path=tmp_path / "store", embeddings=DeterministicFakeEmbedding(size=64)
+        "hr", path=tmp_path / "store", embeddings=WordHashEmbedding()
     )
     base.add_documents(
         [
