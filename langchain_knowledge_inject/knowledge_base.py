@@ -769,13 +769,26 @@ def _default_splitter() -> TextSplitter:
     return RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=150)
 
 
+_FUNCTION_WORDS = frozenset(
+    """about above after again against also although among another because been before being
+    below between both cannot could does doing down during each either else every from further
+    have having here hers herself himself however into itself just least less many more most
+    much must myself neither never none only other otherwise ours ourselves over same shall
+    should since some such than that their theirs them themselves then there these they this
+    those though through thus under unless until upon very were what whatever when whenever
+    where whereas whether which while whom whose will with within without would your yours
+    yourself""".split()  # noqa: SIM905
+)
+
+
 def derive_topics(texts: Sequence[str], *, n: int = 8) -> list[str]:
-    """Derive up to ``n`` topic words: terms in many chunks, but not in nearly all."""
+    """Derive up to ``n`` topic words: content words in many chunks, but not in nearly all."""
     if not texts:
         return []
     df: dict[str, int] = {}
     for text in texts:
-        for term in {t for t in query_terms(text[:4000]) if len(t) > 3 and t.isalpha()}:
+        terms = query_terms(text[:4000])
+        for term in {t for t in terms if len(t) > 3 and t.isalpha() and t not in _FUNCTION_WORDS}:
             df[term] = df.get(term, 0) + 1
     limit = max(2, int(0.6 * len(texts)))
     candidates = [(c, t) for t, c in df.items() if c <= limit or len(texts) < 3]
