@@ -1,0 +1,208 @@
+"""Retrieval quality on BEIR SciFact: dense, keyword and hybrid search through the public API.
+
+Builds a ``KnowledgeBase`` (default embedding model, one chunk per abstract,
+``title + " " + text`` as BEIR indexes it), runs the 300 test queries in each
+mode with ``k=100, min_score=0.0`` and prints nDCG@10, Recall@10 and
+Recall@100 beside the published figures, the median time per search, and the
+share of test queries that get nothing at the default ``min_score``.
+
+With ``--compare``, the keyword side is also measured against the ``bm25s``
+and ``rank_bm25`` libraries when they are installed (not package
+dependencies), with the same query terms and stopwords, Porter-stemmed when
+PyStemmer is installed.
+
+Run: ``python benchmarks/retrieval_quality.py [--data ../shared/bench/scifact] [--split test]``
+Targets: dense within 0.01 of 0.645; hybrid nDCG@10 >= 0.74.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from langchain_core.documents import Document
+
+from langchain_knowledge_inject import KnowledgeBase
+from langchain_knowledge_inject.fusion import DEFAULT_MIN_SCORE
+
+ROOT = Path(__file__).resolve().parents[1]
+MODES = ("dense", "keyword", "hybrid")
+ANCHORS = {  # published nDCG@10 on the SciFact test queries (../shared/bench/README.md)
+    "dense": "0.645 all-MiniLM-L6-v2 (MTEB)",
+    "keyword": "0.679 BM25 Lucene flat (Pyserini)",
+    "hybrid": "0.714 RRF / 0.734 tuned convex",
+}
+
+
+def load(data: Path, split: str) -> tuple[list[Document], dict[str, str], dict[str, set[str]]]:
+    docs = []
+    with (data / "corpus.jsonl").open() as fh:
+        for line in fh:
+            row = json.loads(line)
+            text = f"{row['title']} {row['text']}"
+            docs.append(Document(text, metadata={"source": row["_id"]}))
+    with (data / "queries.jsonl").open() as fh:
+        queries = {row["_id"]: row["text"] for row in map(json.loads, fh)}
+    qrels: dict[str, set[str]] = {}
+    with (data / "qrels" / f"{split}.tsv").open() as fh:
+        next(fh)
+        for line in fh:
+            query_id, doc_id, score = line.split("\t")
+            if int(score) > 0:
+                qrels.setdefault(query_id, set()).add(doc_id)
+    return docs, {q: queries[q] for q in qrels}, qrels
+
+
+def ndcg_at_10(ranked: Sequence[str], relevant: set[str]) -> float:
+    dcg = sum(1 / math.log2(i + 2) for i, doc in enumerate(ranked[:10]) if doc in relevant)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), 10)))
+    return dcg / ideal
+
+
+def recall_at(ranked: Sequence[str], relevant: set[str], k: int) -> float:
+    return len(set(ranked[:k]) & relevant) / len(relevant)
+
+
+def build(docs: list[Document], path: str) -> KnowledgeBase:
+    kb = KnowledgeBase("scifact", path=path, text_splitter=None)
+    start = time.perf_counter()
+    for i in range(0, len(docs), 500):
+        kb.add_documents(docs[i : i + 500])
+        print(f"  embedded {min(i + 500, len(docs))}/{len(docs)}", flush=True)
+    print(f"built in {time.perf_counter() - start:.0f}s: {kb.info.chunk_count} chunks")
+    return kb
+
+
+def evaluate(kb: KnowledgeBase, queries: dict[str, str], qrels: dict[str, set[str]]) -> None:
+    print(f"\n{len(queries)} queries; default min_score = {DEFAULT_MIN_SCORE}")
+    header = f"{'mode':8s} {'nDCG@10':>8s} {'R@10':>6s} {'R@100':>6s} {'ms/query':>8s}"
+    print(f"{header} {'empty@default':>13s}  published nDCG@10")
+    for mode in MODES:
+        ndcg, r10, r100, times, empty = [], [], [], [], 0
+        for query_id, text in queries.items():
+            start = time.perf_counter()
+            found = kb.search(text, k=100, mode=mode, min_score=0.0)
+            times.append(time.perf_counter() - start)
+            ranked = [doc.metadata["source"] for doc in found]
+            relevant = qrels[query_id]
+            ndcg.append(ndcg_at_10(ranked, relevant))
+            r10.append(recall_at(ranked, relevant, 10))
+            r100.append(recall_at(ranked, relevant, 100))
+            # Same as searching with the default min_score: it filters the ranked list.
+            empty += not any(doc.metadata["score"] >= DEFAULT_MIN_SCORE for doc in found)
+        print(
+            f"{mode:8s} {statistics.mean(ndcg):8.4f} {statistics.mean(r10):6.3f}"
+            f" {statistics.mean(r100):6.3f} {1000 * statistics.median(times):8.1f}"
+            f" {empty / len(queries):13.1%}  {ANCHORS[mode]}",
+            flush=True,
+        )
+
+
+def compare_keyword_libraries(docs: list[Document], queries: dict[str, str], qrels) -> None:
+    import sqlite3
+
+    from langchain_knowledge_inject.keyword import KeywordIndex, query_terms
+
+    try:
+        import Stemmer  # PyStemmer
+
+        stem: Callable[[str], str] = Stemmer.Stemmer("english").stemWord
+        stemmed = "Porter (PyStemmer)"
+    except ImportError:
+        stem, stemmed = (lambda word: word), "no stemming (PyStemmer not installed)"
+    print(
+        "\nkeyword side alone, k=100, query terms as KeywordIndex builds them;"
+        f" libraries: {stemmed}"
+    )
+    ids = [doc.metadata["source"] for doc in docs]
+
+    def tokens(text: str) -> list[str]:
+        return [stem(t) for t in query_terms(text)]
+
+    runners: dict[str, Callable[[str], list[str]]] = {}
+    conn = sqlite3.connect(":memory:")
+    index = KeywordIndex(conn)
+    index.add("kb", "", [(i, doc.page_content) for i, doc in zip(ids, docs, strict=True)])
+    runners["SQLite FTS5 (KeywordIndex)"] = lambda q: [
+        c for c, _ in index.search("kb", "", q, k=100)
+    ]
+    corpus_tokens = [[stem(w) for w in _all_words(doc.page_content)] for doc in docs]
+    try:
+        import bm25s
+
+        retriever = bm25s.BM25(k1=1.2, b=0.75)
+        retriever.index(corpus_tokens, show_progress=False)
+
+        def bm25s_search(q: str) -> list[str]:
+            terms = [t for t in tokens(q) if t in retriever.vocab_dict]
+            if not terms:
+                return []
+            found, scores = retriever.retrieve([terms], k=100, show_progress=False, n_threads=1)
+            return [ids[i] for i, s in zip(found[0], scores[0], strict=True) if s > 0]
+
+        runners["bm25s (k1=1.2 b=0.75)"] = bm25s_search
+    except ImportError:
+        print("  bm25s not installed")
+    try:
+        from rank_bm25 import BM25Okapi
+
+        okapi = BM25Okapi(corpus_tokens, k1=1.2, b=0.75)
+
+        def okapi_search(q: str) -> list[str]:
+            scores = okapi.get_scores(tokens(q))
+            order = sorted(range(len(ids)), key=lambda i: -scores[i])[:100]
+            return [ids[i] for i in order if scores[i] > 0]
+
+        runners["rank_bm25 BM25Okapi"] = okapi_search
+    except ImportError:
+        print("  rank_bm25 not installed")
+    for name, run in runners.items():
+        ndcg, times = [], []
+        for query_id, text in queries.items():
+            start = time.perf_counter()
+            ranked = run(text)
+            times.append(time.perf_counter() - start)
+            ndcg.append(ndcg_at_10(ranked, qrels[query_id]))
+        times.sort()
+        median, p95 = statistics.median(times), times[int(0.95 * len(times))]
+        print(
+            f"  {name:30s} nDCG@10 {statistics.mean(ndcg):.4f}"
+            f"  median {1000 * median:.2f} ms  p95 {1000 * p95:.2f} ms"
+        )
+
+
+def _all_words(text: str) -> list[str]:
+    from langchain_knowledge_inject.keyword import STOPWORDS
+
+    return [w for w in re.findall(r"[^\W_]+", text.casefold()) if w not in STOPWORDS]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "bench" / "scifact")
+    parser.add_argument("--split", choices=("test", "train"), default="test")
+    parser.add_argument("--compare", action="store_true", help="also time bm25s / rank_bm25")
+    args = parser.parse_args()
+    docs, queries, qrels = load(args.data, args.split)
+    print(
+        f"SciFact: {len(docs)} documents, split {args.split}; load average {os.getloadavg()[0]:.1f}"
+    )
+    if args.compare:
+        compare_keyword_libraries(docs, queries, qrels)
+    with tempfile.TemporaryDirectory() as tmp:
+        kb = build(docs, tmp)
+        evaluate(kb, queries, qrels)
+
+
+if __name__ == "__main__":
+    main()

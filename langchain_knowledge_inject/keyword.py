@@ -1,0 +1,383 @@
+"""The keyword side of hybrid search: a BM25 index in SQLite FTS5.
+
+A local Chroma store ranks by vectors only, so the keyword ranking is ours.
+It lives in SQLite's FTS5 full-text engine, in the same database file as the
+knowledge-base catalog: it is persistent, transactional (an add or delete
+commits or rolls back together with the catalog rows, because this class never
+commits), incremental, and needs no dependency beyond the standard library.
+On BEIR SciFact it ranks as well as the ``bm25s`` and ``rank_bm25`` libraries
+(nDCG@10 0.688, 0.688, 0.687); a query over the 5k abstracts takes about 5 ms,
+against 0.5 ms for ``bm25s``'s in-memory matrix and 20 ms for ``rank_bm25``:
+less than embedding the query (``benchmarks/retrieval_quality.py --compare``).
+
+Layout: one FTS5 table per (knowledge base, partition), named by a hash of the
+pair, so BM25 statistics (document frequencies, average length) are computed
+from that partition only and a search cannot even see another partition's
+rows. A plain table ``kw_rows`` maps each FTS row to its chunk id. The
+partition is the tenant id, ``""`` for the shared partition.
+
+Queries are built here, never passed through: the text is split into words,
+lowercased, stopwords dropped, at most :data:`MAX_QUERY_TERMS` distinct terms
+kept, each quoted, and the terms joined with ``OR`` (FTS5's implicit operator
+is ``AND``, which would demand every word). So no input can inject FTS syntax,
+and a query with no usable word returns no hit. Pairs of adjacent query words
+found as a phrase add :data:`PHRASE_WEIGHT` times their own BM25 score (a light
+sequential dependence model): on SciFact train it lifts hybrid nDCG@10 from
+0.738 to 0.741 (test 0.737 to 0.743). Words are Porter-stemmed, case and
+diacritics folded (FTS5's ``porter unicode61 remove_diacritics 2``); the
+stemmer adds 0.03 nDCG@10 over ``unicode61`` alone.
+
+Example:
+    >>> import sqlite3
+    >>> index = KeywordIndex(sqlite3.connect(":memory:"))
+    >>> index.add("kb1", "", [("c1", "Parental leave lasts sixteen weeks."),
+    ...                       ("c2", "Expenses are reimbursed monthly.")])
+    >>> [chunk_id for chunk_id, _ in index.search("kb1", "", "how long is leave?", k=5)]
+    ['c1']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+
+__all__ = [
+    "MAX_QUERY_TERMS",
+    "PHRASE_WEIGHT",
+    "STOPWORDS",
+    "TOKENIZER",
+    "KeywordIndex",
+    "query_phrases",
+    "query_terms",
+]
+
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+"""FTS5 tokenizer: Unicode word splitting, case and diacritic folding, Porter stemming."""
+
+MAX_QUERY_TERMS = 64
+"""Most distinct terms (and, separately, phrases) kept from one query; the rest are ignored."""
+
+PHRASE_WEIGHT = 0.3
+"""Weight of the adjacent-word-pair phrases in the score (tuned on SciFact train)."""
+
+_MAX_QUERY_CHARS = 20_000
+_MAX_TERM_CHARS = 64
+_WORD = re.compile(r"[^\W_]+")
+
+STOPWORDS = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    }
+)
+"""Words dropped from queries (the classic Lucene English stop set)."""
+
+
+def query_terms(query: str) -> list[str]:
+    """Split a query into the distinct, lowercased, non-stopword terms searched for.
+
+    Args:
+        query: Free text from the user; anything goes.
+
+    Returns:
+        At most :data:`MAX_QUERY_TERMS` terms, in order of first appearance.
+
+    Example:
+        >>> query_terms('What is the "leave" policy? leave!')
+        ['what', 'leave', 'policy']
+    """
+    terms: dict[str, None] = {}
+    for word in _words(query):
+        if word not in STOPWORDS:
+            terms[word] = None
+            if len(terms) >= MAX_QUERY_TERMS:
+                break
+    return list(terms)
+
+
+def query_phrases(query: str) -> list[str]:
+    """The distinct pairs of adjacent non-stopword words of a query, as phrases.
+
+    Args:
+        query: Free text from the user; anything goes.
+
+    Returns:
+        At most :data:`MAX_QUERY_TERMS` two-word phrases, in query order.
+
+    Example:
+        >>> query_phrases("Does parental leave affect the annual leave?")
+        ['does parental', 'parental leave', 'leave affect', 'annual leave']
+    """
+    phrases: dict[str, None] = {}
+    previous = ""
+    for word in _words(query):
+        if word in STOPWORDS:
+            previous = ""
+            continue
+        if previous:
+            phrases[f"{previous} {word}"] = None
+            if len(phrases) >= MAX_QUERY_TERMS:
+                break
+        previous = word
+    return list(phrases)
+
+
+def _words(query: str) -> Iterator[str]:
+    for match in _WORD.finditer(query[:_MAX_QUERY_CHARS]):
+        yield match.group().casefold()[:_MAX_TERM_CHARS]
+
+
+def _match_expression(terms: Sequence[str]) -> str:
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
+def _table_name(kb_id: str, partition: str) -> str:
+    digest = hashlib.sha256(f"{kb_id}\x00{partition}".encode()).hexdigest()[:24]
+    return f"kw_fts_{digest}"
+
+
+class KeywordIndex:
+    """BM25 keyword index over the chunks of many knowledge bases and partitions.
+
+    The caller owns the connection and its transactions: ``add``, ``delete``
+    and ``delete_kb`` never commit, so they can be made atomic with other
+    writes. Every method holds ``lock`` while it touches the connection.
+
+    Args:
+        conn: An open SQLite connection; the tables are created if missing.
+        lock: Lock shared with the connection's other users; a private one
+            by default.
+
+    Example:
+        >>> import sqlite3
+        >>> conn = sqlite3.connect(":memory:")
+        >>> index = KeywordIndex(conn)
+        >>> index.add("kb1", "tenant-a", [("c1", "Remote work needs manager approval.")])
+        >>> conn.commit()
+        >>> index.search("kb1", "tenant-a", "remote approval", k=3)[0][0]
+        'c1'
+        >>> index.search("kb1", "", "remote approval", k=3)
+        []
+    """
+
+    def __init__(self, conn: sqlite3.Connection, *, lock: threading.RLock | None = None) -> None:
+        self._conn = conn
+        self._lock = lock if lock is not None else threading.RLock()
+        with self._lock:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS kw_partitions ("
+                " kb_id TEXT NOT NULL, partition TEXT NOT NULL, fts_table TEXT NOT NULL,"
+                " PRIMARY KEY (kb_id, partition))"
+            )
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS kw_rows ("
+                " row_id INTEGER PRIMARY KEY, kb_id TEXT NOT NULL, partition TEXT NOT NULL,"
+                " chunk_id TEXT NOT NULL, UNIQUE (kb_id, partition, chunk_id))"
+            )
+
+    def add(self, kb_id: str, partition: str, rows: Sequence[tuple[str, str]]) -> None:
+        """Index chunks; a chunk id already present is re-indexed with the new text.
+
+        Args:
+            kb_id: Knowledge-base id.
+            partition: Tenant partition, ``""`` for the shared one.
+            rows: ``(chunk_id, text)`` pairs.
+        """
+        if not rows:
+            return
+        with self._lock:
+            table = self._ensure_table(kb_id, partition)
+            self._delete_rows(kb_id, partition, table, [chunk_id for chunk_id, _ in rows])
+            for chunk_id, text in dict(rows).items():
+                cursor = self._conn.execute(
+                    "INSERT INTO kw_rows (kb_id, partition, chunk_id) VALUES (?, ?, ?)",
+                    (kb_id, partition, chunk_id),
+                )
+                self._conn.execute(
+                    f"INSERT INTO {table} (rowid, text) VALUES (?, ?)",
+                    (cursor.lastrowid, text),
+                )
+
+    def delete(self, kb_id: str, partition: str, chunk_ids: Sequence[str]) -> None:
+        """Remove chunks from the index; unknown ids are ignored.
+
+        Args:
+            kb_id: Knowledge-base id.
+            partition: Tenant partition, ``""`` for the shared one.
+            chunk_ids: Chunk ids to remove.
+        """
+        with self._lock:
+            table = self._table(kb_id, partition)
+            if table is not None and chunk_ids:
+                self._delete_rows(kb_id, partition, table, chunk_ids)
+
+    def delete_kb(self, kb_id: str) -> None:
+        """Remove every partition of a knowledge base.
+
+        Args:
+            kb_id: Knowledge-base id.
+        """
+        with self._lock:
+            tables = self._conn.execute(
+                "SELECT fts_table FROM kw_partitions WHERE kb_id = ?", (kb_id,)
+            ).fetchall()
+            for (table,) in tables:
+                self._conn.execute(f"DROP TABLE IF EXISTS {table}")
+            self._conn.execute("DELETE FROM kw_partitions WHERE kb_id = ?", (kb_id,))
+            self._conn.execute("DELETE FROM kw_rows WHERE kb_id = ?", (kb_id,))
+
+    def search(self, kb_id: str, partition: str, query: str, *, k: int) -> list[tuple[str, float]]:
+        """Rank a partition's chunks by BM25 against a free-text query.
+
+        Args:
+            kb_id: Knowledge-base id.
+            partition: Tenant partition, ``""`` for the shared one.
+            query: Free text; FTS syntax in it is treated as plain words.
+            k: Most hits returned.
+
+        Returns:
+            ``(chunk_id, score)`` pairs, best first; the score is the raw BM25
+            score (positive, higher is better, not bounded). Empty when the
+            query has no usable word or nothing matches.
+        """
+        terms = query_terms(query)
+        if not terms or k <= 0:
+            return []
+        with self._lock:
+            table = self._table(kb_id, partition)
+            if table is None:
+                return []
+            scores = dict(self._ranked(table, terms, k))
+            phrases = query_phrases(query)
+            if phrases and scores:
+                for row_id, score in self._ranked(table, phrases, 4 * k):
+                    if row_id in scores:
+                        scores[row_id] += PHRASE_WEIGHT * score
+            chunk_ids = self._chunk_ids(list(scores))
+        ranked = sorted(scores.items(), key=lambda item: -item[1])
+        return [
+            (chunk_ids[row_id], float(score)) for row_id, score in ranked if row_id in chunk_ids
+        ]
+
+    def ids(self, kb_id: str, partition: str) -> set[str]:
+        """Chunk ids indexed in one partition.
+
+        Args:
+            kb_id: Knowledge-base id.
+            partition: Tenant partition, ``""`` for the shared one.
+        """
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT chunk_id FROM kw_rows WHERE kb_id = ? AND partition = ?",
+                (kb_id, partition),
+            ).fetchall()
+        return {chunk_id for (chunk_id,) in rows}
+
+    def count(self, kb_id: str, partition: str | None = None) -> int:
+        """Number of chunks indexed in one partition, or in all when ``partition`` is None.
+
+        Args:
+            kb_id: Knowledge-base id.
+            partition: Tenant partition, ``""`` for the shared one, None for all.
+        """
+        with self._lock:
+            if partition is None:
+                row = self._conn.execute(
+                    "SELECT count(*) FROM kw_rows WHERE kb_id = ?", (kb_id,)
+                ).fetchone()
+            else:
+                row = self._conn.execute(
+                    "SELECT count(*) FROM kw_rows WHERE kb_id = ? AND partition = ?",
+                    (kb_id, partition),
+                ).fetchone()
+        return int(row[0])
+
+    def _ranked(self, table: str, phrases: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        # ORDER BY an aliased bm25() is about twice as fast as FTS5's ORDER BY rank.
+        return self._conn.execute(
+            f"SELECT rowid, -bm25({table}) AS score FROM {table} WHERE {table} MATCH ?"
+            " ORDER BY score DESC LIMIT ?",
+            (_match_expression(phrases), limit),
+        ).fetchall()
+
+    def _chunk_ids(self, row_ids: list[int]) -> dict[int, str]:
+        found: dict[int, str] = {}
+        for start in range(0, len(row_ids), 500):
+            batch = row_ids[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            found.update(
+                self._conn.execute(
+                    f"SELECT row_id, chunk_id FROM kw_rows WHERE row_id IN ({marks})",
+                    batch,
+                ).fetchall()
+            )
+        return found
+
+    def _table(self, kb_id: str, partition: str) -> str | None:
+        row = self._conn.execute(
+            "SELECT fts_table FROM kw_partitions WHERE kb_id = ? AND partition = ?",
+            (kb_id, partition),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def _ensure_table(self, kb_id: str, partition: str) -> str:
+        table = _table_name(kb_id, partition)
+        self._conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(text, tokenize = '{TOKENIZER}')"
+        )
+        self._conn.execute(
+            "INSERT OR IGNORE INTO kw_partitions (kb_id, partition, fts_table) VALUES (?, ?, ?)",
+            (kb_id, partition, table),
+        )
+        return table
+
+    def _delete_rows(
+        self, kb_id: str, partition: str, table: str, chunk_ids: Sequence[str]
+    ) -> None:
+        for start in range(0, len(chunk_ids), 500):
+            batch = list(chunk_ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            found = self._conn.execute(
+                "SELECT row_id FROM kw_rows WHERE kb_id = ? AND partition = ?"
+                f" AND chunk_id IN ({marks})",
+                (kb_id, partition, *batch),
+            ).fetchall()
+            if not found:
+                continue
+            row_ids = [(row_id,) for (row_id,) in found]
+            self._conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", row_ids)
+            self._conn.executemany("DELETE FROM kw_rows WHERE row_id = ?", row_ids)
