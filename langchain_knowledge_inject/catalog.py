@@ -183,8 +183,10 @@ class Catalog:
         """Map chunk id to stored metadata JSON for one source."""
         with self.lock:
             rows = self.conn.execute(
-                "SELECT chunk_id, metadata FROM chunks WHERE kb_id = ? AND partition = ?"
-                " AND source = ?",
+                # INDEXED BY: without it SQLite scans the partition by primary key,
+                # which made every add O(partition size) (benchmarks/scale.py)
+                "SELECT chunk_id, metadata FROM chunks INDEXED BY chunks_by_source"
+                " WHERE kb_id = ? AND partition = ? AND source = ?",
                 (kb_id, partition, source),
             ).fetchall()
         return dict(rows)

