@@ -51,6 +51,7 @@ from langchain_knowledge_inject.blocks import (
 )
 from langchain_knowledge_inject.errors import ConfigurationError, RetrievalError
 from langchain_knowledge_inject.formatting import KnowledgeBlockTemplate
+from langchain_knowledge_inject.knowledge_base import MAX_QUERY_CHARS
 from langchain_knowledge_inject.manifest import (
     InjectionManifest,
     aemit_manifest,
@@ -109,7 +110,7 @@ class InjectionConfig(BaseModel):
     """Drop chunks scoring below this; ``None`` uses the knowledge base's default."""
     mode: Literal["dense", "keyword", "hybrid"] = "hybrid"
     """Search mode."""
-    tenant_id: str | None = None
+    tenant_id: str | None = Field(default=None, min_length=1)
     """Tenant partition to search; ``None``: the shared partition."""
     placement: Placement = "dynamic_context"
     """Where the context goes (see :mod:`~langchain_knowledge_inject.placement`);
@@ -324,10 +325,7 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         Raises:
             RetrievalError: The search failed and ``settings.on_error == "raise"``.
         """
-        messages = _coerce_messages(messages)
-        query = (
-            retrieval_query(messages, window=settings.query_window) if settings.enabled else None
-        )
+        query = self._query(messages, settings)
         if query is None:
             return RetrievalOutcome(query=None)
         try:
@@ -340,10 +338,7 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
 
     async def aretrieve(self, messages: Any, settings: InjectionConfig) -> RetrievalOutcome:
         """Async twin of :meth:`retrieve` (uses ``asearch``)."""
-        messages = _coerce_messages(messages)
-        query = (
-            retrieval_query(messages, window=settings.query_window) if settings.enabled else None
-        )
+        query = self._query(messages, settings)
         if query is None:
             return RetrievalOutcome(query=None)
         try:
@@ -354,6 +349,18 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         except Exception as exc:
             return self._failed(query, exc, settings)
         return RetrievalOutcome(query=query, documents=self._merge(found, settings))
+
+    @staticmethod
+    def _query(messages: Any, settings: InjectionConfig) -> str | None:
+        """The turn's retrieval query, cut as the knowledge base cuts it (None: no retrieval).
+
+        Cut here too, so that the manifest, the graph state and the custom event
+        never carry a megabyte-long message.
+        """
+        if not settings.enabled:
+            return None
+        query = retrieval_query(_coerce_messages(messages), window=settings.query_window)
+        return query[:MAX_QUERY_CHARS] if query is not None else None
 
     def _merge(self, found: list[list[Document]], settings: InjectionConfig) -> list[Document]:
         floor = settings.min_score
@@ -366,6 +373,8 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         return docs[: settings.top_k]
 
     def _failed(self, query: str, exc: Exception, settings: InjectionConfig) -> RetrievalOutcome:
+        if isinstance(exc, ConfigurationError):
+            raise exc  # a wrong setting is the caller's to fix, not a store fault to ride out
         if settings.on_error == "raise":
             if isinstance(exc, RetrievalError):
                 raise exc
