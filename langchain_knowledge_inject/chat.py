@@ -1,6 +1,6 @@
 """``kinject chat``: a terminal chat over a knowledge base.
 
-With a model (``--model provider:model``, or the ``KINJECT_MODEL`` environment
+With a model (``--model provider:model``, or the ``KINJECT_CHAT_MODEL`` environment
 variable) every turn runs through :func:`create_knowledge_graph` with an
 in-memory checkpointer: retrieval, the dynamic_context message, the model's
 answer and the sources it was given. Any model ``init_chat_model`` can build
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MODEL_ENV_VAR", "run_chat"]
 
-MODEL_ENV_VAR = "KINJECT_MODEL"
+MODEL_ENV_VAR = "KINJECT_CHAT_MODEL"
 """Environment variable naming the chat model (``provider:model``) when ``--model`` is absent."""
 
 _EXIT_WORDS = frozenset({"exit", "quit", ":q"})
@@ -90,7 +90,7 @@ def run_chat(
     mode = f"model {model_name or type(model).__name__}" if model is not None else "dry run"
     print(f"kinject chat: knowledge base {args.kb!r} ({mode}). Type 'exit' to leave.", file=out)
     if dry is not None:
-        print("No model configured (--model or KINJECT_MODEL): showing the messages "
+        print("No model configured (--model or KINJECT_CHAT_MODEL): showing the messages "
               "that would be sent each turn.", file=out)  # fmt: skip
     try:
         while True:

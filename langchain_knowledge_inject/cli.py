@@ -128,7 +128,12 @@ def _build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("chat", parents=[common], help="chat with a model grounded in a KB")
     p.add_argument("--kb", required=True, metavar="NAME")
-    p.add_argument("--model", default=None, metavar="PROVIDER:MODEL")
+    p.add_argument(
+        "--model",
+        default=None,
+        metavar="PROVIDER:MODEL",
+        help="any init_chat_model string (default: $KINJECT_CHAT_MODEL; none: print the messages)",
+    )
     p.add_argument("--tenant", default=None)
     p.set_defaults(handler=_cmd_chat)
     return parser

@@ -531,7 +531,7 @@ def _chat(tmp_path, monkeypatch, lines: str, **kwargs: Any) -> tuple[int, str]:
 
 
 def test_chat_without_a_model_prints_the_messages_that_would_be_sent(tmp_path, monkeypatch):
-    monkeypatch.delenv("KINJECT_MODEL", raising=False)
+    monkeypatch.delenv("KINJECT_CHAT_MODEL", raising=False)
     code, out = _chat(
         tmp_path, monkeypatch, "How many days of annual leave?\n\nparking garage?\nexit\nignored\n"
     )
