@@ -7,7 +7,10 @@ half way can leave Chroma holding chunks the registry does not know, or (after
 a partial delete) missing chunks it does. The registry is the record of truth:
 
 - keyword rows missing or extra: rebuilt from the registry text;
-- Chroma records the registry lacks: deleted;
+- Chroma records the registry lacks: deleted in the embedded store (only a
+  crashed write leaves them there); with a Chroma server (an external
+  ``client``), adopted into the registry and the keyword index instead, since
+  another machine with its own catalog may have written them;
 - registry chunks Chroma lacks: embedded again from the registry text.
 
 ``kinject check --kb NAME`` reports drift; ``--repair`` fixes it.
@@ -90,6 +93,7 @@ def check_knowledge_base(kb: KnowledgeBase, *, repair: bool = False) -> Consiste
     """
     partitions = set(kb._catalog.partitions(kb.id))
     partitions.update(_keyword_partitions(kb))
+    partitions.update(_server_partitions(kb))
     report = ConsistencyReport(kb.name, [])
     for partition in sorted(partitions):
         registry = kb._catalog.partition_ids(kb.id, partition)
@@ -111,6 +115,17 @@ def check_knowledge_base(kb: KnowledgeBase, *, repair: bool = False) -> Consiste
     return report
 
 
+def _server_partitions(kb: KnowledgeBase) -> set[str]:
+    """Partitions whose collections exist in Chroma (another machine may have made them)."""
+    prefix = f"kinject-{kb.id}-"
+    found = set()
+    for collection in kb._client.list_collections():
+        metadata = getattr(collection, "metadata", None) or {}
+        if collection.name.startswith(prefix) and "kinject_partition" in metadata:
+            found.add(str(metadata["kinject_partition"]))
+    return found
+
+
 def _keyword_partitions(kb: KnowledgeBase) -> set[str]:
     lister = getattr(kb._keyword, "partitions", None)
     return set(lister(kb.id)) if callable(lister) else set()
@@ -118,8 +133,11 @@ def _keyword_partitions(kb: KnowledgeBase) -> set[str]:
 
 def _repair(kb: KnowledgeBase, drift: PartitionDrift) -> None:
     partition = drift.partition
+    adopted: list = []
     with kb._lock:
-        if drift.chroma_extra:
+        if drift.chroma_extra and kb._store_lock is None:  # a server: adopt others' writes
+            adopted = list(kb._rows_from_chroma(partition, drift.chroma_extra).values())
+        elif drift.chroma_extra:
             kb._collection(partition, create=True).delete(ids=drift.chroma_extra)
         if drift.chroma_missing:
             rows = kb._catalog.get_chunks(kb.id, partition, drift.chroma_missing)
@@ -139,6 +157,9 @@ def _repair(kb: KnowledgeBase, drift: PartitionDrift) -> None:
             if drift.keyword_missing:
                 rows = kb._catalog.get_chunks(kb.id, partition, drift.keyword_missing)
                 kb._keyword.add(kb.id, partition, [(r.chunk_id, r.text) for r in rows.values()])
+            if adopted:
+                kb._catalog.put_chunks(kb.id, adopted)
+                kb._keyword.add(kb.id, partition, [(r.chunk_id, r.text) for r in adopted])
             kb._conn.commit()
         except BaseException:
             kb._conn.rollback()

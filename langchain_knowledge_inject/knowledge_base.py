@@ -17,11 +17,11 @@ per-tenant collection answered in 0.7-0.9x the time, isolated by construction.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import re
 import threading
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,6 +124,15 @@ class AddResult:
     """Empty chunks that were not stored."""
     ids: list[str]
     """The chunk id of every stored chunk of this call, in input order."""
+
+
+def knowledge_base_id(name: str) -> str:
+    """The id of the knowledge base ``name``: derived from the name, the same everywhere.
+
+    So every machine that opens ``name`` on one Chroma server, each with its own
+    catalog, uses the same collections.
+    """
+    return hashlib.sha256(f"kinject-kb\x1f{name}".encode()).hexdigest()[:12]
 
 
 def list_knowledge_bases(path: str | os.PathLike[str] | None = None) -> list[KnowledgeBaseInfo]:
@@ -273,7 +282,7 @@ class KnowledgeBase:
             "routing_keywords": list(routing_keywords) if routing_keywords is not None else None,
         }
         if row is None:
-            self.id = uuid.uuid4().hex[:12]
+            self.id = knowledge_base_id(name)
             self._catalog.create_kb(
                 self.id,
                 name,
@@ -690,7 +699,9 @@ class KnowledgeBase:
                 if create:
                     self._catalog.add_partition(self.id, partition)
                     found = self._client.get_or_create_collection(
-                        name, metadata={"hnsw:space": "cosine"}, embedding_function=None
+                        name,
+                        metadata={"hnsw:space": "cosine", "kinject_partition": partition},
+                        embedding_function=None,
                     )
                 else:
                     found = self._client.get_collection(name, embedding_function=None)

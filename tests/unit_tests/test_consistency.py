@@ -84,3 +84,25 @@ class _ConnProxy:
 
     def __getattr__(self, name):
         return getattr(self._conn, name)
+
+
+def test_with_an_external_client_repair_adopts_records_written_elsewhere(tmp_path):
+    """Two machines share a Chroma server, each with its own catalog: repair must not delete."""
+    import chromadb
+
+    client = chromadb.EphemeralClient()
+    emb = DeterministicFakeEmbedding(size=16)
+    first = KnowledgeBase("shared", path=tmp_path / "a", client=client, embeddings=emb)
+    written = first.add_documents(DOCS[:3]).ids
+    second = KnowledgeBase("shared", path=tmp_path / "b", client=client, embeddings=emb)
+    assert second.id == first.id  # the same knowledge base on the server
+    # the dense side already finds the other machine's chunks
+    dense = second.search(DOCS[0].page_content, k=1, mode="dense", min_score=0.0)
+    assert dense[0].id == written[0]
+    report = second.check(repair=True)
+    assert sorted(report.partitions[0].chroma_extra) == sorted(written)
+    assert second.check().clean
+    server_ids = client.get_collection(f"kinject-{first.id}-shared").get(include=[])["ids"]
+    assert set(server_ids) == set(written)  # nothing deleted
+    hits = second.search(DOCS[0].page_content, k=1, mode="keyword", min_score=0.0)
+    assert hits[0].id == written[0]  # adopted into the keyword index
