@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from langchain_knowledge_inject.catalog import ChunkRow
     from langchain_knowledge_inject.knowledge_base import KnowledgeBase
 
 
@@ -92,7 +93,6 @@ def check_knowledge_base(kb: KnowledgeBase, *, repair: bool = False) -> Consiste
         What was found (before repair).
     """
     partitions = set(kb._catalog.partitions(kb.id))
-    partitions.update(_keyword_partitions(kb))
     partitions.update(_server_partitions(kb))
     report = ConsistencyReport(kb.name, [])
     for partition in sorted(partitions):
@@ -126,14 +126,9 @@ def _server_partitions(kb: KnowledgeBase) -> set[str]:
     return found
 
 
-def _keyword_partitions(kb: KnowledgeBase) -> set[str]:
-    lister = getattr(kb._keyword, "partitions", None)
-    return set(lister(kb.id)) if callable(lister) else set()
-
-
 def _repair(kb: KnowledgeBase, drift: PartitionDrift) -> None:
     partition = drift.partition
-    adopted: list = []
+    adopted: list[ChunkRow] = []
     with kb._lock:
         if drift.chroma_extra and kb._store_lock is None:  # a server: adopt others' writes
             adopted = list(kb._rows_from_chroma(partition, drift.chroma_extra).values())

@@ -126,6 +126,26 @@ class AddResult:
     """The chunk id of every stored chunk of this call, in input order."""
 
 
+def info_from_row(
+    row: Mapping[str, Any], *, chunk_count: int, derived_topics: Sequence[str] | None = None
+) -> KnowledgeBaseInfo:
+    """A catalog row as :class:`KnowledgeBaseInfo` (``derived_topics`` stand in for none set)."""
+    settings = row["settings"]
+    return KnowledgeBaseInfo(
+        name=row["name"],
+        id=row["id"],
+        description=row["description"],
+        topics=list(derived_topics if derived_topics is not None else row["topics"]),
+        chunk_count=chunk_count,
+        embedding_model=row["embedding_model"],
+        topics_derived=derived_topics is not None,
+        restricted=bool(settings.get("restricted", False)),
+        sensitive_sources=bool(settings.get("sensitive_sources", False)),
+        routing_hint=settings.get("routing_hint") or "",
+        routing_keywords=list(settings.get("routing_keywords") or []),
+    )
+
+
 def knowledge_base_id(name: str) -> str:
     """The id of the knowledge base ``name``: derived from the name, the same everywhere.
 
@@ -147,24 +167,9 @@ def list_knowledge_bases(path: str | os.PathLike[str] | None = None) -> list[Kno
     conn = open_store_dir(store)
     try:
         catalog = Catalog(conn, threading.RLock())
-        out = []
-        for row in catalog.list_kbs():
-            settings = row["settings"]
-            out.append(
-                KnowledgeBaseInfo(
-                    name=row["name"],
-                    id=row["id"],
-                    description=row["description"],
-                    topics=row["topics"],
-                    chunk_count=catalog.count(row["id"]),
-                    embedding_model=row["embedding_model"],
-                    restricted=bool(settings.get("restricted", False)),
-                    sensitive_sources=bool(settings.get("sensitive_sources", False)),
-                    routing_hint=settings.get("routing_hint") or "",
-                    routing_keywords=list(settings.get("routing_keywords") or []),
-                )
-            )
-        return out
+        return [
+            info_from_row(row, chunk_count=catalog.count(row["id"])) for row in catalog.list_kbs()
+        ]
     finally:
         conn.close()
 
@@ -332,25 +337,12 @@ class KnowledgeBase:
         return self._info_from_row(row)
 
     def _info_from_row(self, row: Mapping[str, Any]) -> KnowledgeBaseInfo:
-        topics, derived = row["topics"], False
-        if not topics:
+        derived: list[str] | None = None
+        if not row["topics"]:
             if self._derived_topics is None:
                 self._derived_topics = derive_topics(self._catalog.sample_texts(self.id, 500))
-            topics, derived = self._derived_topics, True
-        settings = row["settings"]
-        return KnowledgeBaseInfo(
-            name=row["name"],
-            id=row["id"],
-            description=row["description"],
-            topics=list(topics),
-            chunk_count=self._catalog.count(self.id),
-            embedding_model=row["embedding_model"],
-            topics_derived=derived,
-            restricted=bool(settings.get("restricted", False)),
-            sensitive_sources=bool(settings.get("sensitive_sources", False)),
-            routing_hint=settings.get("routing_hint") or "",
-            routing_keywords=list(settings.get("routing_keywords") or []),
-        )
+            derived = self._derived_topics
+        return info_from_row(row, chunk_count=self._catalog.count(self.id), derived_topics=derived)
 
     def get_source_fingerprint(self, source: str, *, tenant_id: str | None = None) -> str | None:
         """The fingerprint stored with ``source`` by the last ``add_documents``, or None."""

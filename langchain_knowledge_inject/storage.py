@@ -117,8 +117,6 @@ class StoreLock:
                 "Chroma server (`chroma run --path DIR`) and pass client=chromadb.HttpClient(...)."
             )
             raise KnowledgeBaseOpenError(msg) from exc
-        import os
-
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()))
