@@ -20,12 +20,26 @@ Every injected message carries ``additional_kwargs[INJECTED_KEY]``, a dict with
 at least ``placement``; :func:`strip_injected` uses it to restore the messages
 exactly as they were. Chat-model integrations do not send ``additional_kwargs``
 of user and system messages to the provider.
+
+A history saved as plain role/content dicts (``{"role": "user", "content": ...}``)
+loses ``additional_kwargs``. :func:`strip_injected` then recognizes injected
+content by its own text (:func:`injection_start`): it starts with one of the
+block headers (:data:`INJECTION_HEADERS`) on a line of its own, followed by that
+block's fixed second line, and the blocks come in their fixed order. Position
+rules keep a user's own message that merely quotes a header: the current user
+message is never stripped by its text, a dynamic_context must be a user message
+directly followed by another user message, an injected system message must sit
+in the leading run of system messages after the first one, and a postfix must
+come after a blank line and run to the end of the message.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from itertools import pairwise
+from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -34,10 +48,12 @@ from langchain_knowledge_inject.errors import ConfigurationError
 
 __all__ = [
     "INJECTED_KEY",
+    "INJECTION_HEADERS",
     "PLACEMENTS",
     "Placement",
     "current_user_index",
     "injection_index",
+    "injection_start",
     "is_follow_up",
     "is_injected",
     "place_context",
@@ -61,6 +77,93 @@ _FOLLOW_UP_START = re.compile(
 )
 FOLLOW_UP_MAX_WORDS = 4
 """A user message of at most this many words counts as a possible follow-up."""
+
+
+INJECTION_HEADERS: Mapping[str, int] = MappingProxyType(
+    {
+        "[Knowledge Bases]": 0,
+        "[Restricted Knowledge Bases]": 0,
+        "[Procedure]": 1,
+        "[Retrieved Knowledge]": 2,
+        "[Restricted Knowledge Summary]": 2,
+        "[Past Conversation Snippets]": 3,
+        "[User Facts]": 4,
+    }
+)
+"""The first line of each block the package injects, with its rank in the fixed
+block order (knowledge-base list, procedure, knowledge, episodic snippets, facts).
+Headers passed as ``headers=`` (a custom template's, a custom block's) rank after
+all of these and may repeat."""
+
+_CUSTOM_RANK = 5
+# The line right after each header, as the package writes it: a quoted header
+# followed by free text is not taken for a block.
+_SECOND_LINES: Mapping[str, re.Pattern[str]] = {
+    "[Knowledge Bases]": re.compile(r"- \S"),
+    "[Restricted Knowledge Bases]": re.compile(r"Search these with knowledge_base_search\b"),
+    "[Procedure]": re.compile(r"The user's request matches the procedure \""),
+    "[Retrieved Knowledge]": re.compile(
+        r"The information below was retrieved from the knowledge base\b|\[[^\]\n]+\] Source: "
+    ),
+    "[Restricted Knowledge Summary]": re.compile(r"Decision: (?:answer|refuse) \(reason: "),
+    "[Past Conversation Snippets]": re.compile(
+        r"Excerpts from this user's earlier conversations\b"
+    ),
+    "[User Facts]": re.compile(r"[^=\n]+=\S"),
+}
+_ANY_SECOND_LINE = re.compile(r"\S")
+
+
+def injection_start(text: str, *, headers: Sequence[str] = ()) -> int | None:
+    r"""Where injected content starts in ``text``, recognized by the text alone.
+
+    Injected content is one or more blocks joined by a blank line; each block
+    starts with a header line (:data:`INJECTION_HEADERS`, plus ``headers``)
+    followed by the line the package writes right after that header. The
+    content starts at the beginning of ``text`` or right after a blank line
+    and runs to the end, with its blocks in the fixed order (a custom header
+    after all others). Of several possible starts, the earliest is taken whose
+    blocks are all in order, so a header quoted earlier in the text is kept.
+
+    Args:
+        text: A message text.
+        headers: Extra header lines to recognize: a custom
+            :class:`~langchain_knowledge_inject.formatting.KnowledgeBlockTemplate`
+            header or a custom block's. Any non-blank second line is accepted
+            after them.
+
+    Returns:
+        The index of the first character of the injected content (``0`` when the
+        whole text is injected), or ``None`` when there is none.
+
+    Example:
+        >>> injection_start("Hi")
+        >>> text = "Leave?\n\n[User Facts]\ncity=Lisbon"
+        >>> text[injection_start(text):]
+        '[User Facts]\ncity=Lisbon'
+    """
+    known = {**INJECTION_HEADERS, **{h: _CUSTOM_RANK for h in headers if h and h.strip()}}
+    starts: list[tuple[int, int]] = []
+    for match in _header_pattern(tuple(known)).finditer(text):
+        header = match.group(1)
+        line_end = text.find("\n", match.end())
+        second = text[match.end() : len(text) if line_end < 0 else line_end]
+        pattern = _SECOND_LINES.get(header, _ANY_SECOND_LINE)
+        if header in headers:
+            pattern = _ANY_SECOND_LINE
+        if pattern.match(second):
+            starts.append((match.start(), known[header]))
+    for first in range(len(starts)):
+        ranks = [rank for _, rank in starts[first:]]
+        if all(a < b or a == b == _CUSTOM_RANK for a, b in pairwise(ranks)):
+            return starts[first][0]
+    return None
+
+
+@lru_cache(maxsize=32)
+def _header_pattern(headers: tuple[str, ...]) -> re.Pattern[str]:
+    alternatives = "|".join(re.escape(h) for h in sorted(headers, key=len, reverse=True))
+    return re.compile(rf"(?:^|(?<=\n\n))({alternatives})\n")
 
 
 def _marker(message: BaseMessage) -> dict[str, Any] | None:
@@ -293,8 +396,10 @@ def _remove_postfix(message: BaseMessage, marker: dict[str, Any]) -> BaseMessage
     return message.model_copy(update={"content": content, "additional_kwargs": kwargs})
 
 
-def strip_injected(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """Remove every injection: the inverse of :func:`place_context`.
+def strip_injected(
+    messages: Sequence[BaseMessage], *, headers: Sequence[str] = ()
+) -> list[BaseMessage]:
+    r"""Remove every injection: the inverse of :func:`place_context`.
 
     Injected dynamic_context and system messages are dropped; a postfix is cut
     from the user message it was appended to, which gets back its exact
@@ -302,17 +407,96 @@ def strip_injected(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     they are (the same objects). Use it when you keep the history yourself and
     stored what the injector returned.
 
+    Messages that lost their ``additional_kwargs`` (a history stored as plain
+    role/content dicts) are recognized by their text (:func:`injection_start`)
+    and their position: a user message whose whole text is injected content and
+    that is directly followed by another user message (a dynamic_context); a
+    system message after the first one in the leading run of system messages
+    whose whole text is injected content; an earlier user message that ends in
+    injected content after a blank line, or whose last text part is injected
+    content (a postfix, cut together with its blank line). The current user
+    message (the last one) is never changed by its text, so a user can quote a
+    header. Limitation: an earlier user message that itself ends with a verbatim
+    copy of an injected block is cut like a postfix.
+
+    Args:
+        messages: The conversation.
+        headers: Extra header lines to recognize by text (see
+            :func:`injection_start`), for a custom knowledge-block template or
+            custom blocks.
+
     Example:
-        >>> from langchain_core.messages import HumanMessage
+        >>> from langchain_core.messages import HumanMessage, convert_to_messages
         >>> history = [HumanMessage("q")]
         >>> strip_injected(place_context(history, "ctx", placement="postfix")) == history
         True
+        >>> plain = convert_to_messages([
+        ...     {"role": "user", "content": "[User Facts]\ncity=Lisbon"},
+        ...     {"role": "user", "content": "Weather?"}, {"role": "assistant", "content": "Sunny."},
+        ...     {"role": "user", "content": "And tomorrow?"}])
+        >>> [m.content for m in strip_injected(plain)]
+        ['Weather?', 'Sunny.', 'And tomorrow?']
     """
     result: list[BaseMessage] = []
+    marked: set[int] = set()
     for message in messages:
         marker = _marker(message)
         if marker is None:
             result.append(message)
         elif marker.get("placement") == "postfix":
+            marked.add(len(result))
             result.append(_remove_postfix(message, marker))
+    return _strip_by_text(result, marked, headers)
+
+
+def _strip_by_text(
+    messages: list[BaseMessage], marked: set[int], headers: Sequence[str]
+) -> list[BaseMessage]:
+    """The second pass of :func:`strip_injected`: injections recognized by their text."""
+    current = current_user_index(messages)
+    leading_system = _system_insert_index(messages)
+    result: list[BaseMessage] = []
+    for index, message in enumerate(messages):
+        if (
+            index in marked
+            or index == current
+            or not isinstance(message, HumanMessage | SystemMessage)
+        ):
+            result.append(message)
+            continue
+        if isinstance(message, SystemMessage):
+            whole = 0 < index < leading_system and _whole_text(message, headers)
+            if not whole:
+                result.append(message)
+            continue
+        followed_by_user = index + 1 < len(messages) and isinstance(
+            messages[index + 1], HumanMessage
+        )
+        if followed_by_user and _whole_text(message, headers):
+            continue  # a dynamic_context
+        result.append(_cut_postfix_text(message, headers))
     return result
+
+
+def _whole_text(message: BaseMessage, headers: Sequence[str]) -> bool:
+    """Whether the message's string content is injected content from its first character."""
+    return (
+        isinstance(message.content, str) and injection_start(message.content, headers=headers) == 0
+    )
+
+
+def _cut_postfix_text(message: BaseMessage, headers: Sequence[str]) -> BaseMessage:
+    """The message without a postfix recognized by its text (the same object if none)."""
+    content = message.content
+    if isinstance(content, str):
+        start = injection_start(content, headers=headers)
+        if not start:  # None, or 0: a whole injected user message followed by a reply is kept
+            return message
+        new_content: str | list[str | dict[Any, Any]] = content[: start - len(_POSTFIX_SEPARATOR)]
+    else:
+        last = content[-1] if len(content) > 1 else None
+        text = last.get("text") if isinstance(last, dict) and last.get("type") == "text" else last
+        if not isinstance(text, str) or injection_start(text, headers=headers) != 0:
+            return message
+        new_content = list(content[:-1])
+    return message.model_copy(update={"content": new_content})
