@@ -28,9 +28,14 @@ Chunks are ``DEFAULT_CHUNK_SIZE`` (1000) characters with
 ``DEFAULT_CHUNK_OVERLAP`` (150) characters of overlap: about 200-250 tokens,
 inside the 256-token window of the default all-MiniLM-L6-v2 model.
 
-Chunk metadata: ``source`` is the file's **resolved absolute path** (so the same
-file gets the same source whatever the working directory, which is what makes
-re-ingest idempotent); ``file_name``, ``file_type`` (``text``, ``markdown``,
+Chunk metadata: ``source`` is the name the model cites: the file's path
+relative to the folder it was found in (``hr/leave.md`` for ``docs/hr/leave.md``
+when ``docs/`` is ingested), or its file name when the file itself is given;
+``source_path`` is the file's **resolved absolute path**, the source's identity
+(so the same file is the same source whatever the working directory, which is
+what makes re-ingest idempotent; a store ingested when ``source`` held the full
+path keeps its chunk ids, and the next ingest only rewrites their metadata);
+``file_name``, ``file_type`` (``text``, ``markdown``,
 ``html``, ``pdf``), ``chunk_index`` (0-based within the file), ``page`` (PDF),
 ``headers`` (Markdown, HTML), ``title`` (HTML), and ``category`` and
 ``tenant_id`` when given.
@@ -67,6 +72,7 @@ from langchain_core.documents import Document
 from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
 
 from langchain_knowledge_inject.errors import ConfigurationError, IngestError
+from langchain_knowledge_inject.write_plan import SOURCE_PATH_KEY
 
 FileType = Literal["text", "markdown", "html", "pdf"]
 
@@ -84,7 +90,7 @@ SUPPORTED_EXTENSIONS: Mapping[str, FileType] = {
 DEFAULT_CHUNK_SIZE = 1000
 DEFAULT_CHUNK_OVERLAP = 150
 
-_PIPELINE_VERSION = 1  # bump when loading or splitting changes, to re-ingest everything
+_PIPELINE_VERSION = 2  # bump when loading or splitting changes, to re-ingest everything
 _PROGRESS_MIN_FILES = 5
 _BATCH_CHUNKS = 256
 _ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
@@ -297,7 +303,8 @@ def ingest(
     _check_chunking(chunk_size, chunk_overlap)
     start = time.perf_counter()
     report = IngestReport()
-    files = _collect_files(paths, recursive=recursive, report=report)
+    names: dict[Path, str] = {}
+    files = _collect_files(paths, recursive=recursive, report=report, names=names)
     settings = json.dumps([_PIPELINE_VERSION, chunk_size, chunk_overlap, category, tenant_id])
     settings_hash = hashlib.sha256(settings.encode()).hexdigest()[:16]
     given = {"category": category, "tenant_id": tenant_id}
@@ -307,8 +314,9 @@ def ingest(
     with _progress_bar(len(files), progress) as bar:
         for path, file_type in files:
             prepared = _prepare_file(
-                kb, path, file_type, extra, settings_hash, chunk_size, chunk_overlap, report
-            )
+                kb, path, file_type, extra, settings_hash, chunk_size, chunk_overlap, report,
+                name=names.get(path, path.name),
+            )  # fmt: skip
             bar.update()
             if prepared is None:
                 continue
@@ -374,8 +382,16 @@ def _collect_files(
     *,
     recursive: bool,
     report: IngestReport,
+    names: dict[Path, str] | None = None,
 ) -> list[tuple[Path, FileType]]:
-    """Expand paths to supported files; unsupported ones go to the report."""
+    """Expand paths to supported files; unsupported ones go to the report.
+
+    ``names`` receives the source name of each file (resolved path): its path
+    relative to the folder given, with ``/`` separators, or its file name when
+    the file itself was given. A file reached twice keeps its first name.
+    """
+    names = {} if names is None else names
+    shown: dict[Path, str] = {}
     given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not given:
         msg = "no path given: pass at least one file or folder"
@@ -396,8 +412,11 @@ def _collect_files(
                 msg = f"folder is empty: {raw} (no files to ingest; hidden files are ignored)"
                 raise IngestError(msg, path=path)
             candidates.extend(found)
+            for entry in found:
+                shown.setdefault(entry, entry.relative_to(path).as_posix())
         else:
             candidates.append(path)
+            shown.setdefault(path, path.name)
     files: list[tuple[Path, FileType]] = []
     seen: set[Path] = set()
     for path in candidates:
@@ -405,6 +424,7 @@ def _collect_files(
         if resolved in seen:
             continue
         seen.add(resolved)
+        names[resolved] = shown.get(path, path.name)
         file_type = SUPPORTED_EXTENSIONS.get(resolved.suffix.lower())
         if not resolved.is_file():
             report.files_skipped.append((str(resolved), "not a regular file"))
@@ -476,8 +496,13 @@ def _prepare_file(
     chunk_size: int,
     chunk_overlap: int,
     report: IngestReport,
+    *,
+    name: str,
 ) -> tuple[list[Document], str] | None:
-    """Chunks and fingerprint of a new or changed file; None (and counted) otherwise."""
+    """Chunks and fingerprint of a new or changed file; None (and counted) otherwise.
+
+    ``name`` is the file's ``source`` name; its full path is the source's identity.
+    """
     source = str(path)
     try:
         data = path.read_bytes()
@@ -491,7 +516,7 @@ def _prepare_file(
         report.chunks_unchanged += _stored_chunk_count(stored)
         return None
     try:
-        chunks = _load_and_split(path, data, file_type, extra, chunk_size, chunk_overlap)
+        chunks = _load_and_split(path, data, file_type, extra, chunk_size, chunk_overlap, name=name)
     except _SkipFile as exc:
         report.files_skipped.append((source, str(exc)))
         return None
@@ -505,11 +530,18 @@ def _load_and_split(
     extra: Mapping[str, str],
     chunk_size: int,
     chunk_overlap: int,
+    *,
+    name: str | None = None,
 ) -> list[Document]:
     """Turn one file's bytes into chunks, or raise ``_SkipFile`` with the reason."""
     if not data:
         raise _SkipFile("empty file")
-    base: dict[str, Any] = {"source": str(path), "file_name": path.name, "file_type": file_type}
+    base: dict[str, Any] = {
+        "source": name or path.name,
+        SOURCE_PATH_KEY: str(path),
+        "file_name": path.name,
+        "file_type": file_type,
+    }
     base.update(extra)
     if file_type == "pdf":
         pages = _pdf_pages(data)

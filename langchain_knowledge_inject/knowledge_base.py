@@ -58,6 +58,7 @@ from langchain_knowledge_inject.write_plan import (
     group_by_partition,
     partition_of,
     plan_writes,
+    source_key,
 )
 
 if TYPE_CHECKING:
@@ -366,9 +367,11 @@ class KnowledgeBase:
 
         Args:
             documents: The documents; ``metadata["source"]`` names where each
-                came from, ``metadata["tenant_id"]`` puts it in a tenant partition.
+                came from (``metadata["source_path"]``, when set, is the source's
+                identity instead: see ``write_plan.source_key``),
+                ``metadata["tenant_id"]`` puts it in a tenant partition.
             tenant_id: Tenant of every document (must agree with their metadata).
-            fingerprints: ``{source: fingerprint}`` to store (for example a file hash).
+            fingerprints: ``{source identity: fingerprint}`` to store (for example a file hash).
 
         Returns:
             What was added, left unchanged, updated and replaced.
@@ -430,8 +433,9 @@ class KnowledgeBase:
                 chunk_meta = dict(meta)
                 if len(parts) > 1:
                     chunk_meta.setdefault("chunk_index", index)
-                cid = chunk_id(partition, chunk_meta["source"], text)
-                rows.append(ChunkRow(cid, partition, chunk_meta["source"], text, chunk_meta))
+                key = source_key(chunk_meta)
+                cid = chunk_id(partition, key, text)
+                rows.append(ChunkRow(cid, partition, key, text, chunk_meta))
         return rows
 
     def _write(
@@ -497,7 +501,11 @@ class KnowledgeBase:
         return len(existing)
 
     def delete_source(self, source: str, *, tenant_id: str | None = None) -> int:
-        """Delete every chunk of ``source``; returns how many were deleted."""
+        """Delete every chunk of ``source``; returns how many were deleted.
+
+        ``source`` is the source's identity: for a file added by ``ingest``, its
+        full path (``metadata["source_path"]``), not the short ``source`` name.
+        """
         partition = partition_of(tenant_id)
         ids = list(self._catalog.chunk_ids_for_source(self.id, partition, source))
         count = self.delete(ids, tenant_id=tenant_id)
@@ -649,9 +657,7 @@ class KnowledgeBase:
             return {}
         got = collection.get(ids=list(ids), include=["documents", "metadatas"])
         return {
-            cid: ChunkRow(
-                cid, partition, (meta or {}).get("source", ""), text or "", dict(meta or {})
-            )
+            cid: ChunkRow(cid, partition, source_key(meta or {}), text or "", dict(meta or {}))
             for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
         }
 

@@ -11,11 +11,27 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_knowledge_inject.catalog import Catalog, ChunkRow
 from langchain_knowledge_inject.errors import ConfigurationError
+
+SOURCE_PATH_KEY = "source_path"
+"""Metadata key of the full path of an ingested file: the identity of its source."""
+
+
+def source_key(metadata: Mapping[str, Any]) -> str:
+    """The identity of a chunk's source: ``metadata["source_path"]``, else ``metadata["source"]``.
+
+    ``ingest`` stores a short ``source`` (the path relative to the ingest root,
+    what the model cites) and the file's full path in ``source_path``; chunk
+    ids, replacement of a changed file and fingerprints key on the full path,
+    so two files with the same name in different folders stay apart and a
+    store ingested when ``source`` was the full path keeps its chunk ids.
+    """
+    return str(metadata.get(SOURCE_PATH_KEY) or metadata.get("source") or "")
 
 
 def chunk_id(partition: str, source: str, text: str) -> str:

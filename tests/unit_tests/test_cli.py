@@ -92,7 +92,8 @@ def test_search_json_output(store, docs, capsys) -> None:
     argv = ["search", "annual leave", "--kb", "hr", "--path", str(store), "--json", "--k", "1"]
     assert main([*argv, "--mode", "keyword", "--min-score", "0"]) == 0
     [row] = json.loads(capsys.readouterr().out)
-    assert row["metadata"]["source"] == str((docs / "leave.md").resolve())
+    assert row["metadata"]["source"] == "leave.md"  # what the model cites
+    assert row["metadata"]["source_path"] == str((docs / "leave.md").resolve())
     assert 0 <= row["metadata"]["score"] <= 1
 
 

@@ -68,7 +68,7 @@ class CountingKB(KnowledgeBase):
 def stored(kb: KnowledgeBase, path: Path | str, tenant_id: str | None = None) -> list[Document]:
     """The chunks stored for one file, in chunk order."""
     source = str(Path(path).resolve())
-    got = kb.vectorstore(tenant_id=tenant_id).get(where={"source": source})
+    got = kb.vectorstore(tenant_id=tenant_id).get(where={"source_path": source})
     docs = [
         Document(t, metadata=m) for t, m in zip(got["documents"], got["metadatas"], strict=True)
     ]
@@ -76,7 +76,7 @@ def stored(kb: KnowledgeBase, path: Path | str, tenant_id: str | None = None) ->
 
 
 def all_sources(kb: KnowledgeBase, tenant_id: str | None = None) -> set[str]:
-    return {m["source"] for m in kb.vectorstore(tenant_id=tenant_id).get()["metadatas"]}
+    return {m["source_path"] for m in kb.vectorstore(tenant_id=tenant_id).get()["metadatas"]}
 
 
 @pytest.fixture
@@ -118,7 +118,10 @@ def test_ingest_reads_every_supported_type_with_metadata(kb: CountingKB, corpus:
     assert report.chunks_added == len(chunks) == kb.info.chunk_count == 6  # a chunk per PDF page
     assert {c.metadata["file_type"] for c in chunks} == {"text", "markdown", "html", "pdf"}
     for chunk in chunks:
-        assert Path(chunk.metadata["source"]).is_absolute()
+        assert Path(chunk.metadata["source_path"]).is_absolute()
+        assert chunk.metadata["source"] == Path(chunk.metadata["source_path"]).relative_to(
+            corpus.resolve()
+        ).as_posix()
         assert chunk.metadata["category"] == "hr"
         assert chunk.metadata["tenant_id"] == "acme"
     pdf = stored(kb, corpus / "sub" / "manual.pdf", "acme")
