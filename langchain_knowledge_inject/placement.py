@@ -258,11 +258,13 @@ def is_follow_up(text: str) -> bool:
 
 
 def retrieval_query(messages: Sequence[BaseMessage], *, window: int = 0) -> str | None:
-    r"""The retrieval query of a turn: the text of the current user message.
+    """The retrieval query of a turn: the text of the current user message.
 
-    With ``window > 0`` and a current message that :func:`is_follow_up`, the
-    texts of up to ``window`` earlier user messages come first, one per line,
-    so that "and abroad?" is searched together with the question it continues.
+    With ``window > 0`` a current message that looks like a follow-up ("and
+    abroad?", "is it paid?") gets the salient terms of up to ``window``
+    earlier user turns appended
+    (:func:`~langchain_knowledge_inject.retrieval_query.followup_query`), so
+    that it is searched together with the question it continues.
     Self-contained questions are searched alone: on the follow-up benchmark
     (``benchmarks/followup_query.py``) adding earlier turns to every query
     halved hit@1 on topic switches.
@@ -275,20 +277,14 @@ def retrieval_query(messages: Sequence[BaseMessage], *, window: int = 0) -> str 
         >>> msgs = [HumanMessage("Meal allowance at home?"), AIMessage("EUR 45."),
         ...         HumanMessage("and abroad?")]
         >>> retrieval_query(msgs), retrieval_query(msgs, window=1)
-        ('and abroad?', 'Meal allowance at home?\nand abroad?')
+        ('and abroad?', 'and abroad? meal allowance home')
     """
+    if window > 0:
+        from langchain_knowledge_inject.retrieval_query import followup_query
+
+        return followup_query(messages, max_turns=window)
     index = current_user_index(messages)
-    current = query_text(messages[index]) if index is not None else None
-    if current is None or window <= 0 or not is_follow_up(current):
-        return current
-    earlier = [
-        text
-        for message in messages[:index]
-        if isinstance(message, HumanMessage)
-        and not _is_standalone_injection(message)
-        and (text := query_text(message))
-    ]
-    return "\n".join([*earlier[-window:], current])
+    return query_text(messages[index]) if index is not None else None
 
 
 def _system_insert_index(messages: Sequence[BaseMessage]) -> int:

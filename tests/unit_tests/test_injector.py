@@ -199,7 +199,7 @@ def test_inside_a_tool_loop_the_query_and_the_context_stay_with_the_last_human_t
 def test_query_window_adds_earlier_user_turns(kb):
     msgs = [HumanMessage("Leave in May?"), AIMessage("20 days."), HumanMessage("and in June?")]
     KnowledgeInjector(kb, query_window=1).invoke(msgs)
-    assert kb.calls[-1]["query"] == "Leave in May?\nand in June?"
+    assert kb.calls[-1]["query"] == "and in June? leave may"
     KnowledgeInjector(kb).invoke(msgs)
     assert kb.calls[-1]["query"] == "and in June?"
 
