@@ -36,8 +36,7 @@ come after a blank line and run to the end of the message.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from functools import lru_cache
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import pairwise
 from types import MappingProxyType
 from typing import Any, Literal, get_args
@@ -142,17 +141,24 @@ def injection_start(text: str, *, headers: Sequence[str] = ()) -> int | None:
         >>> text[injection_start(text):]
         '[User Facts]\ncity=Lisbon'
     """
-    known = {**INJECTION_HEADERS, **{h: _CUSTOM_RANK for h in headers if h and h.strip()}}
+    known = (
+        {**INJECTION_HEADERS, **{h: _CUSTOM_RANK for h in headers if h and h.strip()}}
+        if headers
+        else INJECTION_HEADERS
+    )
     starts: list[tuple[int, int]] = []
-    for match in _header_pattern(tuple(known)).finditer(text):
-        header = match.group(1)
-        line_end = text.find("\n", match.end())
-        second = text[match.end() : len(text) if line_end < 0 else line_end]
-        pattern = _SECOND_LINES.get(header, _ANY_SECOND_LINE)
-        if header in headers:
-            pattern = _ANY_SECOND_LINE
-        if pattern.match(second):
-            starts.append((match.start(), known[header]))
+    for start in _line_starts(text):
+        header_end = text.find("\n", start)
+        if header_end < 0:
+            break
+        header = text[start:header_end]
+        if header not in known:
+            continue
+        line_end = text.find("\n", header_end + 1)
+        second = text[header_end + 1 : len(text) if line_end < 0 else line_end]
+        pattern = _ANY_SECOND_LINE if header in headers else _SECOND_LINES.get(header)
+        if (pattern or _ANY_SECOND_LINE).match(second):
+            starts.append((start, known[header]))
     for first in range(len(starts)):
         ranks = [rank for _, rank in starts[first:]]
         if all(a < b or a == b == _CUSTOM_RANK for a, b in pairwise(ranks)):
@@ -160,10 +166,13 @@ def injection_start(text: str, *, headers: Sequence[str] = ()) -> int | None:
     return None
 
 
-@lru_cache(maxsize=32)
-def _header_pattern(headers: tuple[str, ...]) -> re.Pattern[str]:
-    alternatives = "|".join(re.escape(h) for h in sorted(headers, key=len, reverse=True))
-    return re.compile(rf"(?:^|(?<=\n\n))({alternatives})\n")
+def _line_starts(text: str) -> Iterator[int]:
+    """Where a block may start: the beginning of the text and after every blank line."""
+    yield 0
+    index = text.find("\n\n")
+    while index >= 0:
+        yield index + 2
+        index = text.find("\n\n", index + 2)
 
 
 def _marker(message: BaseMessage) -> dict[str, Any] | None:
