@@ -172,7 +172,7 @@ def _line_starts(text: str) -> Iterator[int]:
     index = text.find("\n\n")
     while index >= 0:
         yield index + 2
-        index = text.find("\n\n", index + 2)
+        index = text.find("\n\n", index + 1)  # "\n\n\n[": the block starts after the last
 
 
 def _marker(message: BaseMessage) -> dict[str, Any] | None:

@@ -7,6 +7,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from langchain_core.documents import Document
 from langchain_core.messages import (
     AIMessage,
@@ -227,3 +229,43 @@ def test_the_first_system_message_and_later_system_messages_are_kept():
 def test_untouched_messages_are_the_same_objects():
     history = _history()
     assert all(a is b for a, b in zip(strip_injected(history), history, strict=True))
+
+
+# -- properties ----------------------------------------------------------------------------
+
+_INTRO = "The information below was retrieved from the knowledge base"
+_piece = st.sampled_from(
+    ["a", "b", " ", "[", "]", "\n", "=", "-", ":", "[Retrieved Knowledge]", "[User Facts]",
+     "\n\n", "Source: ", "x=y", "- hr", _INTRO]
+)  # fmt: skip
+_text = st.lists(_piece, max_size=12).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    texts=st.lists(_text, min_size=1, max_size=6),
+    placement=st.sampled_from(PLACEMENTS),
+    kind=st.sampled_from(["kb_meta", "knowledge", "facts", "episodic"]),
+)
+def test_round_trip_then_strip_gives_back_the_history(texts, placement, kind):
+    assume(all(t.strip() for t in texts))
+    assume(all(injection_start(t) is None for t in texts))  # the user's own texts hold no block
+    history: list[BaseMessage] = [SystemMessage("sys")]
+    for text in texts[:-1]:
+        history += [HumanMessage(text), AIMessage("reply")]
+    history.append(HumanMessage(texts[-1]))
+    injected = place_context(history, _blocks()[kind], placement=placement)
+    stored = _round_trip([*injected, AIMessage("answer")])
+    clean = strip_injected([*stored, HumanMessage("next")])
+    expected = [*history, AIMessage("answer"), HumanMessage("next")]
+    assert [(m.type, m.content) for m in clean] == [(m.type, m.content) for m in expected]
+
+
+@settings(max_examples=200, deadline=None)
+@given(history=st.lists(_text, max_size=5), current=_text)
+def test_the_current_message_survives_any_text(history, current):
+    messages: list[BaseMessage] = []
+    for text in history:
+        messages += [HumanMessage(text), AIMessage("reply")]
+    messages.append(HumanMessage(current))
+    assert strip_injected(messages)[-1] is messages[-1]
