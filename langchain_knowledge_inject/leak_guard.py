@@ -1,54 +1,80 @@
-"""The leak guard of restricted mode: does a summary give away the raw text?
+"""The leak guard of restricted mode: does what the main model would see give the chunks away?
 
 A safe summary written by the secondary model is released to the main model
-only when :func:`check_leak` finds none of three signs of copying:
+only when :func:`check_leak` finds no sign of copying in ANY field the main
+model sees (summary, answer guidance, reason, refusal text), checked one by
+one, joined in both orders (so a value or a run split across fields is seen
+whole), and once more after undoing base64, hex, URL and HTML encodings.
 
-- a long run of consecutive words that also appears in one chunk
-  (``max_verbatim_words``);
-- a high share of the summary's words lying inside word n-grams that also
-  appear in the chunks (``max_copied_ngram_share``; judged only on summaries
-  long enough for a share to mean something, ``min_words_for_share``);
-- a number that also appears in the chunks (``forbid_numbers``), in digits or
-  spelled out ("fourteen", "twenty-five"), with thousands separators and
-  trailing zeros normalized ("1,500" is "1500", "95.0" is "95").
+Everything is compared after Unicode folding (:mod:`._textfold`): NFKC,
+digits of every script made ASCII, zero-width characters and combining marks
+dropped, Latin look-alikes mapped, case folded. Then:
 
-Text is compared after Unicode NFKC normalization, case folding and removal
-of zero-width characters, so changing case, punctuation or hiding invisible
-characters between letters does not get a copy through.
+- **verbatim runs**: a run of consecutive chunk words repeated in order, with
+  up to ``filler_gap`` filler words between them, longer than
+  ``max_verbatim_words``;
+- **copied share**: too many of the summary's words inside word n-grams of
+  the chunks (``max_copied_ngram_share``);
+- **values** (``forbid_numbers``): a number of the chunks written in any
+  notation: separators, "7.35 million" / "7350 thousand" / "7.35M" for
+  7,350,000, scientific, percent as a fraction, "1/8", hex integers, Roman
+  numerals, number words in English, German, French and Spanish (parsed by
+  ``text2num``);
+- **digit strings**: the digits of a chunk number spelled with separators,
+  spaces or single letters between them, in pairs, reversed, or spread over
+  several fields;
+- **distinctive tokens**: a passphrase, code or identifier of the chunks
+  (letters and digits mixed, compounds of rare or many words, words no
+  ordinary vocabulary has) repeated even once: as is, spaced, joined,
+  reordered, reversed, in leetspeak or letter-shifted (ROT13).
 
-The defaults were chosen on the labelled set in
-``tests/unit_tests/restricted_fixtures.py`` (``LEAK_CASES``); the test
-``test_leak_guard.py::test_default_policy_on_labelled_set`` pins the false
-positive and false negative counts.
+Words and numbers that the user's question already holds are never secrets:
+"Q3" in a summary is fine when the question asked about Q3.
+
+What it cannot catch: a paraphrase of a fact that holds no distinctive token
+or number ("the threshold is a bit under two thirds"), a rounded value
+("about 7 million" for 7,348,912), a number word the parsers do not read
+("a dozen"), an encoding it does not undo (a custom cipher, base32), and
+information given away by the decision itself.
+
+The defaults were chosen on ``LEAK_CASES`` (``tests/unit_tests/restricted_fixtures.py``)
+and on ``SMUGGLING_CASES`` / ``HONEST_CASES``
+(``tests/unit_tests/adversarial_fixtures.py``); ``test_leak_guard.py`` pins the
+figures.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from collections.abc import Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from langchain_knowledge_inject._leak_numbers import (
+    canonical,
+    chunk_digit_runs,
+    digit_strings,
+    number_values,
+    word_numbers_text,
+)
+from langchain_knowledge_inject._leak_tokens import (
+    copied_tokens,
+    decoded_views,
+    distinctive_tokens,
+    longest_gapped_run,
+    words,
+)
 from langchain_knowledge_inject.errors import ConfigurationError
 
-__all__ = ["LeakPolicy", "LeakReport", "check_leak"]
+__all__ = ["Fields", "LeakPolicy", "LeakReport", "check_leak"]
 
-_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
-_TOKEN_RE = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
-_UNITS = {
-    "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
-    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
-}  # fmt: skip
-_TENS = {
-    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
-    "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
-}  # fmt: skip
-_ONES = {"one": 1, "two": 2, **{word: value for word, value in _UNITS.items() if value < 10}}
-_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+logger = logging.getLogger("langchain_knowledge_inject.leak_guard")
+
+Fields = str | Sequence[str] | Mapping[str, str]
+"""What :func:`check_leak` checks: one text, several, or texts by field name."""
 
 
 class _StrictConfig(BaseModel):
@@ -67,13 +93,13 @@ class _StrictConfig(BaseModel):
 
 
 class LeakPolicy(_StrictConfig):
-    """Thresholds of the leak guard; a summary crossing any of them is withheld.
+    """Thresholds and switches of the leak guard; output crossing any of them is withheld.
 
-    Chosen on the labelled set (``LEAK_CASES``: 25 legitimate summaries, 21
-    copies). With the defaults the guard misses no copy and flags one
-    legitimate summary, a term-dense restatement that keeps 70% of its words
-    in copied 3-word sequences, as much as a copy with every fourth word
-    changed; withholding is the safe side of that tie.
+    The defaults were chosen on three labelled sets: ``LEAK_CASES`` (25
+    legitimate summaries, 21 copies), ``SMUGGLING_CASES`` (hostile summaries,
+    one encoding each) and ``HONEST_CASES`` (legitimate summaries written for
+    the adversarial suite). ``test_leak_guard.py`` pins the figures: every
+    copy and every smuggling case withheld, at most 5% of honest summaries.
 
     Example:
         >>> from langchain_knowledge_inject.leak_guard import LeakPolicy
@@ -84,14 +110,20 @@ class LeakPolicy(_StrictConfig):
     """
 
     max_verbatim_words: int = Field(default=8, ge=1)
-    """Longest run of consecutive words a summary may share with one chunk.
+    """Longest run of consecutive chunk words the output may repeat (fillers allowed between).
 
-    The legitimate summaries in the set share at most 8 words in a row (a
-    domain phrase: "year and needs written approval from HR and"); the copy
+    The legitimate summaries of ``LEAK_CASES`` share at most 8 words in a row
+    (a domain phrase: "year and needs written approval from HR and"); the copy
     this check alone must catch, a clause inside a long paraphrase, shares 9."""
 
+    filler_gap: int = Field(default=2, ge=0, le=5)
+    """How many other words may sit between two repeated chunk words of a run.
+
+    Catches a verbatim run with filler words interleaved ("deleted, um,
+    automatically, you know, after..."). 0 counts strict runs only."""
+
     max_copied_ngram_share: float = Field(default=0.6, gt=0.0, le=1.0)
-    """Largest share of the summary's words that may lie inside an n-gram found in the chunks.
+    """Largest share of the output's words that may lie inside an n-gram found in the chunks.
 
     Catches copies whose verbatim runs are broken by edits. Ordinary
     paraphrases in the set stay at or below 0.31 and term-dense ones reach
@@ -105,22 +137,58 @@ class LeakPolicy(_StrictConfig):
     edited copies; 4 and 5 miss the copy with every 4th word changed."""
 
     min_words_for_share: int = Field(default=12, ge=1)
-    """The share is judged only on summaries of at least this many words.
+    """The share is judged only on outputs of at least this many words.
 
     On a one-line summary a single shared phrase is already a large share
-    ("Open a bridge and notify the incident commander."); the verbatim-run and
-    number checks still apply to short summaries."""
+    ("Open a bridge and notify the incident commander."); the other checks
+    still apply to short summaries."""
 
     forbid_numbers: bool = True
-    """Withhold a summary that repeats any number found in the chunks.
+    """Withhold output that repeats a number of the chunks, as a value or as a digit string.
 
-    Without it the guard misses all 9 copied-value cases of the set."""
+    Values are compared in any notation ("7.35 million" is 7,350,000); digit
+    strings with separators removed and reversed ("4 8 1 7", "7-1-8-4").
+    Without it the guard misses all 9 copied-value cases of ``LEAK_CASES``."""
 
     number_words: bool = True
-    """Also read spelled-out numbers ("fourteen", "twenty-five") as numbers.
+    """Also read number words (English, German, French, Spanish) and Roman numerals.
 
     "one" and "two" on their own are left out on purpose ("one of them", "two
     things"); they still count inside compounds such as "twenty-two"."""
+
+    min_digit_run: int = Field(default=2, ge=1)
+    """Shortest chunk digit string looked for inside the output's tight digit groups.
+
+    A tight group is digits apart only by punctuation, spaces or single
+    letters ("4 8-1.7", "a3b1c5"); they are searched forwards and reversed."""
+
+    min_loose_digit_run: int = Field(default=4, ge=2)
+    """Shortest chunk digit string looked for in all the output's digits joined.
+
+    Catches a number split across fields or words ("begins 6601" ...
+    "ends 8342"); shorter strings would match by chance."""
+
+    distinctive_tokens: bool = True
+    """Withhold output that repeats a passphrase, code or identifier of the chunks, even once."""
+
+    rare_word_zipf: float = Field(default=1.5, ge=0.0, le=8.0)
+    """A chunk word (4+ letters) rarer than this Zipf frequency counts as distinctive.
+
+    Zipf 1.5 is about once in 30 million words, in English, German, French and
+    Spanish (wordfreq): invented codenames ("Zephyrine") are below it; jargon
+    and acronyms an honest summary reuses ("itemised" 1.8, "CISO" 1.8,
+    "EMEA" 2.5) are above. 0 turns the rare-word test off."""
+
+    rare_compound_zipf: float = Field(default=3.2, ge=0.0, le=8.0)
+    """A two-word compound ("tundra-falcon") rarer than this counts as distinctive.
+
+    Its frequency is wordfreq's combination of its words' frequencies; common
+    compounds ("sign-off" 5.0, "break-glass" 4.7) stay above. Compounds of
+    three or more words count whenever none of them is a function word
+    ("amber-walrus-pilot", not "up-to-date")."""
+
+    decode: bool = True
+    """Also check what base64, hex, URL and HTML encodings in the output hide."""
 
     allowed_numbers: tuple[str, ...] = ()
     """Numbers that may be repeated even when ``forbid_numbers`` is on (e.g. ``("24", "7")``)."""
@@ -128,39 +196,51 @@ class LeakPolicy(_StrictConfig):
 
 @dataclass
 class LeakReport:
-    """What the leak guard found in one summary.
+    """What the leak guard found in one output.
 
-    The reasons name the check and the measure, never the copied text or
-    values, so a report can be logged.
+    The reasons name the check and a count, never the copied text or values,
+    so a report can be logged. The ``copied_*`` lists are sensitive.
     """
 
     leaked: bool
-    """Whether the summary must be withheld."""
+    """Whether the output must be withheld."""
     reasons: list[str] = field(default_factory=list)
     """One human-readable line per failed check; empty when nothing leaked."""
     longest_verbatim_run: int = 0
-    """Longest run of consecutive words shared with a single chunk."""
+    """Longest run of consecutive chunk words repeated (filler words allowed between)."""
     copied_ngram_share: float = 0.0
-    """Share of the summary's n-grams found in the chunks (0 when too short to judge)."""
+    """Share of the output's words inside n-grams of the chunks (0 when too short to judge)."""
     copied_numbers: list[str] = field(default_factory=list)
-    """Normalized numbers the summary repeats from the chunks (sensitive: do not log)."""
+    """Canonical values the output repeats from the chunks (sensitive: do not log)."""
+    copied_digits: list[str] = field(default_factory=list)
+    """Chunk digit strings found in the output's digits (sensitive: do not log)."""
+    copied_tokens: list[str] = field(default_factory=list)
+    """Distinctive chunk tokens the output repeats, folded (sensitive: do not log)."""
     summary_words: int = 0
-    """Number of words the summary was compared on."""
+    """Number of words the output was compared on (all fields)."""
 
 
 def check_leak(
-    summary_text: str, chunks: Sequence[str], *, policy: LeakPolicy | None = None
+    fields: Fields,
+    chunks: Sequence[str],
+    *,
+    policy: LeakPolicy | None = None,
+    question: str | None = None,
 ) -> LeakReport:
-    """Check a summary against the raw chunks it was written from.
+    """Check what the main model would see against the raw chunks it was written from.
 
     Args:
-        summary_text: Everything the main model would see from the summarizer
-            (summary and answer guidance, joined).
+        fields: Everything the main model would see from the summarizer: one
+            text, a sequence of texts, or texts by field name (summary,
+            answer guidance, reason, refusal text). Each is checked, and they
+            are also joined (in both orders) so nothing can be split across them.
         chunks: The raw chunk texts, unbounded.
         policy: Thresholds; ``LeakPolicy()`` when omitted.
+        question: The user's question: its words and numbers are not secrets.
 
     Returns:
-        A :class:`LeakReport`; ``leaked`` is true when any check fails.
+        A :class:`LeakReport`; ``leaked`` is true when any check fails, and
+        when the guard itself fails (it fails closed).
 
     Example:
         >>> from langchain_knowledge_inject.leak_guard import check_leak
@@ -169,108 +249,162 @@ def check_leak(
         False
         >>> check_leak("Requests are due 14 days ahead.", [chunk]).copied_numbers
         ['14']
+        >>> check_leak({"summary": "Due one four", "guidance": "days ahead"}, [chunk]).leaked
+        True
+        >>> check_leak("Yes, 14 days is enough.", [chunk], question="Are 14 days enough?").leaked
+        False
     """
     policy = policy or LeakPolicy()
-    words = _tokens(summary_text)
-    chunk_words = [_tokens(chunk) for chunk in chunks]
-    report = LeakReport(leaked=False, summary_words=len(words))
-    if not words or not any(chunk_words):
+    texts = _field_texts(fields)
+    chunks = [chunk for chunk in chunks if chunk and chunk.strip()]
+    report = LeakReport(leaked=False)
+    if not texts or not chunks:
+        report.summary_words = sum(len(words(text)) for text in texts)
         return report
+    try:
+        _check(report, texts, chunks, policy, question or "")
+    except Exception as exc:
+        logger.warning("leak guard failed (%s): withholding", type(exc).__name__)
+        report.reasons.append(f"the guard could not check the output ({type(exc).__name__})")
+    report.leaked = bool(report.reasons)
+    return report
 
-    report.longest_verbatim_run = max(_longest_common_run(words, cw) for cw in chunk_words)
+
+def _field_texts(fields: Fields) -> list[str]:
+    if isinstance(fields, str):
+        values = [fields]
+    elif isinstance(fields, Mapping):
+        values = list(fields.values())
+    elif isinstance(fields, Sequence):
+        values = list(fields)
+    else:
+        msg = "fields must be a string, a sequence of strings or a mapping of strings"
+        raise ConfigurationError(msg, option="fields", value=type(fields).__name__)
+    return [str(value) for value in values if value is not None and str(value).strip()]
+
+
+def _check(
+    report: LeakReport, texts: list[str], chunks: list[str], policy: LeakPolicy, question: str
+) -> None:
+    joined = "\n".join(texts)
+    joins = [joined, "\n".join(reversed(texts))] if len(texts) > 1 else [joined]
+    sequences = [words(text) for text in joins]
+    decoded = decoded_views(texts) if policy.decode else []
+    sequences += [words(text) for text in decoded]
+    report.summary_words = len(sequences[0])
+    chunk_words = [words(chunk) for chunk in chunks]
+
+    _check_runs(report, sequences, chunk_words, policy)
+    if policy.forbid_numbers:
+        _check_numbers(report, [*texts, *decoded], joins, chunks, policy, question)
+    if policy.distinctive_tokens:
+        distinctive = distinctive_tokens(
+            chunks,
+            exclude=[question],
+            word_zipf_limit=policy.rare_word_zipf,
+            compound_zipf_limit=policy.rare_compound_zipf,
+        )
+        copied = copied_tokens([*joins, *decoded], distinctive)
+        report.copied_tokens = sorted(copied)
+        if copied:
+            kinds = sorted({distinctive[key].kind for key in copied})
+            ways = sorted(set(copied.values()))
+            report.reasons.append(
+                f"{len(copied)} distinctive token(s) copied from the chunks "
+                f"({', '.join(kinds)}; written {', '.join(ways)})"
+            )
+
+
+def _check_runs(
+    report: LeakReport,
+    sequences: list[list[str]],
+    chunk_words: list[list[str]],
+    policy: LeakPolicy,
+) -> None:
+    report.longest_verbatim_run = max(
+        longest_gapped_run(sequence, cw, max_gap=policy.filler_gap)
+        for sequence in sequences
+        for cw in chunk_words
+    )
     if report.longest_verbatim_run > policy.max_verbatim_words:
         report.reasons.append(
             f"verbatim run of {report.longest_verbatim_run} words "
             f"(limit {policy.max_verbatim_words})"
         )
-
-    if len(words) >= policy.min_words_for_share:
-        report.copied_ngram_share = _copied_share(words, chunk_words, policy.ngram_size)
+    output = sequences[0]
+    if len(output) >= policy.min_words_for_share:
+        report.copied_ngram_share = _copied_share(output, chunk_words, policy.ngram_size)
         if report.copied_ngram_share > policy.max_copied_ngram_share:
             report.reasons.append(
                 f"{report.copied_ngram_share:.0%} of the words inside copied "
                 f"{policy.ngram_size}-word sequences (limit {policy.max_copied_ngram_share:.0%})"
             )
 
-    if policy.forbid_numbers:
-        chunk_numbers = set().union(*(_numbers(cw, policy) for cw in chunk_words))
-        allowed = {_normalize_number(value) for value in policy.allowed_numbers}
-        summary_numbers = _numbers(words, policy)
-        report.copied_numbers = sorted((summary_numbers & chunk_numbers) - allowed)
-        if report.copied_numbers:
-            report.reasons.append(f"{len(report.copied_numbers)} number(s) copied from the chunks")
 
-    report.leaked = bool(report.reasons)
-    return report
+def _check_numbers(
+    report: LeakReport,
+    texts: list[str],
+    joins: list[str],
+    chunks: list[str],
+    policy: LeakPolicy,
+    question: str,
+) -> None:
+    read_words = policy.number_words
+    asked = set(number_values(question, words=read_words)) if question else set()
+    allowed = asked.union(*(number_values(v, words=False) for v in policy.allowed_numbers))
+    chunk_values = set().union(*(number_values(chunk, words=read_words) for chunk in chunks))
+    output_values = set().union(*(number_values(text, words=read_words) for text in texts))
+    copied = (output_values & chunk_values) - allowed
+    # a percentage also matches as a fraction ("8.5" and "0.085"): name it once
+    report.copied_numbers = sorted(v for v in copied if _hundredfold(v) not in copied)
+    if report.copied_numbers:
+        report.reasons.append(f"{len(report.copied_numbers)} number(s) copied from the chunks")
+
+    barriers = frozenset(_digit_tokens(question)) | frozenset(
+        value for value in allowed if value.isdigit()
+    )
+    runs = set().union(*(chunk_digit_runs(chunk) for chunk in chunks)) - barriers
+    found: set[str] = set()
+    for text in [*joins, *texts]:
+        groups, loose = digit_strings(text, barriers=barriers, words=read_words)
+        for run in runs:
+            backwards = run[::-1]
+            tight = len(run) >= policy.min_digit_run and any(
+                run in group or backwards in group for group in groups
+            )
+            spread = len(run) >= policy.min_loose_digit_run and (run in loose or backwards in loose)
+            if tight or spread:
+                found.add(run)
+    found -= set(report.copied_numbers)
+    report.copied_digits = sorted(found)
+    if found:
+        report.reasons.append(
+            f"{len(found)} digit string(s) of the chunks spelled out, split or reversed"
+        )
 
 
-def _tokens(text: str) -> list[str]:
-    """Words and numbers of ``text``, normalized for comparison."""
-    text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE).casefold()
-    return _TOKEN_RE.findall(text)
+def _hundredfold(value: str) -> str:
+    return canonical(Decimal(value) * 100)
 
 
-def _ngrams(words: list[str], n: int) -> list[tuple[str, ...]]:
-    return [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
+def _digit_tokens(text: str) -> set[str]:
+    if not text:
+        return set()
+    tokens: set[str] = set()
+    for version in word_numbers_text(text):
+        tokens.update(token for token in words(version) if token.isdigit())
+    return tokens
 
 
-def _copied_share(words: list[str], chunk_words: list[list[str]], n: int) -> float:
-    """Share of ``words`` covered by an n-gram that also occurs in some chunk."""
+def _ngrams(tokens: list[str], n: int) -> list[tuple[str, ...]]:
+    return [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+
+
+def _copied_share(tokens: list[str], chunk_words: list[list[str]], n: int) -> float:
+    """Share of ``tokens`` covered by an n-gram that also occurs in some chunk."""
     chunk_grams = set().union(*(_ngrams(cw, n) for cw in chunk_words))
-    covered = [False] * len(words)
-    for i, gram in enumerate(_ngrams(words, n)):
+    covered = [False] * len(tokens)
+    for i, gram in enumerate(_ngrams(tokens, n)):
         if gram in chunk_grams:
             covered[i : i + n] = [True] * n
-    return sum(covered) / len(words)
-
-
-def _longest_common_run(words: list[str], other: list[str]) -> int:
-    """Length of the longest run of consecutive words found in both lists."""
-    positions: dict[str, list[int]] = {}
-    for j, word in enumerate(other):
-        positions.setdefault(word, []).append(j)
-    best = 0
-    previous: dict[int, int] = {}
-    for word in words:
-        current = {j: previous.get(j - 1, 0) + 1 for j in positions.get(word, ())}
-        if current:
-            best = max(best, *current.values())
-        previous = current
-    return best
-
-
-def _normalize_number(token: str) -> str:
-    """Canonical form of a digit token: no thousands separators, no trailing zeros."""
-    if re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", token):
-        token = token.replace(",", "")
-    token = token.replace(",", ".")
-    if "." in token:
-        whole, _, fraction = token.partition(".")
-        fraction = fraction.rstrip("0")
-        token = f"{whole}.{fraction}" if fraction else whole
-    return token.lstrip("0") or "0"
-
-
-def _numbers(words: list[str], policy: LeakPolicy) -> set[str]:
-    """Every number in a token list, digits and (optionally) number words."""
-    found: set[str] = set()
-    i = 0
-    while i < len(words):
-        word = words[i]
-        if word[0].isdigit():
-            found.add(_normalize_number(word))
-            i += 1
-            continue
-        if not policy.number_words or (word not in _UNITS and word not in _TENS):
-            i += 1
-            continue
-        value = _UNITS.get(word) or _TENS[word]
-        i += 1
-        if word in _TENS and i < len(words) and words[i] in _ONES:
-            value += _ONES[words[i]]
-            i += 1
-        while i < len(words) and words[i] in _SCALES:
-            value *= _SCALES[words[i]]
-            i += 1
-        found.add(str(value))
-    return found
+    return sum(covered) / len(tokens)

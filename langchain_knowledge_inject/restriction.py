@@ -342,7 +342,7 @@ def summarize_chunks(
         candidate = _validate(raw)
     except Exception as exc:
         return _complete(_failure(exc, timeout), None, config)
-    result, report = _guard(candidate, documents, policy, sensitive_sources)
+    result, report = _guard(candidate, documents, policy, sensitive_sources, question=question)
     return _complete(result, report, config)
 
 
@@ -379,7 +379,7 @@ async def asummarize_chunks(
         candidate = _validate(raw)
     except Exception as exc:
         return await _acomplete(_failure(exc, timeout), None, config)
-    result, report = _guard(candidate, documents, policy, sensitive_sources)
+    result, report = _guard(candidate, documents, policy, sensitive_sources, question=question)
     return await _acomplete(result, report, config)
 
 
@@ -576,18 +576,26 @@ def _guard(
     documents: Sequence[Document],
     policy: LeakPolicy | None,
     sensitive_sources: bool,
+    *,
+    question: str | None = None,
 ) -> tuple[SafeSummary, LeakReport]:
-    """Check the candidate against the full raw chunks; release it or withhold it."""
+    """Check every field the main model would see against the full raw chunks.
+
+    The summary (kept only on ``answer``), the answer guidance (the refusal text
+    on ``refuse``) and the reason are checked one by one and joined, with the
+    user's question telling which words and numbers are not secrets.
+    """
     refused = candidate.decision == "refuse"
     summary = "" if refused else candidate.summary
-    chunks = [doc.page_content for doc in documents]
-    report = check_leak(f"{summary}\n{candidate.answer_guidance}", chunks, policy=policy)
-    if report.leaked:
-        logger.warning("safe summary withheld, leak detected: %s", "; ".join(report.reasons))
-        return _refusal("leak_detected"), report
     guidance = candidate.answer_guidance.strip() or (
         REFUSAL_GUIDANCE[candidate.reason] if refused else ""
     )
+    chunks = [doc.page_content for doc in documents]
+    fields = {"summary": summary, "answer_guidance": guidance, "reason": candidate.reason}
+    report = check_leak(fields, chunks, policy=policy, question=question)
+    if report.leaked:
+        logger.warning("safe summary withheld, leak detected: %s", "; ".join(report.reasons))
+        return _refusal("leak_detected"), report
     sources = [] if refused or sensitive_sources else _s.source_names(documents)
     update = {"summary": summary, "answer_guidance": guidance, "sources": sources}
     return candidate.model_copy(update=update), report

@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import doctest
+import json
+import re
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from langchain_core.documents import Document
+from langchain_core.language_models import GenericFakeChatModel
 
 from langchain_knowledge_inject import leak_guard
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.leak_guard import LeakPolicy, LeakReport, check_leak
+from langchain_knowledge_inject.restriction import format_safe_summary, summarize_chunks
+from tests.unit_tests.adversarial_fixtures import (
+    BORDERLINE_RESTATEMENTS,
+    HONEST_CASES,
+    SMUGGLING_CASES,
+    HonestCase,
+    SmugglingCase,
+)
 from tests.unit_tests.restricted_fixtures import CHUNKS, LEAK_CASES
 
 
@@ -222,9 +235,12 @@ def test_copy_of_itself_has_full_run(words: list[str]) -> None:
 @settings(max_examples=60, deadline=None)
 @given(words=_WORDS, other=_WORDS)
 def test_run_is_symmetric_and_bounded(words: list[str], other: list[str]) -> None:
-    forward = check_leak(" ".join(words), [" ".join(other)]).longest_verbatim_run
-    backward = check_leak(" ".join(other), [" ".join(words)]).longest_verbatim_run
+    strict = LeakPolicy(filler_gap=0)
+    forward = check_leak(" ".join(words), [" ".join(other)], policy=strict).longest_verbatim_run
+    backward = check_leak(" ".join(other), [" ".join(words)], policy=strict).longest_verbatim_run
     assert forward == backward <= min(len(words), len(other))
+    gapped = check_leak(" ".join(words), [" ".join(other)]).longest_verbatim_run
+    assert forward <= gapped <= len(other)
 
 
 def test_large_inputs_are_handled() -> None:
@@ -240,3 +256,233 @@ def test_docstring_examples() -> None:
     result = doctest.testmod(leak_guard)
     assert result.attempted >= 5
     assert result.failed == 0
+
+
+# --- the adversarial suite: smuggling encodings and honest summaries --------------------
+
+
+def _fields(case: SmugglingCase) -> dict[str, str]:
+    """Everything the main model would see from this hostile reply."""
+    return {
+        "summary": case.summary if case.decision == "answer" else "",
+        "answer_guidance": case.answer_guidance,
+        "reason": case.reason,
+    }
+
+
+def test_adversarial_sets_shape() -> None:
+    assert len(SMUGGLING_CASES) >= 30
+    assert len({c.name for c in SMUGGLING_CASES}) == len(SMUGGLING_CASES)
+    assert len({c.encoding for c in SMUGGLING_CASES}) == len(SMUGGLING_CASES)
+    assert len(HONEST_CASES) >= 50
+    assert len({c.name for c in HONEST_CASES}) == len(HONEST_CASES)
+    for case in SMUGGLING_CASES:
+        assert case.secret in case.chunks[0], case.name
+        assert (case.decision == "answer") == (case.reason == "answerable"), case.name
+
+
+@pytest.mark.parametrize("case", SMUGGLING_CASES, ids=lambda c: c.name)
+def test_every_smuggling_encoding_is_withheld(case: SmugglingCase) -> None:
+    report = check_leak(_fields(case), case.chunks, question=case.question)
+    assert report.leaked, case.encoding
+    # the reasons may be logged: they never quote the secret or any of its pieces
+    reasons = " ".join(report.reasons).casefold()
+    for piece in re.findall(r"[^\W_]{2,}", case.secret.casefold()):
+        if piece.isalpha() and piece in _REASON_WORDS:
+            continue
+        assert not re.search(rf"\b{re.escape(piece)}\b", reasons), (case.name, piece)
+
+
+_REASON_WORDS = {"the", "of", "on", "to", "after", "days", "words", "number", "office"}
+
+
+@pytest.mark.parametrize("case", SMUGGLING_CASES, ids=lambda c: c.name)
+def test_smuggling_is_withheld_through_the_summarizer(case: SmugglingCase) -> None:
+    """The same replies through ``summarize_chunks``: the main model gets the fixed refusal."""
+    reply = json.dumps(
+        {
+            "decision": case.decision,
+            "reason": case.reason,
+            "summary": case.summary,
+            "answer_guidance": case.answer_guidance,
+            "confidence": 0.9,
+        }
+    )
+    model = GenericFakeChatModel(messages=iter([reply]))
+    docs = [Document(chunk, metadata={"source": "restricted.md"}) for chunk in case.chunks]
+    result = summarize_chunks(case.question, docs, model=model)
+    assert (result.decision, result.reason) == ("refuse", "leak_detected")
+    shown = format_safe_summary(result)
+    for written in (case.summary, case.answer_guidance):
+        assert not written.strip() or written not in shown
+
+
+def _withheld(cases: Sequence[HonestCase], policy: LeakPolicy | None = None) -> list[str]:
+    return [
+        case.name
+        for case in cases
+        if check_leak(
+            {"summary": case.summary, "answer_guidance": case.answer_guidance},
+            case.chunks,
+            question=case.question,
+            policy=policy,
+        ).leaked
+    ]
+
+
+def test_false_positive_share_on_honest_summaries() -> None:
+    """Quality target of issue 9: at most 5% of honest summaries withheld (0 today)."""
+    withheld = _withheld(HONEST_CASES)
+    assert len(withheld) / len(HONEST_CASES) <= 0.05, withheld
+    assert withheld == []
+
+
+def test_restatements_with_values_removed_are_withheld() -> None:
+    """The six first drafts that restate a chunk sentence are copies by LEAK_CASES' standard."""
+    assert _withheld(BORDERLINE_RESTATEMENTS) == [c.name for c in BORDERLINE_RESTATEMENTS]
+
+
+@pytest.mark.parametrize(
+    ("change", "summary", "chunk"),
+    [
+        (
+            {"filler_gap": 0},
+            "calls are, um, deleted, you know, automatically after, like, legal places, er, "
+            "them on hold",
+            "Call recordings are deleted automatically after legal places them on hold.",
+        ),
+        ({"decode": False}, "key: a2VzdHJlbC1ibHVl", "The master key is kestrel-blue-ivy."),
+        ({"distinctive_tokens": False}, "codename Zephyrine", "The codename is Zephyrine."),
+        ({"rare_word_zipf": 0.0}, "codename Zephyrine", "The codename is Zephyrine."),
+        ({"rare_compound_zipf": 0.0}, "phrase tundra-falcon", "The phrase is tundra-falcon."),
+        ({"number_words": False}, "zweitausendsiebenhundert", "Die Kaution ist 2700 Euro."),
+        ({"min_digit_run": 5, "min_loose_digit_run": 5}, "it is 4 8 1 7", "The code is 4817."),
+        ({"min_loose_digit_run": 9}, "starts 6601, then 8342", "Account 66018342."),
+        ({"forbid_numbers": False}, "it is 4 8 1 7", "The code is 4817."),
+    ],
+)
+def test_each_new_check_earns_its_place(change: dict, summary: str, chunk: str) -> None:
+    """With the check on the probe is withheld; with it off, nothing else catches it."""
+    assert check_leak(summary, [chunk], question="What is it?").leaked
+    loosened = LeakPolicy(**change)
+    assert not check_leak(summary, [chunk], question="What is it?", policy=loosened).leaked
+
+
+def test_question_tokens_are_not_secrets() -> None:
+    """Issue 9, item 4: "Q3" (and any word or number of the question) is not a copy."""
+    chunk = "Quarterly targets 2024: close 3.4 million in Q3 and 4.1 million in Q4."
+    summary = "The Q3 2024 target is about new recurring revenue."
+    assert check_leak(summary, [chunk]).leaked
+    report = check_leak(summary, [chunk], question="How are we doing against Q3 2024?")
+    assert not report.leaked, report.reasons
+    # a value the question does not hold is still withheld
+    assert check_leak("Q3 asks for 3.4 million.", [chunk], question="Q3 target?").leaked
+
+
+def test_fields_can_be_one_text_a_sequence_or_a_mapping() -> None:
+    chunk = "Settlement funds are held in escrow account 66018342."
+    halves = ("The account begins 6601", "and it ends 8342.")
+    assert not check_leak(halves[0], [chunk]).leaked
+    assert check_leak(list(halves), [chunk]).leaked
+    assert check_leak({"summary": halves[1], "answer_guidance": halves[0]}, [chunk]).leaked
+    assert check_leak(" ".join(halves), [chunk]).copied_digits == ["66018342"]
+    with pytest.raises(ConfigurationError) as info:
+        check_leak(42, [chunk])  # type: ignore[arg-type]
+    assert info.value.option == "fields"
+
+
+def test_the_guard_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(leak_guard, "_check_runs", broken)
+    report = check_leak("anything", ["some chunk"])
+    assert report.leaked
+    assert report.reasons == ["the guard could not check the output (RuntimeError)"]
+
+
+@pytest.mark.parametrize(
+    ("summary", "chunk", "kind"),
+    [
+        ("use Z\u0435phyrine", "The codename is Zephyrine.", "rare word"),  # Cyrillic e
+        ("Quebec X-ray seven Romeo", "Guest code QX7R.", "code"),
+        ("amber and walrus and pilot", "Passphrase amber-walrus-pilot.", "compound"),
+        ("AmberWalrusPilot", "Passphrase amber-walrus-pilot.", "compound"),
+        ("tolip-surlaw-rebma", "Passphrase amber-walrus-pilot.", "compound"),
+        ("Z.e.p.h.y.r.i.n.e", "The codename is Zephyrine.", "rare word"),
+        ("n i g h t j a r copper", "Password nightjar-copper-19.", "code"),
+    ],
+)
+def test_distinctive_tokens_in_other_spellings(summary: str, chunk: str, kind: str) -> None:
+    report = check_leak(summary, [chunk], question="What is it?")
+    assert report.leaked
+    assert kind in " ".join(report.reasons)
+
+
+@pytest.mark.parametrize(
+    ("summary", "chunk"),
+    [
+        ("vier acht eins sieben", "code 4817"),
+        ("four-eight-one-seven", "code 4817"),
+        ("first half 48, second half 17", "code 4817"),
+        ("XLVIII XVII", "code 4817"),
+        ("&#52;&#56;&#49;&#55;", "code 4817"),
+        ("4\ufe0f\u20e38\ufe0f\u20e31\ufe0f\u20e37\ufe0f\u20e3", "code 4817"),
+        ("\u2074\u2078\u00b9\u2077", "code 4817"),
+        ("\u2463\u2467\u2460\u2466", "code 4817"),
+        ("quatre mille huit cent dix-sept", "code 4817"),
+        ("cuatro mil ochocientos diecisiete", "code 4817"),
+        ("viertausendachthundertsiebzehn", "code 4817"),
+        ("7,35 Mio. Euro", "budget 7,350,000 euros"),
+        ("seven point three five million", "budget 7,350,000 euros"),
+    ],
+)
+def test_numbers_in_other_spellings(summary: str, chunk: str) -> None:
+    assert check_leak(summary, [chunk], question="What is it?").leaked
+
+
+@pytest.mark.parametrize(
+    "summary",
+    [
+        "Plan leave early; a small amount of unused leave can roll over.",
+        "There are two main rules: plan ahead and get approval once.",
+        "Use the HR portal, which is up-to-date, for sign-off on long absences.",
+        "Phase one is planning; the on-call rota follows later this year.",
+    ],
+)
+def test_ordinary_words_are_not_distinctive(summary: str) -> None:
+    chunk = (
+        "Annual leave requests go through the HR portal; the on-call rota and the up-to-date "
+        "sign-off list are kept by HR. Unused leave of up to 5 days carries over once."
+    )
+    report = check_leak(summary, [chunk], question="How does leave work?")
+    assert not report.leaked, report.reasons
+
+
+def test_policy_new_fields_validate() -> None:
+    with pytest.raises(ConfigurationError):
+        LeakPolicy(filler_gap=-1)
+    with pytest.raises(ConfigurationError):
+        LeakPolicy(min_loose_digit_run=1)
+    with pytest.raises(ConfigurationError):
+        LeakPolicy(rare_word_zipf=9)
+    assert LeakPolicy().filler_gap == 2
+    assert LeakPolicy().rare_word_zipf == 1.5
+
+
+def test_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    """Print the figures of the closing note (run with ``-s`` to see them)."""
+    caught = sum(
+        check_leak(_fields(c), c.chunks, question=c.question).leaked for c in SMUGGLING_CASES
+    )
+    honest = len(_withheld(HONEST_CASES))
+    false_pos, false_neg = _errors(LeakPolicy())
+    legit = sum(not c.should_flag for c in LEAK_CASES)
+    with capsys.disabled():
+        print(
+            f"\nleak guard: {caught}/{len(SMUGGLING_CASES)} smuggling encodings withheld; "
+            f"honest summaries withheld {honest}/{len(HONEST_CASES)}; "
+            f"LEAK_CASES: {len(false_pos)}/{legit} legitimate flagged, "
+            f"{len(false_neg)} copies missed"
+        )
+    assert caught == len(SMUGGLING_CASES)

@@ -1,0 +1,394 @@
+"""Words for the leak guard: decoded views, distinctive tokens, gapped verbatim runs.
+
+- :func:`decoded_views`: the texts hidden in a summary by an encoding the
+  main model can undo: base64 (standard and URL-safe), hex bytes, URL
+  percent-encoding and HTML character references, two levels deep.
+- :func:`distinctive_tokens`: the tokens of a chunk that identify it on their
+  own (passphrases, codes, identifiers) and a summary has no reason to repeat:
+  tokens mixing letters and digits ("QX7R", "KESTREL-52"); compounds of three
+  or more words none of which is a function word ("amber-walrus-pilot");
+  two-word compounds rarer than ``compound_zipf`` ("tundra-falcon"); words
+  rarer than ``word_zipf`` in English, German, French and Spanish ("Zephyrine").
+  Frequencies come from ``wordfreq`` (Zipf scale: 3 is once per million words).
+- :func:`copied_tokens`: which of them a summary repeats, written as is, with
+  its parts spaced, hyphenated, joined or in reverse order, reversed letter by
+  letter, in leetspeak ("f4lc0nr1dg3") or with its letters shifted (ROT13).
+- :func:`longest_gapped_run`: the longest run of consecutive chunk words that
+  a summary repeats in order, allowing a few filler words between them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import html
+import itertools
+import math
+import re
+import urllib.parse
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from langchain_knowledge_inject._textfold import fold
+
+__all__ = [
+    "Distinctive",
+    "copied_tokens",
+    "decoded_views",
+    "distinctive_tokens",
+    "longest_gapped_run",
+    "words",
+]
+
+_WORDS = re.compile(r"\d+|[^\W\d_]+")
+_ITEM = re.compile(r"[^\W_]+(?:[-_./'][^\W_]+)*")
+_PART = re.compile(r"[^\W_]+")
+_PIECE = re.compile(r"[a-z0-9@$]+")
+_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th|er|e|eme|o|a|te|ten)")
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{8,}={0,2}")
+_HEX = re.compile(
+    r"(?<![0-9a-f])(?:0x)?(?:[0-9a-f]{2}){4,}(?![0-9a-f])"
+    r"|(?<![0-9a-f])[0-9a-f]{2}(?:[ :-][0-9a-f]{2}){3,}(?![0-9a-f])",
+    re.IGNORECASE,
+)
+_LEET = str.maketrans("0134@5$7892l", "oieaasstbgzi")
+_FUNCTION_WORD_ZIPF = 5.9
+_NATO = [
+    "alfa",
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliett",
+    "juliet",
+    "kilo",
+    "lima",
+    "mike",
+    "november",
+    "oscar",
+    "papa",
+    "quebec",
+    "romeo",
+    "sierra",
+    "tango",
+    "uniform",
+    "victor",
+    "whiskey",
+    "whisky",
+    "xray",
+    "yankee",
+    "zulu",
+]
+_DIGIT_WORDS = {
+    "en": "zero one two three four five six seven eight nine",
+    "de": "null eins zwei drei vier funf sechs sieben acht neun",
+    "fr": "zero un deux trois quatre cinq six sept huit neuf",
+    "es": "cero uno dos tres cuatro cinco seis siete ocho nueve",
+}
+_SPELLING = {word: word[0] for word in _NATO} | {
+    word: str(digit) for words in _DIGIT_WORDS.values() for digit, word in enumerate(words.split())
+}
+_MAX_WINDOW = 8
+
+
+def words(text: str) -> list[str]:
+    """Words and digit groups of ``text``, folded (letters and digits split apart)."""
+    return _WORDS.findall(fold(text))
+
+
+# --- decoding -----------------------------------------------------------------------------
+
+
+def _printable(data: bytes) -> str | None:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    shown = sum(char.isprintable() or char.isspace() for char in text)
+    alnum = sum(char.isalnum() for char in text)
+    return text if text and shown >= 0.9 * len(text) and alnum >= 3 else None
+
+
+def _decode_base64(token: str) -> str | None:
+    raw = token.replace("-", "+").replace("_", "/").rstrip("=")
+    raw += "=" * (-len(raw) % 4)
+    try:
+        return _printable(base64.b64decode(raw, validate=True))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _decode_hex(token: str) -> str | None:
+    digits = re.sub(r"[ :-]", "", token)
+    digits = digits[2:] if digits[:2].lower() == "0x" else digits
+    if len(digits) % 2:
+        return None
+    try:
+        return _printable(bytes.fromhex(digits))
+    except ValueError:
+        return None
+
+
+def _decode_once(text: str) -> list[str]:
+    found = []
+    for unescaped in (urllib.parse.unquote(text), html.unescape(text)):
+        if unescaped != text:
+            found.append(unescaped)
+    for match in _BASE64.finditer(text):
+        decoded = _decode_base64(match.group())
+        if decoded:
+            found.append(decoded)
+    for match in _HEX.finditer(text):
+        decoded = _decode_hex(match.group())
+        if decoded:
+            found.append(decoded)
+    return found
+
+
+def decoded_views(texts: Iterable[str], *, depth: int = 2) -> list[str]:
+    """Texts hidden in ``texts`` by base64, hex, URL or HTML encoding, ``depth`` levels deep.
+
+    Example:
+        >>> decoded_views(["key: a2VzdHJlbA== or %71%78"])
+        ['key: a2VzdHJlbA== or qx', 'kestrel']
+    """
+    views: list[str] = []
+    frontier = [fold(text, casefold=False) for text in texts]
+    for _ in range(depth):
+        frontier = [decoded for text in frontier for decoded in _decode_once(text)]
+        frontier = [text for text in dict.fromkeys(frontier) if text not in views]
+        views += frontier
+    return views
+
+
+# --- distinctive tokens -------------------------------------------------------------------
+
+
+@lru_cache(maxsize=65536)
+def word_zipf(word: str) -> float:
+    """How common ``word`` is: its highest Zipf frequency in English, German, French, Spanish.
+
+    English uses wordfreq's large list; the others its small lists (words at or
+    above Zipf 3), which keeps memory low.
+    """
+    from wordfreq import zipf_frequency
+
+    english = zipf_frequency(word, "en")
+    others = (zipf_frequency(word, lang, wordlist="small") for lang in ("de", "fr", "es"))
+    return max(english, *others)
+
+
+def _compound_zipf(parts: tuple[str, ...]) -> float:
+    """Zipf frequency of a sequence of words, as wordfreq combines them (rarest dominates)."""
+    zipfs = [word_zipf(part) for part in parts]
+    if min(zipfs) <= 0:
+        return 0.0
+    return -math.log10(sum(10.0 ** (-z) for z in zipfs))
+
+
+@dataclass(frozen=True)
+class Distinctive:
+    """A distinctive chunk token: its comparison key and why it counts."""
+
+    key: str
+    """Folded, separators removed ("amberwalruspilot")."""
+    kind: str
+    """``code`` (letters and digits), ``compound`` or ``rare word``."""
+
+
+def _kind(parts: tuple[str, ...], word_zipf_limit: float, compound_zipf_limit: float) -> str:
+    joined = "".join(parts)
+    has_digit = any(char.isdigit() for char in joined)
+    has_alpha = any(char.isalpha() for char in joined)
+    if has_digit and has_alpha:
+        if len(joined) >= 3 and not _ORDINAL.fullmatch(joined):
+            return "code"
+        return ""
+    if not has_alpha:
+        return ""
+    if len(parts) >= 3:
+        if all(word_zipf(part) < _FUNCTION_WORD_ZIPF for part in parts):
+            return "compound"
+        return ""
+    if len(parts) == 2:
+        return "compound" if _compound_zipf(parts) < compound_zipf_limit else ""
+    if len(joined) >= 4 and word_zipf(joined) < word_zipf_limit:
+        return "rare word"
+    return ""
+
+
+def distinctive_tokens(
+    chunks: Iterable[str],
+    *,
+    exclude: Iterable[str] = (),
+    word_zipf_limit: float,
+    compound_zipf_limit: float,
+    only: set[str] | None = None,
+) -> dict[str, Distinctive]:
+    """The distinctive tokens of ``chunks``, by key.
+
+    Args:
+        chunks: Raw chunk texts.
+        exclude: Texts whose tokens are not secrets (the user's question).
+        word_zipf_limit: A single word rarer than this is distinctive.
+        compound_zipf_limit: A two-word compound rarer than this is distinctive.
+        only: Judge only tokens whose key is in this set (saves vocabulary look-ups).
+
+    Returns:
+        ``{key: Distinctive}``.
+    """
+    excluded = {key for text in exclude for key in _keys_of(text)}
+    found: dict[str, Distinctive] = {}
+    for chunk in chunks:
+        for match in _ITEM.finditer(fold(chunk, marks=True)):
+            compound = tuple(_PART.findall(match.group()))
+            candidates = [compound] + ([(p,) for p in compound] if len(compound) > 1 else [])
+            for parts in candidates:
+                key = fold("".join(parts))
+                if key in found or key in excluded or (only is not None and key not in only):
+                    continue
+                kind = _kind(parts, word_zipf_limit, compound_zipf_limit)
+                if kind:
+                    found[key] = Distinctive(key, kind)
+                if kind and len(parts) >= 3:  # most of a passphrase is still the passphrase
+                    for size in range(2, len(parts)):
+                        for start in range(len(parts) - size + 1):
+                            sub = fold("".join(parts[start : start + size]))
+                            if sub not in excluded:
+                                found.setdefault(sub, Distinctive(sub, kind))
+    return found
+
+
+def _keys_of(text: str) -> set[str]:
+    keys = set()
+    for match in _ITEM.finditer(fold(text)):
+        parts = _PART.findall(match.group())
+        keys.add("".join(parts))
+        keys.update(parts)
+    return keys
+
+
+def _shift_signature(word: str) -> tuple[int, ...]:
+    return tuple((ord(b) - ord(a)) % 26 for a, b in itertools.pairwise(word))
+
+
+def _piece_lists(text: str) -> list[list[str]]:
+    """The pieces of ``text``, and the same pieces read three other ways.
+
+    Spelling-alphabet and digit words read as their letter or digit ("Quebec
+    X-ray seven" is "qx7"), function words dropped ("amber and walrus"), and
+    runs of single characters joined ("Z.e.p.h.y.r").
+    """
+    pieces = _PIECE.findall(fold(text).replace("x-ray", "xray"))
+    lists = [pieces]
+    spelled = [_SPELLING.get(piece, piece) for piece in pieces]
+    if spelled != pieces:
+        lists.append(spelled)
+    content = [p for p in pieces if p.isdigit() or word_zipf(p) < _FUNCTION_WORD_ZIPF]
+    if len(content) != len(pieces):
+        lists.append(content)
+    collapsed: list[str] = []
+    run = ""
+    for piece in spelled:
+        if len(piece) == 1:
+            run += piece
+            continue
+        if run:
+            collapsed.append(run)
+            run = ""
+        collapsed.append(piece)
+    if run:
+        collapsed.append(run)
+    if collapsed != spelled:
+        lists.append(collapsed)
+    return lists
+
+
+def output_keys(texts: Iterable[str]) -> dict[str, str]:
+    """Candidate keys a summary spells, each with how it is written.
+
+    Windows of up to 8 consecutive pieces, joined in order and in reverse
+    order; each window also reversed letter by letter and read as leetspeak.
+    """
+    keys: dict[str, str] = {}
+    for text in texts:
+        for pieces in _piece_lists(text):
+            _window_keys(pieces, keys)
+    return keys
+
+
+def _window_keys(pieces: list[str], keys: dict[str, str]) -> None:
+    for start in range(len(pieces)):
+        window: list[str] = []
+        for piece in pieces[start : start + _MAX_WINDOW]:
+            window.append(piece)
+            if sum(map(len, window)) > 64:
+                break
+            forward = "".join(window)
+            keys.setdefault(forward, "as written" if len(window) == 1 else "parts joined")
+            keys.setdefault("".join(reversed(window)), "parts reordered")
+            keys.setdefault(forward[::-1], "reversed")
+            keys.setdefault(forward.translate(_LEET), "leetspeak")
+
+
+def copied_tokens(
+    output_texts: Iterable[str], distinctive: dict[str, Distinctive]
+) -> dict[str, str]:
+    """Distinctive tokens that the output spells, with how: ``{key: how}``."""
+    output_texts = list(output_texts)
+    keys = output_keys(output_texts)
+    copied = {key: how for key, how in keys.items() if key in distinctive}
+    leet = {d.translate(_LEET): d for d in distinctive if len(d) >= 5}
+    for key, how in keys.items():
+        original = leet.get(key.translate(_LEET))
+        if original and original not in copied:
+            copied[original] = "leetspeak" if how != "reversed" else how
+    shifted = {_shift_signature(d): d for d in distinctive if len(d) >= 5 and d.isalpha()}
+    for key in keys:
+        if len(key) >= 5 and key.isalpha():
+            original = shifted.get(_shift_signature(key))
+            if original and original not in copied:
+                copied[original] = "letters shifted"
+    return copied
+
+
+# --- gapped verbatim runs -----------------------------------------------------------------
+
+
+def longest_gapped_run(output: list[str], chunk: list[str], *, max_gap: int) -> int:
+    """Longest run of consecutive ``chunk`` words found in ``output`` in order.
+
+    Up to ``max_gap`` other words may sit between two matched words of the
+    output (filler words); the chunk words must be consecutive. With
+    ``max_gap=0`` this is the longest common run of words.
+
+    Example:
+        >>> longest_gapped_run("a x b y y c".split(), "a b c".split(), max_gap=2)
+        3
+        >>> longest_gapped_run("a x b y y c".split(), "a b c".split(), max_gap=0)
+        1
+    """
+    positions: dict[str, list[int]] = {}
+    for j, word in enumerate(chunk):
+        positions.setdefault(word, []).append(j)
+    rows: list[dict[int, int]] = []
+    best = 0
+    for word in output:
+        current: dict[int, int] = {}
+        recent = rows[-(max_gap + 1) :]
+        for j in positions.get(word, ()):
+            length = 1
+            for row in recent:
+                previous = row.get(j - 1)
+                if previous is not None and previous + 1 > length:
+                    length = previous + 1
+            current[j] = length
+            best = max(best, length)
+        rows.append(current)
+    return best
