@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from langchain_knowledge_inject import _summarizer as _s
+from langchain_knowledge_inject._neutralize import neutralize_line
 from langchain_knowledge_inject._summarizer import SAFE_SUMMARY_SYSTEM_PROMPT
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.leak_guard import LeakPolicy, LeakReport, _StrictConfig, check_leak
@@ -516,7 +517,6 @@ async def atool_result(
 
 _FIXED_GUIDANCE = {"leak_detected", "summarizer_error"}
 _DIGIT_RE = re.compile(r"\d")
-_ROLE_RE = re.compile(r"\b(system|assistant|user|human|developer|tool)\s*:", re.IGNORECASE)
 _PREVIEW_CHARS = 80
 
 
@@ -525,8 +525,7 @@ def _one_line(text: str) -> str:
 
 
 def _neutralize(text: str) -> str:
-    text = _one_line(text).replace("---", "-")
-    return _ROLE_RE.sub(lambda match: f"{match.group(1)} -", text)
+    return neutralize_line(text)
 
 
 def _confidence_word(confidence: float) -> str:
