@@ -7,8 +7,9 @@
   own (passphrases, codes, identifiers) and a summary has no reason to repeat:
   tokens mixing letters and digits ("QX7R", "KESTREL-52"); compounds of three
   or more words none of which is a function word ("amber-walrus-pilot");
-  two-word compounds rarer than ``compound_zipf`` ("tundra-falcon"); words
-  rarer than ``word_zipf`` in English, German, French and Spanish ("Zephyrine").
+  two-word compounds rarer than ``compound_zipf`` ("tundra-marmot"); words
+  rarer than ``word_zipf`` in English, German, French and Spanish ("Zephyrine"),
+  plurals of known words and known acronyms ("OKRs") excepted.
   Frequencies come from ``wordfreq`` (Zipf scale: 3 is once per million words).
 - :func:`copied_tokens`: which of them a summary repeats, written as is, with
   its parts spaced, hyphenated, joined or in reverse order, reversed letter by
@@ -54,6 +55,8 @@ _HEX = re.compile(
 )
 _LEET = str.maketrans("0134@5$7892l", "oieaasstbgzi")
 _FUNCTION_WORD_ZIPF = 5.9
+_ACRONYM = re.compile(r"[A-Z]{2,5}s?")
+_ACRONYM_ZIPF = 0.5
 _NATO = [
     "alfa",
     "alpha",
@@ -203,6 +206,9 @@ class Distinctive:
 
 
 def _kind(parts: tuple[str, ...], word_zipf_limit: float, compound_zipf_limit: float) -> str:
+    """Why a chunk token (its parts, case kept) is distinctive, or ``""`` when it is not."""
+    written = "".join(parts)
+    parts = tuple(part.casefold() for part in parts)
     joined = "".join(parts)
     has_digit = any(char.isdigit() for char in joined)
     has_alpha = any(char.isalpha() for char in joined)
@@ -218,9 +224,14 @@ def _kind(parts: tuple[str, ...], word_zipf_limit: float, compound_zipf_limit: f
         return ""
     if len(parts) == 2:
         return "compound" if _compound_zipf(parts) < compound_zipf_limit else ""
-    if len(joined) >= 4 and word_zipf(joined) < word_zipf_limit:
-        return "rare word"
-    return ""
+    if len(joined) < 4:
+        return ""
+    zipf = word_zipf(joined)
+    if joined.endswith("s"):  # a plural of a known word is known ("OKRs", "tranches")
+        zipf = max(zipf, word_zipf(joined[:-1]))
+    if _ACRONYM.fullmatch(written):  # jargon: rare only when no vocabulary knows it
+        word_zipf_limit = min(word_zipf_limit, _ACRONYM_ZIPF)
+    return "rare word" if zipf < word_zipf_limit else ""
 
 
 def distinctive_tokens(
@@ -229,7 +240,6 @@ def distinctive_tokens(
     exclude: Iterable[str] = (),
     word_zipf_limit: float,
     compound_zipf_limit: float,
-    only: set[str] | None = None,
 ) -> dict[str, Distinctive]:
     """The distinctive tokens of ``chunks``, by key.
 
@@ -238,7 +248,6 @@ def distinctive_tokens(
         exclude: Texts whose tokens are not secrets (the user's question).
         word_zipf_limit: A single word rarer than this is distinctive.
         compound_zipf_limit: A two-word compound rarer than this is distinctive.
-        only: Judge only tokens whose key is in this set (saves vocabulary look-ups).
 
     Returns:
         ``{key: Distinctive}``.
@@ -246,12 +255,12 @@ def distinctive_tokens(
     excluded = {key for text in exclude for key in _keys_of(text)}
     found: dict[str, Distinctive] = {}
     for chunk in chunks:
-        for match in _ITEM.finditer(fold(chunk, marks=True)):
+        for match in _ITEM.finditer(fold(chunk, marks=True, casefold=False)):
             compound = tuple(_PART.findall(match.group()))
             candidates = [compound] + ([(p,) for p in compound] if len(compound) > 1 else [])
             for parts in candidates:
                 key = fold("".join(parts))
-                if key in found or key in excluded or (only is not None and key not in only):
+                if key in found or key in excluded:
                     continue
                 kind = _kind(parts, word_zipf_limit, compound_zipf_limit)
                 if kind:

@@ -177,15 +177,18 @@ class LeakPolicy(_StrictConfig):
     Zipf 1.5 is about once in 30 million words, in English, German, French and
     Spanish (wordfreq): invented codenames ("Zephyrine") are below it; jargon
     and acronyms an honest summary reuses ("itemised" 1.8, "CISO" 1.8,
-    "EMEA" 2.5) are above. 0 turns the rare-word test off."""
+    "EMEA" 2.5) are above. Plurals of known words count as known, and an
+    all-capitals acronym ("OKRs") is distinctive only when no vocabulary has
+    it at all. 0 turns the rare-word test off."""
 
-    rare_compound_zipf: float = Field(default=3.2, ge=0.0, le=8.0)
-    """A two-word compound ("tundra-falcon") rarer than this counts as distinctive.
+    rare_compound_zipf: float = Field(default=3.0, ge=0.0, le=8.0)
+    """A two-word compound ("tundra-marmot") rarer than this counts as distinctive.
 
-    Its frequency is wordfreq's combination of its words' frequencies; common
-    compounds ("sign-off" 5.0, "break-glass" 4.7) stay above. Compounds of
-    three or more words count whenever none of them is a function word
-    ("amber-walrus-pilot", not "up-to-date")."""
+    Its frequency is wordfreq's combination of its words' frequencies; Zipf 3
+    is once per million words. Common compounds stay above ("sign-off" 5.0,
+    "break-glass" 4.7, "per-diem" 3.1). Compounds of three or more words count
+    whenever none of them is a function word ("amber-walrus-pilot", not
+    "up-to-date")."""
 
     decode: bool = True
     """Also check what base64, hex, URL and HTML encodings in the output hide."""

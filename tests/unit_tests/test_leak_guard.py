@@ -354,7 +354,7 @@ def test_restatements_with_values_removed_are_withheld() -> None:
         ({"decode": False}, "key: a2VzdHJlbC1ibHVl", "The master key is kestrel-blue-ivy."),
         ({"distinctive_tokens": False}, "codename Zephyrine", "The codename is Zephyrine."),
         ({"rare_word_zipf": 0.0}, "codename Zephyrine", "The codename is Zephyrine."),
-        ({"rare_compound_zipf": 0.0}, "phrase tundra-falcon", "The phrase is tundra-falcon."),
+        ({"rare_compound_zipf": 0.0}, "phrase tundra-marmot", "The phrase is tundra-marmot."),
         ({"number_words": False}, "zweitausendsiebenhundert", "Die Kaution ist 2700 Euro."),
         ({"min_digit_run": 5, "min_loose_digit_run": 5}, "it is 4 8 1 7", "The code is 4817."),
         ({"min_loose_digit_run": 9}, "starts 6601, then 8342", "Account 66018342."),
