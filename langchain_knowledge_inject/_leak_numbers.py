@@ -70,6 +70,9 @@ _THOUSANDS = re.compile(
     r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:\.\d{3})+(?:,\d+)?|\d{1,3}(?: \d{3})+"
 )
 _TOKEN = re.compile(r"\d+|[^\W\d_]+")
+# letters that stand for digits inside a number ("48l7", "4O17")
+_LEET_NUMBER = re.compile(r"\b(?=[0-9OoIlSZB]*\d)(?=[0-9OoIlSZB]*[OoIlSZB])[0-9OoIlSZB]{3,}\b")
+_LEET_DIGITS = str.maketrans("OoIlSZB", "0011528")
 _WORD = re.compile(r"[^\W\d_]+")
 
 
@@ -118,11 +121,19 @@ def word_numbers_text(text: str) -> tuple[str, ...]:
     english = _convert(_unhyphenated(plain), "en")
     sources = dict.fromkeys((fold(text, marks=True), plain, _unhyphenated(plain)))
     others = [_convert(source, lang) for source in sources for lang in LANGUAGES]
-    roman = _ROMAN.sub(_roman_digits, fold(text, casefold=False))
-    if roman != fold(text, casefold=False):
-        others.append(fold(roman))
+    cased = fold(text, casefold=False)
+    for rewritten in (_ROMAN.sub(_roman_digits, cased), _LEET_NUMBER.sub(_leet_digits, cased)):
+        if rewritten != cased:
+            others.append(fold(rewritten))
     versions = dict.fromkeys(v for v in others if v not in (plain, english))
     return (plain, english, *versions)
+
+
+def _leet_digits(match: re.Match[str]) -> str:
+    token = match.group()
+    if sum(char.isdigit() for char in token) < 2:
+        return token
+    return token.translate(_LEET_DIGITS)
 
 
 def _unhyphenated(text: str) -> str:

@@ -1,8 +1,5 @@
-"""Words for the leak guard: decoded views, distinctive tokens, gapped verbatim runs.
+"""Words for the leak guard: distinctive tokens and gapped verbatim runs.
 
-- :func:`decoded_views`: the texts hidden in a summary by an encoding the
-  main model can undo: base64 (standard and URL-safe), hex bytes, URL
-  percent-encoding and HTML character references, two levels deep.
 - :func:`distinctive_tokens`: the tokens of a chunk that identify it on their
   own (passphrases, codes, identifiers) and a summary has no reason to repeat:
   tokens mixing letters and digits ("QX7R", "KESTREL-52"); compounds of three
@@ -13,20 +10,18 @@
   Frequencies come from ``wordfreq`` (Zipf scale: 3 is once per million words).
 - :func:`copied_tokens`: which of them a summary repeats, written as is, with
   its parts spaced, hyphenated, joined or in reverse order, reversed letter by
-  letter, in leetspeak ("f4lc0nr1dg3") or with its letters shifted (ROT13).
+  letter, in leetspeak ("f4lc0nr1dg3"), with its letters shifted (ROT13) or
+  mirrored (Atbash), in a spelling alphabet ("Quebec X-ray"), or its words in
+  any order close together.
 - :func:`longest_gapped_run`: the longest run of consecutive chunk words that
   a summary repeats in order, allowing a few filler words between them.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import html
 import itertools
 import math
 import re
-import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -36,7 +31,6 @@ from langchain_knowledge_inject._textfold import fold
 __all__ = [
     "Distinctive",
     "copied_tokens",
-    "decoded_views",
     "distinctive_tokens",
     "longest_gapped_run",
     "words",
@@ -47,12 +41,7 @@ _ITEM = re.compile(r"[^\W_]+(?:[-_./'][^\W_]+)*")
 _PART = re.compile(r"[^\W_]+")
 _PIECE = re.compile(r"[a-z0-9@$]+")
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th|er|e|eme|o|a|te|ten)")
-_BASE64 = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{8,}={0,2}")
-_HEX = re.compile(
-    r"(?<![0-9a-f])(?:0x)?(?:[0-9a-f]{2}){4,}(?![0-9a-f])"
-    r"|(?<![0-9a-f])[0-9a-f]{2}(?:[ :-][0-9a-f]{2}){3,}(?![0-9a-f])",
-    re.IGNORECASE,
-)
+_ATBASH = str.maketrans("abcdefghijklmnopqrstuvwxyz", "zyxwvutsrqponmlkjihgfedcba")
 _LEET = str.maketrans("0134@5$7892l", "oieaasstbgzi")
 _FUNCTION_WORD_ZIPF = 5.9
 _ACRONYM = re.compile(r"[A-Z]{2,5}s?")
@@ -105,71 +94,6 @@ def words(text: str) -> list[str]:
     return _WORDS.findall(fold(text))
 
 
-# --- decoding -----------------------------------------------------------------------------
-
-
-def _printable(data: bytes) -> str | None:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    shown = sum(char.isprintable() or char.isspace() for char in text)
-    alnum = sum(char.isalnum() for char in text)
-    return text if text and shown >= 0.9 * len(text) and alnum >= 3 else None
-
-
-def _decode_base64(token: str) -> str | None:
-    raw = token.replace("-", "+").replace("_", "/").rstrip("=")
-    raw += "=" * (-len(raw) % 4)
-    try:
-        return _printable(base64.b64decode(raw, validate=True))
-    except (binascii.Error, ValueError):
-        return None
-
-
-def _decode_hex(token: str) -> str | None:
-    digits = re.sub(r"[ :-]", "", token)
-    digits = digits[2:] if digits[:2].lower() == "0x" else digits
-    if len(digits) % 2:
-        return None
-    try:
-        return _printable(bytes.fromhex(digits))
-    except ValueError:
-        return None
-
-
-def _decode_once(text: str) -> list[str]:
-    found = []
-    for unescaped in (urllib.parse.unquote(text), html.unescape(text)):
-        if unescaped != text:
-            found.append(unescaped)
-    for match in _BASE64.finditer(text):
-        decoded = _decode_base64(match.group())
-        if decoded:
-            found.append(decoded)
-    for match in _HEX.finditer(text):
-        decoded = _decode_hex(match.group())
-        if decoded:
-            found.append(decoded)
-    return found
-
-
-def decoded_views(texts: Iterable[str], *, depth: int = 2) -> list[str]:
-    """Texts hidden in ``texts`` by base64, hex, URL or HTML encoding, ``depth`` levels deep.
-
-    Example:
-        >>> decoded_views(["key: a2VzdHJlbA== or %71%78"])
-        ['key: a2VzdHJlbA== or qx', 'kestrel']
-    """
-    views: list[str] = []
-    frontier = [fold(text, casefold=False) for text in texts]
-    for _ in range(depth):
-        frontier = [decoded for text in frontier for decoded in _decode_once(text)]
-        frontier = [text for text in dict.fromkeys(frontier) if text not in views]
-        views += frontier
-    return views
-
-
 # --- distinctive tokens -------------------------------------------------------------------
 
 
@@ -203,6 +127,8 @@ class Distinctive:
     """Folded, separators removed ("amberwalruspilot")."""
     kind: str
     """``code`` (letters and digits), ``compound`` or ``rare word``."""
+    parts: tuple[str, ...] = ()
+    """Its words, folded, when it is a compound."""
 
 
 def _kind(parts: tuple[str, ...], word_zipf_limit: float, compound_zipf_limit: float) -> str:
@@ -264,7 +190,8 @@ def distinctive_tokens(
                     continue
                 kind = _kind(parts, word_zipf_limit, compound_zipf_limit)
                 if kind:
-                    found[key] = Distinctive(key, kind)
+                    folded_parts = tuple(fold(part) for part in parts) if len(parts) > 1 else ()
+                    found[key] = Distinctive(key, kind, folded_parts)
                 if kind and len(parts) >= 3:  # most of a passphrase is still the passphrase
                     for size in range(2, len(parts)):
                         for start in range(len(parts) - size + 1):
@@ -344,6 +271,7 @@ def _window_keys(pieces: list[str], keys: dict[str, str]) -> None:
             keys.setdefault("".join(reversed(window)), "parts reordered")
             keys.setdefault(forward[::-1], "reversed")
             keys.setdefault(forward.translate(_LEET), "leetspeak")
+            keys.setdefault(forward.translate(_ATBASH), "letters mirrored")
 
 
 def copied_tokens(
@@ -358,6 +286,11 @@ def copied_tokens(
         original = leet.get(key.translate(_LEET))
         if original and original not in copied:
             copied[original] = "leetspeak" if how != "reversed" else how
+    for text in output_texts:
+        pieces = _PIECE.findall(fold(text))
+        for key, token in distinctive.items():
+            if key not in copied and len(token.parts) >= 2 and _parts_together(pieces, token.parts):
+                copied[key] = "parts reordered"
     shifted = {_shift_signature(d): d for d in distinctive if len(d) >= 5 and d.isalpha()}
     for key in keys:
         if len(key) >= 5 and key.isalpha():
@@ -365,6 +298,17 @@ def copied_tokens(
             if original and original not in copied:
                 copied[original] = "letters shifted"
     return copied
+
+
+def _parts_together(pieces: list[str], parts: tuple[str, ...]) -> bool:
+    """Whether every part occurs within a window of ``len(parts) + 2`` pieces, in any order."""
+    needed = set(parts)
+    if not needed <= set(pieces):
+        return False
+    width = len(parts) + 2
+    return any(
+        needed <= set(pieces[i : i + width]) for i, piece in enumerate(pieces) if piece in needed
+    )
 
 
 # --- gapped verbatim runs -----------------------------------------------------------------

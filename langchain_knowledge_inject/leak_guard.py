@@ -26,7 +26,7 @@ dropped, Latin look-alikes mapped, case folded. Then:
 - **distinctive tokens**: a passphrase, code or identifier of the chunks
   (letters and digits mixed, compounds of rare or many words, words no
   ordinary vocabulary has) repeated even once: as is, spaced, joined,
-  reordered, reversed, in leetspeak or letter-shifted (ROT13).
+  reordered, reversed, in leetspeak, letter-shifted (ROT13) or mirrored (Atbash).
 
 Words and numbers that the user's question already holds are never secrets:
 "Q3" in a summary is fine when the question asked about Q3.
@@ -53,6 +53,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from langchain_knowledge_inject._leak_decode import decoded_views
 from langchain_knowledge_inject._leak_numbers import (
     canonical,
     chunk_digit_runs,
@@ -62,7 +63,6 @@ from langchain_knowledge_inject._leak_numbers import (
 )
 from langchain_knowledge_inject._leak_tokens import (
     copied_tokens,
-    decoded_views,
     distinctive_tokens,
     longest_gapped_run,
     words,
@@ -191,7 +191,7 @@ class LeakPolicy(_StrictConfig):
     "up-to-date")."""
 
     decode: bool = True
-    """Also check what base64, hex, URL and HTML encodings in the output hide."""
+    """Also check what base64, base32, hex, binary, Morse, URL and HTML encodings hide."""
 
     allowed_numbers: tuple[str, ...] = ()
     """Numbers that may be repeated even when ``forbid_numbers`` is on (e.g. ``("24", "7")``)."""
