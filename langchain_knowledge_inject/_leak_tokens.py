@@ -44,6 +44,7 @@ _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th|er|e|eme|o|a|te|ten)")
 _ATBASH = str.maketrans("abcdefghijklmnopqrstuvwxyz", "zyxwvutsrqponmlkjihgfedcba")
 _LEET = str.maketrans("0134@5$7892l", "oieaasstbgzi")
 _FUNCTION_WORD_ZIPF = 5.9
+_PASSPHRASE_ZIPF = 4.0
 _ACRONYM = re.compile(r"[A-Z]{2,5}s?")
 _ACRONYM_ZIPF = 0.5
 _NATO = [
@@ -126,13 +127,27 @@ class Distinctive:
     key: str
     """Folded, separators removed ("amberwalruspilot")."""
     kind: str
-    """``code`` (letters and digits), ``compound`` or ``rare word``."""
+    """``code`` (letters and digits), ``compound``, ``passphrase`` or ``rare word``."""
     parts: tuple[str, ...] = ()
     """Its words, folded, when it is a compound."""
 
 
-def _kind(parts: tuple[str, ...], word_zipf_limit: float, compound_zipf_limit: float) -> str:
-    """Why a chunk token (its parts, case kept) is distinctive, or ``""`` when it is not."""
+def _kind(
+    parts: tuple[str, ...],
+    word_zipf_limit: float,
+    compound_zipf_limit: float,
+    *,
+    hyphenated: bool = False,
+) -> str:
+    """Why a chunk token (its parts, case kept) is distinctive, or ``""`` when it is not.
+
+    A compound is distinctive when its words, combined, are rarer than
+    ``compound_zipf_limit``; a hyphenated one of three or more words, none of
+    them a function word ("up-to-date" is not a passphrase), already below
+    ``_PASSPHRASE_ZIPF`` ("amber-walrus-pilot"); above it ("blue-house-river")
+    it is a ``passphrase``, copied only when written as one compound again
+    (an honest summary writes "the leave policy update", with spaces).
+    """
     written = "".join(parts)
     parts = tuple(part.casefold() for part in parts)
     joined = "".join(parts)
@@ -144,12 +159,14 @@ def _kind(parts: tuple[str, ...], word_zipf_limit: float, compound_zipf_limit: f
         return ""
     if not has_alpha:
         return ""
-    if len(parts) >= 3:
-        if all(word_zipf(part) < _FUNCTION_WORD_ZIPF for part in parts):
+    if len(parts) >= 2:
+        combined = _compound_zipf(parts)
+        if combined < compound_zipf_limit:
             return "compound"
+        passphrase = hyphenated and len(parts) >= 3
+        if passphrase and all(word_zipf(part) < _FUNCTION_WORD_ZIPF for part in parts):
+            return "compound" if combined < _PASSPHRASE_ZIPF else "passphrase"
         return ""
-    if len(parts) == 2:
-        return "compound" if _compound_zipf(parts) < compound_zipf_limit else ""
     if len(joined) < 4:
         return ""
     zipf = word_zipf(joined)
@@ -183,21 +200,29 @@ def distinctive_tokens(
     for chunk in chunks:
         for match in _ITEM.finditer(fold(chunk, marks=True, casefold=False)):
             compound = tuple(_PART.findall(match.group()))
+            hyphenated = set(re.findall(r"[-_./']", match.group())) == {"-"}
             candidates = [compound] + ([(p,) for p in compound] if len(compound) > 1 else [])
             for parts in candidates:
                 key = fold("".join(parts))
                 if key in found or key in excluded:
                     continue
-                kind = _kind(parts, word_zipf_limit, compound_zipf_limit)
-                if kind:
-                    folded_parts = tuple(fold(part) for part in parts) if len(parts) > 1 else ()
-                    found[key] = Distinctive(key, kind, folded_parts)
-                if kind and len(parts) >= 3:  # most of a passphrase is still the passphrase
-                    for size in range(2, len(parts)):
-                        for start in range(len(parts) - size + 1):
-                            sub = fold("".join(parts[start : start + size]))
-                            if sub not in excluded:
-                                found.setdefault(sub, Distinctive(sub, kind))
+                kind = _kind(parts, word_zipf_limit, compound_zipf_limit, hyphenated=hyphenated)
+                if not kind:
+                    continue
+                if kind == "passphrase":
+                    found[key] = Distinctive(key, kind)
+                    continue
+                folded_parts = tuple(fold(part) for part in parts) if len(parts) > 1 else ()
+                found[key] = Distinctive(key, kind, folded_parts)
+                # most of a passphrase is still the passphrase, when that part is rare itself
+                for size in range(2, len(parts)):
+                    for start in range(len(parts) - size + 1):
+                        sub_parts = parts[start : start + size]
+                        sub = fold("".join(sub_parts))
+                        if sub in excluded or sub in found:
+                            continue
+                        if _kind(sub_parts, word_zipf_limit, compound_zipf_limit):
+                            found[sub] = Distinctive(sub, kind, tuple(map(fold, sub_parts)))
     return found
 
 
@@ -280,7 +305,13 @@ def copied_tokens(
     """Distinctive tokens that the output spells, with how: ``{key: how}``."""
     output_texts = list(output_texts)
     keys = output_keys(output_texts)
-    copied = {key: how for key, how in keys.items() if key in distinctive}
+    written = _compound_keys(output_texts)
+    copied = {
+        key: how
+        for key, how in keys.items()
+        if key in distinctive and (distinctive[key].kind != "passphrase" or key in written)
+    }
+    distinctive = {k: d for k, d in distinctive.items() if d.kind != "passphrase"}
     leet = {d.translate(_LEET): d for d in distinctive if len(d) >= 5}
     for key, how in keys.items():
         original = leet.get(key.translate(_LEET))
@@ -298,6 +329,18 @@ def copied_tokens(
             if original and original not in copied:
                 copied[original] = "letters shifted"
     return copied
+
+
+def _compound_keys(texts: list[str]) -> set[str]:
+    """Keys of the compounds written in ``texts`` (words joined by ``-_./``), both orders."""
+    keys = set()
+    for text in texts:
+        for match in _ITEM.finditer(fold(text)):
+            parts = _PART.findall(match.group())
+            if len(parts) >= 2:
+                keys.add("".join(parts))
+                keys.add("".join(reversed(parts)))
+    return keys
 
 
 def _parts_together(pieces: list[str], parts: tuple[str, ...]) -> bool:

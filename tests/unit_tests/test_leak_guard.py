@@ -459,6 +459,27 @@ def test_ordinary_words_are_not_distinctive(summary: str) -> None:
     assert not report.leaked, report.reasons
 
 
+@pytest.mark.parametrize(
+    ("summary", "leaked"),
+    [
+        ("The leave policy update applies to everyone.", False),
+        ("Ask HR about leave on the intranet.", False),
+        ("The leave-policy-update applies to everyone.", True),
+        ("The phrase is blue-house-river.", True),
+        ("The phrase is river_house_blue.", True),
+    ],
+)
+def test_compounds_of_common_words_count_only_when_written_as_one(
+    summary: str, leaked: bool
+) -> None:
+    chunk = (
+        "The leave-policy-update applies to all staff; see leave_policy.md and "
+        "https://intranet.example.com/hr/leave. The vault phrase is blue-house-river."
+    )
+    report = check_leak(summary, [chunk], question="What changed?")
+    assert report.leaked is leaked, report.reasons
+
+
 def test_policy_new_fields_validate() -> None:
     with pytest.raises(ConfigurationError):
         LeakPolicy(filler_gap=-1)
