@@ -26,7 +26,7 @@ _HEX = re.compile(
     r"|(?<![0-9a-f])[0-9a-f]{2}(?:[ :-][0-9a-f]{2}){3,}(?![0-9a-f])",
     re.IGNORECASE,
 )
-_BASE32 = re.compile(r"(?<![A-Za-z2-7=])[A-Z2-7]{8,}={0,6}(?![A-Za-z2-7])")
+_BASE32 = re.compile(r"(?<![A-Za-z2-7=])(?=[A-Z2-7]*[2-7=])[A-Z2-7]{8,}={0,6}(?![A-Za-z2-7])")
 _BINARY = re.compile(r"(?<![01])[01]{8}(?:\s?[01]{8}){2,}(?![01])")
 _MORSE = re.compile(
     r"(?:[.\u2022\u00b7\u2013\u2014_-]{1,6}(?:\s+|\s*[/|]\s*)){2,}[.\u2022\u00b7\u2013\u2014_-]{1,6}"
@@ -39,13 +39,28 @@ _MORSE_CODE = dict(zip(_MORSE_CODES.split(), "abcdefghijklmnopqrstuvwxyz01234567
 
 
 def _printable(data: bytes) -> str | None:
+    """The decoded text when it reads as text: printable, mostly letters, digits and spaces.
+
+    Random bytes (an ordinary word read as base64 by chance) rarely pass, so a
+    decoding artefact does not bring stray digits into the comparison.
+    """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    shown = sum(char.isprintable() or char.isspace() for char in text)
+    if not text or not all(char.isprintable() or char.isspace() for char in text):
+        return None
     alnum = sum(char.isalnum() for char in text)
-    return text if text and shown >= 0.9 * len(text) and alnum >= 3 else None
+    plain = alnum + sum(char.isspace() or char in "-_.,:;'/@" for char in text)
+    return text if alnum >= 3 and plain >= 0.9 * len(text) else None
+
+
+def _looks_encoded(token: str) -> bool:
+    """Whether a base64/base32 candidate has a sign of encoding, unlike an ordinary word."""
+    if re.search(r"[\d+/=_-]", token):
+        return True
+    inner = token[1:]
+    return sum(c.isupper() for c in inner) >= 2 and sum(c.islower() for c in inner) >= 2
 
 
 def _decode_base64(token: str) -> str | None:
@@ -108,7 +123,7 @@ def _decode_once(text: str) -> list[str]:
         if unescaped != text:
             found.append(unescaped)
     for match in _BASE64.finditer(text):
-        decoded = _decode_base64(match.group())
+        decoded = _looks_encoded(match.group()) and _decode_base64(match.group())
         if decoded:
             found.append(decoded)
     for match in _HEX.finditer(text):
