@@ -380,7 +380,10 @@ async def asummarize_chunks(
         candidate = _validate(raw)
     except Exception as exc:
         return await _acomplete(_failure(exc, timeout), None, config)
-    result, report = _guard(candidate, documents, policy, sensitive_sources, question=question)
+    # the guard is CPU work (up to ~0.2 s on the default bounds): keep the event loop free
+    result, report = await asyncio.to_thread(
+        _guard, candidate, documents, policy, sensitive_sources, question=question
+    )
     return await _acomplete(result, report, config)
 
 
