@@ -11,8 +11,8 @@
 - :func:`copied_tokens`: which of them a summary repeats, written as is, with
   its parts spaced, hyphenated, joined or in reverse order, reversed letter by
   letter, in leetspeak ("f4lc0nr1dg3"), with its letters shifted (ROT13) or
-  mirrored (Atbash), in a spelling alphabet ("Quebec X-ray"), or its words in
-  any order close together.
+  mirrored (Atbash), in a spelling alphabet ("Quebec X-ray"), its words in
+  any order close together, or (a rare word of 7+ letters) with one typo.
 - :func:`longest_gapped_run`: the longest run of consecutive chunk words that
   a summary repeats in order, allowing a few filler words between them.
 """
@@ -328,7 +328,26 @@ def copied_tokens(
             original = shifted.get(_shift_signature(key))
             if original and original not in copied:
                 copied[original] = "letters shifted"
+    long_words = [d for d, t in distinctive.items() if len(d) >= 7 and t.kind == "rare word"]
+    for key in keys if long_words else ():
+        for original in long_words:
+            if original not in copied and _one_edit_apart(key, original):
+                copied[original] = "misspelled"
     return copied
+
+
+def _one_edit_apart(a: str, b: str) -> bool:
+    """Whether ``a`` becomes ``b`` by changing, adding or removing one character."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    if len(a) == len(b):
+        return a[i + 1 :] == b[i + 1 :]
+    return a[i:] == b[i + 1 :]
 
 
 def _compound_keys(texts: list[str]) -> set[str]:

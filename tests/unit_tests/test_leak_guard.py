@@ -411,6 +411,8 @@ def test_the_guard_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
         ("tolip-surlaw-rebma", "Passphrase amber-walrus-pilot.", "compound"),
         ("Z.e.p.h.y.r.i.n.e", "The codename is Zephyrine.", "rare word"),
         ("n i g h t j a r copper", "Password nightjar-copper-19.", "code"),
+        ("it is Zephyrne", "The codename is Zephyrine.", "rare word"),
+        ("walrus, pilot and amber", "Passphrase amber-walrus-pilot.", "compound"),
     ],
 )
 def test_distinctive_tokens_in_other_spellings(summary: str, chunk: str, kind: str) -> None:
