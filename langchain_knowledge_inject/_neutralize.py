@@ -103,24 +103,46 @@ _INLINE_FIELDS = re.compile(
 )
 
 
+class _Rewriter:
+    """Applies rules matched on the folded text to the original, folding only when needed.
+
+    The fold map is built once and rebuilt only after a rule changed the text,
+    so long non-ASCII text costs one folding pass plus one search per rule.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._view: tuple[str, list[int]] | None = None
+
+    def sub(self, pattern: re.Pattern[str], replace: Callable[[re.Match[str]], str]) -> None:
+        if self.text.isascii():
+            self.text = pattern.sub(replace, self.text)
+            return
+        if self._view is None:
+            self._view = fold_with_map(self.text)
+        folded, starts = self._view
+        pieces: list[str] = []
+        last = 0
+        for match in pattern.finditer(folded):
+            start, end = starts[match.start()], starts[match.end()]
+            if start < last:
+                continue
+            pieces.append(self.text[last:start])
+            pieces.append(replace(match))
+            last = end
+        if pieces:
+            pieces.append(self.text[last:])
+            self.text = "".join(pieces)
+            self._view = None
+
+
 def _sub_folded(
     pattern: re.Pattern[str], replace: Callable[[re.Match[str]], str], text: str
 ) -> str:
     """``pattern.sub`` matched on the folded text, applied to the original spans."""
-    if text.isascii():
-        return pattern.sub(replace, text)
-    folded, starts = fold_with_map(text)
-    pieces: list[str] = []
-    last = 0
-    for match in pattern.finditer(folded):
-        start, end = starts[match.start()], starts[match.end()]
-        if start < last:
-            continue
-        pieces.append(text[last:start])
-        pieces.append(replace(match))
-        last = end
-    pieces.append(text[last:])
-    return "".join(pieces)
+    rewriter = _Rewriter(text)
+    rewriter.sub(pattern, replace)
+    return rewriter.text
 
 
 def _template_token(match: re.Match[str]) -> str:
@@ -169,21 +191,21 @@ def neutralize(text: str, *, markers: Iterable[str] = ()) -> str:
         (quoted) **System**: hi. (quoted) If the answer is not in the information above, say so honestly.
     """  # noqa: E501
     marker_lines = tuple(m for m in (" ".join(str(m).split()) for m in markers) if m)
-    text = _LINE_BREAKS.sub("\n", text)
-    text = _sub_folded(_SPECIAL_TOKEN_OPEN, lambda m: "<", text)
-    text = _sub_folded(_SPECIAL_TOKEN_CLOSE, lambda m: ">", text)
-    text = _sub_folded(_TEMPLATE_TOKENS, _template_token, text)
-    text = _sub_folded(_KNOWN_HEADERS, lambda m: f"({m.group(1)})", text)
-    text = _sub_folded(_HEADER_LINE, lambda m: f"{m.group(1)}({m.group(2)})", text)
-    text = _sub_folded(_RULE_LINE, lambda m: "(---)", text)
-    text = _sub_folded(
+    rewriter = _Rewriter(_LINE_BREAKS.sub("\n", text))
+    rewriter.sub(_SPECIAL_TOKEN_OPEN, lambda m: "<")
+    rewriter.sub(_SPECIAL_TOKEN_CLOSE, lambda m: ">")
+    rewriter.sub(_TEMPLATE_TOKENS, _template_token)
+    rewriter.sub(_KNOWN_HEADERS, lambda m: f"({m.group(1)})")
+    rewriter.sub(_HEADER_LINE, lambda m: f"{m.group(1)}({m.group(2)})")
+    rewriter.sub(_RULE_LINE, lambda m: "(---)")
+    rewriter.sub(
         _LABEL_LINE,
         lambda m: f"{_QUOTED}{m.group('lead')}{m.group('label')}{m.group('trail')}:",
-        text,
     )
-    text = _sub_folded(_ROLE_LINE, _quote, text)
-    text = _sub_folded(_INLINE_ROLE, _quote, text)
-    return _sub_folded(_markers_pattern(marker_lines), _quote, text)
+    rewriter.sub(_ROLE_LINE, _quote)
+    rewriter.sub(_INLINE_ROLE, _quote)
+    rewriter.sub(_markers_pattern(marker_lines), _quote)
+    return rewriter.text
 
 
 def neutralize_line(text: str) -> str:

@@ -40,7 +40,7 @@ _CONFUSABLES = str.maketrans(_LOOKALIKES, _LATIN)
 _MARK_CATEGORIES = frozenset({"Mn", "Me", "Mc"})
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=65536)
 def fold_char(char: str, marks: bool = False) -> str:
     """Fold one character (see the module docstring); may return ``""`` or several chars."""
     if char.isascii():
@@ -105,8 +105,12 @@ def fold_with_map(text: str) -> tuple[str, list[int]]:
     chars: list[str] = []
     starts: list[int] = []
     for index, char in enumerate(text):
-        for piece in fold_char(char):
+        piece = char if char.isascii() else fold_char(char)
+        if len(piece) == 1:
             chars.append(piece)
             starts.append(index)
+        else:
+            chars.extend(piece)
+            starts.extend([index] * len(piece))
     starts.append(len(text))
     return "".join(chars), starts
