@@ -157,8 +157,8 @@ def _kind(
         if len(joined) >= 3 and not _ORDINAL.fullmatch(joined):
             return "code"
         return ""
-    if not has_alpha:
-        return ""
+    if not has_alpha or not fold(joined).isascii():
+        return ""  # the vocabularies are English, German, French, Spanish: no verdict elsewhere
     if len(parts) >= 2:
         combined = _compound_zipf(parts)
         if combined < compound_zipf_limit:

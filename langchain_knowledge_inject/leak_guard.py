@@ -31,6 +31,9 @@ dropped, Latin look-alikes mapped, case folded. Then:
 Words and numbers that the user's question already holds are never secrets:
 "Q3" in a summary is fine when the question asked about Q3.
 
+The rare-word test knows English, German, French and Spanish; words of
+other scripts get no rarity verdict (codes, numbers and runs still apply).
+
 What it cannot catch: a paraphrase of a fact that holds no distinctive token
 or number ("the threshold is a bit under two thirds"), a rounded value
 ("about 7 million" for 7,348,912), a number word the parsers do not read

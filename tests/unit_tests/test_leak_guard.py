@@ -482,6 +482,25 @@ def test_compounds_of_common_words_count_only_when_written_as_one(
     assert report.leaked is leaked, report.reasons
 
 
+@pytest.mark.parametrize(
+    ("summary", "chunk", "question"),
+    [
+        (
+            "Отпуск нужно согласовать с руководителем заранее.",  # noqa: RUF001
+            "Заявление на отпуск подаётся через портал за 14 дней; согласование обязательно.",
+            "Как оформить отпуск?",
+        ),
+        ("休假需要提前申请。", "年假申请必须在休假开始前14天通过人事系统提交。", "怎么请假？"),  # noqa: RUF001
+    ],
+)
+def test_words_outside_the_vocabularies_are_not_rare_words(
+    summary: str, chunk: str, question: str
+) -> None:
+    """No vocabulary for Russian or Chinese: their words get no rarity verdict."""
+    assert not check_leak(summary, [chunk], question=question).leaked
+    assert check_leak(summary + " 14", [chunk], question=question).leaked
+
+
 def test_policy_new_fields_validate() -> None:
     with pytest.raises(ConfigurationError):
         LeakPolicy(filler_gap=-1)
