@@ -19,6 +19,7 @@ from langchain_knowledge_inject.errors import (
     KnowledgeBaseOpenError,
     KnowledgeInjectError,
     RetrievalError,
+    StoreError,
     SummarizerError,
 )
 from langchain_knowledge_inject.facts import UserFacts
@@ -116,6 +117,7 @@ __all__ = [
     "RetrievalOutcome",
     "SafeKnowledgeBaseInfo",
     "SafeSummary",
+    "StoreError",
     "SummarizerError",
     "SummaryBounds",
     "TurnContext",

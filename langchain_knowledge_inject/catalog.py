@@ -82,25 +82,52 @@ class ChunkRow:
     """The metadata stored with the chunk."""
 
 
-def open_connection(path: Path | str) -> sqlite3.Connection:
+class CatalogConnection(sqlite3.Connection):
+    """A catalog connection that knows whether it was opened read-only."""
+
+    read_only: bool = False
+
+
+def open_connection(path: Path | str, *, read_only: bool = False) -> sqlite3.Connection:
     """Open (creating if needed) the catalog database at ``path``.
 
+    Args:
+        path: The catalog file.
+        read_only: Open it read-only (a store on a read-only file system); the
+            schema is then neither created nor migrated.
+
     Raises:
-        KnowledgeBaseOpenError: The file is not a usable SQLite database.
+        KnowledgeBaseOpenError: The file cannot be opened as a SQLite database;
+            the sqlite3 error is its ``__cause__``.
     """
     try:
-        conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30.0)
+        if read_only:
+            uri = Path(path).resolve().as_uri() + "?immutable=1"
+            conn = sqlite3.connect(
+                uri, uri=True, check_same_thread=False, timeout=30.0, factory=CatalogConnection
+            )
+            conn.read_only = True
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            return conn
+        conn = sqlite3.connect(
+            str(path), check_same_thread=False, timeout=30.0, factory=CatalogConnection
+        )
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.executescript(_SCHEMA)
+        _migrate(conn)
         conn.commit()
     except sqlite3.DatabaseError as exc:
-        msg = (
-            f"The catalog {path} is not a usable SQLite database ({exc}); "
-            "move it away to start afresh."
-        )
+        msg = f"The catalog {path} cannot be opened as a SQLite database ({exc})"
         raise KnowledgeBaseOpenError(msg) from exc
     return conn
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Bring a catalog written by an earlier version up to the current schema."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(partitions)")}
+    if "collection_id" not in columns:
+        conn.execute("ALTER TABLE partitions ADD COLUMN collection_id TEXT")
 
 
 class Catalog:
@@ -262,6 +289,33 @@ class Catalog:
                 (kb_id, partition),
             )
             self.conn.commit()
+
+    def collection_id(self, kb_id: str, partition: str) -> str | None:
+        """The Chroma collection id recorded for a partition, or None."""
+        with self.lock:
+            row = self.conn.execute(
+                "SELECT collection_id FROM partitions WHERE kb_id = ? AND partition = ?",
+                (kb_id, partition),
+            ).fetchone()
+        return row[0] if row else None
+
+    def set_collection_id(self, kb_id: str, partition: str, collection_id: str) -> None:
+        """Record the Chroma collection id of a partition, and commit."""
+        with self.lock:
+            self.conn.execute(
+                "INSERT INTO partitions (kb_id, partition, collection_id) VALUES (?, ?, ?)"
+                " ON CONFLICT (kb_id, partition) DO UPDATE SET collection_id = excluded.collection_id",
+                (kb_id, partition, collection_id),
+            )
+            self.conn.commit()
+
+    def clear_partition(self, kb_id: str, partition: str) -> None:
+        """Remove a partition's registry rows and sources (no commit)."""
+        with self.lock:
+            for table in ("chunks", "sources"):
+                self.conn.execute(
+                    f"DELETE FROM {table} WHERE kb_id = ? AND partition = ?", (kb_id, partition)
+                )
 
     def partitions(self, kb_id: str) -> list[str]:
         """Every partition that has a collection, chunks or sources."""

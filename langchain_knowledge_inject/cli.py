@@ -198,16 +198,26 @@ def _cmd_check(args: argparse.Namespace) -> int:
     with KnowledgeBase(args.kb, path=args.path, create=False) as kb:
         report = kb.check(repair=args.repair)
     print(report.summary())
-    return 0 if report.clean or args.repair else 1
+    if args.repair:
+        return 1 if report.unexplained else 0
+    return 0 if report.clean else 1
 
 
 def _require_kb(name: str, path: str | None) -> None:
     """Fail without creating anything (not even the store folder) if the KB is missing."""
+    from pathlib import Path
+
+    from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
     from langchain_knowledge_inject.knowledge_base import KnowledgeBase, default_store_path
 
-    names = [info.name for info in KnowledgeBase.list(path=path)]
+    store = Path(path).expanduser() if path is not None else default_store_path()
+    try:
+        names = [info.name for info in KnowledgeBase.list(path=path)]
+    except KnowledgeBaseOpenError:
+        return  # a damaged catalog: opening the knowledge base rebuilds it from Chroma
+    if name not in names and (store / "chroma").is_dir():
+        return  # a lost catalog: opening it finds the knowledge base in Chroma, or says no
     if name not in names:
-        store = path if path is not None else default_store_path()
         existing = ", ".join(names) or "none"
         msg = f"No knowledge base named {name!r} in {store} (existing: {existing})"
         raise KnowledgeBaseNotFoundError(msg, kb_name=name)

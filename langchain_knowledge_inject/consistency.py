@@ -7,23 +7,38 @@ half way can leave Chroma holding chunks the registry does not know, or (after
 a partial delete) missing chunks it does. The registry is the record of truth:
 
 - keyword rows missing or extra: rebuilt from the registry text;
-- Chroma records the registry lacks: deleted in the embedded store (only a
-  crashed write leaves them there); with a Chroma server (an external
-  ``client``), adopted into the registry and the keyword index instead, since
-  another machine with its own catalog may have written them;
-- registry chunks Chroma lacks: embedded again from the registry text.
+- Chroma records the registry lacks (a crashed write, another machine on the
+  same server, a write through another client): adopted into the registry and
+  the keyword index from the text and metadata Chroma holds. Records without
+  text cannot be explained: they are reported (``unexplained``) and left in
+  place. Repair never deletes a Chroma record;
+- registry chunks Chroma lacks: embedded again from the registry text;
+- a damaged catalog: kept aside (``catalog.sqlite3.damaged-<time>``) and
+  rebuilt from Chroma.
 
 ``kinject check --kb NAME`` reports drift; ``--repair`` fixes it.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from langchain_knowledge_inject._recovery import (
+    adopt_rows,
+    chroma_partitions,
+    iter_records,
+    rows_from_records,
+)
+from langchain_knowledge_inject.errors import StoreError
+from langchain_knowledge_inject.storage import chroma_metadata
 
 if TYPE_CHECKING:
     from langchain_knowledge_inject.catalog import ChunkRow
     from langchain_knowledge_inject.knowledge_base import KnowledgeBase
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -42,6 +57,8 @@ class PartitionDrift:
     """Registry chunks the Chroma collection lacks."""
     chroma_extra: list[str] = field(default_factory=list)
     """Chroma records the registry does not know."""
+    unexplained: list[str] = field(default_factory=list)
+    """Chroma records without text: repair cannot adopt them and leaves them in place."""
 
     @property
     def clean(self) -> bool:
@@ -61,6 +78,13 @@ class ConsistencyReport:
     """Per-partition findings."""
     repaired: bool = False
     """Whether the drift found was repaired."""
+    catalog_rebuilt: bool = False
+    """Whether a damaged catalog was set aside and rebuilt from Chroma."""
+
+    @property
+    def unexplained(self) -> list[str]:
+        """Chroma records left in place because they hold no text, in every partition."""
+        return [cid for p in self.partitions for cid in p.unexplained]
 
     @property
     def clean(self) -> bool:
@@ -77,6 +101,13 @@ class ConsistencyReport:
                 f"extra {len(p.keyword_extra)}; chroma missing {len(p.chroma_missing)}, "
                 f"extra {len(p.chroma_extra)}"
             )
+            if p.unexplained:
+                lines.append(
+                    f"  {name}: {len(p.unexplained)} Chroma records hold no text and were left "
+                    "in place (not adopted, not deleted)"
+                )
+        if self.catalog_rebuilt:
+            lines.append("  the damaged catalog was kept aside and rebuilt from Chroma")
         if self.repaired:
             lines.append("  repaired")
         return "\n".join(lines)
@@ -91,14 +122,36 @@ def check_knowledge_base(kb: KnowledgeBase, *, repair: bool = False) -> Consiste
 
     Returns:
         What was found (before repair).
+
+    Raises:
+        StoreError: The catalog is damaged and ``repair`` is False, or the
+            store is read-only and ``repair`` is True, or the disk is full.
     """
+    if repair:
+        kb._refuse_if_read_only("repairing")
+    try:
+        with kb._store_errors("checking"):
+            return _check(kb, repair=repair)
+    except StoreError as exc:
+        if exc.reason != "damaged" or not repair:
+            raise
+    kb._rebuild_catalog()
+    with kb._store_errors("checking"):
+        report = _check(kb, repair=repair)
+    report.catalog_rebuilt = True
+    report.repaired = True
+    return report
+
+
+def _check(kb: KnowledgeBase, *, repair: bool) -> ConsistencyReport:
+    kb._forget_collections()  # look the collections up again: notice replaced ones
     partitions = set(kb._catalog.partitions(kb.id))
-    partitions.update(_server_partitions(kb))
+    partitions.update(chroma_partitions(kb._client, kb.id))
     report = ConsistencyReport(kb.name, [])
     for partition in sorted(partitions):
+        collection = kb._collection(partition, create=False)
         registry = kb._catalog.partition_ids(kb.id, partition)
         keyword = kb._keyword.ids(kb.id, partition)
-        collection = kb._collection(partition, create=False)
         chroma = set(collection.get(include=[])["ids"]) if collection is not None else set()
         drift = PartitionDrift(
             partition=partition,
@@ -115,31 +168,19 @@ def check_knowledge_base(kb: KnowledgeBase, *, repair: bool = False) -> Consiste
     return report
 
 
-def _server_partitions(kb: KnowledgeBase) -> set[str]:
-    """Partitions whose collections exist in Chroma (another machine may have made them)."""
-    prefix = f"kinject-{kb.id}-"
-    found = set()
-    for collection in kb._client.list_collections():
-        metadata = getattr(collection, "metadata", None) or {}
-        if collection.name.startswith(prefix) and "kinject_partition" in metadata:
-            found.add(str(metadata["kinject_partition"]))
-    return found
-
-
 def _repair(kb: KnowledgeBase, drift: PartitionDrift) -> None:
     partition = drift.partition
     adopted: list[ChunkRow] = []
     with kb._lock:
-        if drift.chroma_extra and kb._store_lock is None:  # a server: adopt others' writes
-            adopted = list(kb._rows_from_chroma(partition, drift.chroma_extra).values())
-        elif drift.chroma_extra:
-            kb._collection(partition, create=True).delete(ids=drift.chroma_extra)
+        if drift.chroma_extra:  # adopt what Chroma can explain; delete nothing
+            collection = kb._collection(partition, create=True)
+            adopted, drift.unexplained = rows_from_records(
+                iter_records(collection, ids=drift.chroma_extra), partition
+            )
         if drift.chroma_missing:
             rows = kb._catalog.get_chunks(kb.id, partition, drift.chroma_missing)
             ordered = list(rows.values())
             vectors = kb.embeddings.embed_documents([r.text for r in ordered])
-            from langchain_knowledge_inject.storage import chroma_metadata
-
             kb._collection(partition, create=True).upsert(
                 ids=[r.chunk_id for r in ordered],
                 embeddings=[list(v) for v in vectors],
@@ -152,10 +193,18 @@ def _repair(kb: KnowledgeBase, drift: PartitionDrift) -> None:
             if drift.keyword_missing:
                 rows = kb._catalog.get_chunks(kb.id, partition, drift.keyword_missing)
                 kb._keyword.add(kb.id, partition, [(r.chunk_id, r.text) for r in rows.values()])
-            if adopted:
-                kb._catalog.put_chunks(kb.id, adopted)
-                kb._keyword.add(kb.id, partition, [(r.chunk_id, r.text) for r in adopted])
             kb._conn.commit()
         except BaseException:
             kb._conn.rollback()
             raise
+    if adopted:
+        adopt_rows(kb, partition, adopted, replace=False)
+    if drift.unexplained:
+        logger.warning(
+            "Knowledge base %r, partition %r: %d Chroma records hold no text; repair left "
+            "them in place (ids: %s)",
+            kb.name,
+            partition or "(shared)",
+            len(drift.unexplained),
+            ", ".join(drift.unexplained[:5]),
+        )

@@ -7,7 +7,8 @@ Every exception the package raises on purpose derives from one base class, so
     ├── ConfigurationError (also a ValueError)    invalid settings or arguments
     ├── KnowledgeBaseError                         a knowledge base cannot be used
     │   ├── KnowledgeBaseNotFoundError (also a LookupError)
-    │   └── KnowledgeBaseOpenError                 corrupt store, embedding model failure
+    │   ├── KnowledgeBaseOpenError                 corrupt store, embedding model failure
+    │   └── StoreError                             disk full, read-only or damaged store
     ├── IngestError                                a file or folder cannot be ingested
     ├── RetrievalError                             a search failed (store down, ...)
     └── SummarizerError                            restricted mode: the safe summary failed
@@ -57,6 +58,32 @@ class KnowledgeBaseNotFoundError(KnowledgeBaseError, LookupError):
 
 class KnowledgeBaseOpenError(KnowledgeBaseError):
     """The knowledge base exists but cannot be opened (corrupt store, model failure)."""
+
+
+class StoreError(KnowledgeBaseError):
+    """The store could not be written or read: disk full, read-only, or a damaged file.
+
+    The message says what was not done and the next step. Nothing half-written
+    is kept: a write that fails is rolled back, and the same call can be run
+    again once the cause is gone (no restart needed).
+
+    Attributes:
+        kb_name: Name of the knowledge base concerned.
+        reason: ``"disk_full"``, ``"read_only"``, ``"damaged"`` or ``"io"``.
+        path: The store directory concerned, when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kb_name: str | None = None,
+        reason: str = "io",
+        path: str | Path | None = None,
+    ) -> None:
+        super().__init__(message, kb_name=kb_name)
+        self.reason = reason
+        self.path = Path(path) if path is not None else None
 
 
 class IngestError(KnowledgeInjectError):

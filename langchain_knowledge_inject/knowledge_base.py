@@ -17,12 +17,14 @@ per-tenant collection answered in 0.7-0.9x the time, isolated by construction.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import hashlib
 import logging
 import os
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -40,7 +42,9 @@ from langchain_knowledge_inject.errors import (
     ConfigurationError,
     KnowledgeBaseNotFoundError,
     KnowledgeBaseOpenError,
+    KnowledgeInjectError,
     RetrievalError,
+    StoreError,
 )
 from langchain_knowledge_inject.filters import matches, split_tenant, to_chroma
 from langchain_knowledge_inject.keyword import KeywordIndex, query_terms
@@ -49,8 +53,13 @@ from langchain_knowledge_inject.storage import (
     chroma_metadata,
     collection_name,
     default_store_path,
+    ensure_store_dir,
     open_store_dir,
+    is_not_found,
     persistent_client,
+    record_collection_name,
+    store_error,
+    store_is_writable,
 )
 from langchain_knowledge_inject.write_plan import (
     WritePlan,
@@ -258,84 +267,101 @@ class KnowledgeBase:
         self.path = Path(path).expanduser() if path is not None else default_store_path()
         self._lock = threading.RLock()
         self._store_lock: StoreLock | None = None
-        self._conn = open_store_dir(self.path)
+        ensure_store_dir(self.path)
+        self.read_only = not store_is_writable(self.path)
         if client is None:
-            try:
-                self._store_lock = StoreLock(self.path)
-            except BaseException:
-                self._conn.close()
-                raise
-        self._catalog = Catalog(self._conn, self._lock)
-        self._keyword = KeywordIndex(self._conn, lock=self._lock)
-        row = self._catalog.get_kb(name)
-        if row is None and not create:
-            names = ", ".join(r["name"] for r in self._catalog.list_kbs()) or "none"
-            msg = f"No knowledge base named {name!r} in {self.path} (existing: {names})"
-            raise KnowledgeBaseNotFoundError(msg, kb_name=name)
-        self.embeddings = embeddings if embeddings is not None else default_embeddings()
-        try:  # fail here, not on the first question, when the model cannot embed
-            self.embeddings.embed_query("knowledge base open check")
-        except Exception as exc:
-            self._release_store_lock()
-            self._conn.close()
-            msg = f"The embedding model of knowledge base {name!r} failed on a test query: {exc}"
-            raise KnowledgeBaseOpenError(msg, kb_name=name) from exc
-        model_name = embedding_model_name(self.embeddings)
-        settings = {
-            "restricted": restricted,
-            "sensitive_sources": sensitive_sources,
-            "routing_hint": routing_hint,
-            "routing_keywords": list(routing_keywords) if routing_keywords is not None else None,
-        }
-        if row is None:
-            self.id = knowledge_base_id(name)
-            self._catalog.create_kb(
-                self.id,
-                name,
-                description=description or "",
-                topics=list(topics or []),
-                embedding_model=model_name,
-                settings={k: v for k, v in settings.items() if v is not None},
-            )
-        else:
-            self.id = row["id"]
-            if row["embedding_model"] != model_name:
-                msg = (
-                    f"Knowledge base {name!r} was built with the embedding model "
-                    f"{row['embedding_model']!r}; it cannot be searched with {model_name!r}. "
-                    "Open it with the same model, or ingest into a new knowledge base."
-                )
-                raise KnowledgeBaseOpenError(msg, kb_name=name)
-            changes: dict[str, Any] = {}
-            if description is not None:
-                changes["description"] = description
-            if topics is not None:
-                changes["topics"] = list(topics)
-            given = {k: v for k, v in settings.items() if v is not None}
-            if given:
-                changes["settings"] = {**row["settings"], **given}
-            self._catalog.update_kb(self.id, **changes)
+            self._store_lock = StoreLock(self.path, read_only=self.read_only)
         try:
-            self._client = client if client is not None else persistent_client(self.path, name)
+            self._open_catalog()
+            self.embeddings = embeddings if embeddings is not None else default_embeddings()
+            try:  # fail here, not on the first question, when the model cannot embed
+                self.embeddings.embed_query("knowledge base open check")
+            except Exception as exc:
+                msg = (
+                    f"The embedding model of knowledge base {name!r} failed on a test query: {exc}"
+                )
+                raise KnowledgeBaseOpenError(msg, kb_name=name) from exc
+            self._client = (
+                client
+                if client is not None
+                else persistent_client(self.path, name, read_only=self.read_only)
+            )
+            settings = {
+                "restricted": restricted,
+                "sensitive_sources": sensitive_sources,
+                "routing_hint": routing_hint,
+                "routing_keywords": list(routing_keywords) if routing_keywords is not None else None,
+            }
+            self._collections: dict[str, Any] = {}
+            self._verified: set[str] = set()
+            from langchain_knowledge_inject._open import open_knowledge_base
+
+            open_knowledge_base(
+                self,
+                create=create,
+                description=description,
+                topics=topics,
+                given={k: v for k, v in settings.items() if v is not None},
+            )
         except BaseException:
             self._release_store_lock()
+            conn = getattr(self, "_conn", None)
+            if conn is not None:
+                conn.close()
             raise
-        self._collections: dict[str, Any] = {}
         self._query_vector = QueryEmbeddingCache(self.embeddings.embed_query)
         self._text_splitter = (
             _default_splitter() if text_splitter is _DEFAULT_SPLITTER else text_splitter
         )
         self._derived_topics: list[str] | None = None
 
+    def _open_catalog(self) -> None:
+        self._conn = open_store_dir(self.path, rebuild_damaged=not self.read_only)
+        self.read_only = self.read_only or bool(getattr(self._conn, "read_only", False))
+        self._catalog = Catalog(self._conn, self._lock)
+        self._keyword = KeywordIndex(self._conn, lock=self._lock)
+
     # -- metadata ----------------------------------------------------------
     @property
     def info(self) -> KnowledgeBaseInfo:
-        """Metadata of this knowledge base (read from the store each time)."""
-        row = self._catalog.get_kb(self.name)
-        if row is None:
-            msg = f"Knowledge base {self.name!r} was deleted"
-            raise KnowledgeBaseNotFoundError(msg, kb_name=self.name)
-        return self._info_from_row(row)
+        """Metadata of this knowledge base (read from the store each time).
+
+        ``restricted`` and ``sensitive_sources`` are on when the catalog or the
+        record kept in Chroma says so, or when Chroma could not be asked.
+        """
+        from langchain_knowledge_inject._open import refresh_record
+
+        with self._store_errors("reading its metadata"):
+            row = self._catalog.get_kb(self.name)
+            if row is None:
+                msg = f"Knowledge base {self.name!r} was deleted"
+                raise KnowledgeBaseNotFoundError(msg, kb_name=self.name)
+            refresh_record(self)
+            info = self._info_from_row(row)
+        pinned = {key: True for key, on in self._pinned.items() if on}
+        return dataclasses.replace(info, **pinned) if pinned else info
+
+    @contextlib.contextmanager
+    def _store_errors(self, action: str) -> Iterator[None]:
+        """Turn disk-full, read-only and damaged-file errors into :class:`StoreError`."""
+        try:
+            yield
+        except KnowledgeInjectError:
+            raise
+        except Exception as exc:
+            error = store_error(exc, action=action, kb_name=self.name, path=self.path)
+            if error is None:
+                raise
+            raise error from exc
+
+    def _refuse_if_read_only(self, action: str) -> None:
+        if self.read_only:
+            msg = (
+                f"The store of knowledge base {self.name!r} ({self.path}) is read-only: "
+                f"{action} was refused. Searching still works; to write, make the store "
+                "directory writable or open a writable copy of it."
+            )
+            raise StoreError(msg, kb_name=self.name, reason="read_only", path=self.path)
 
     def _info_from_row(self, row: Mapping[str, Any]) -> KnowledgeBaseInfo:
         derived: list[str] | None = None
@@ -376,12 +402,17 @@ class KnowledgeBase:
         Returns:
             What was added, left unchanged, updated and replaced.
         """
+        self._refuse_if_read_only("adding documents")
         chunks = self._split(documents, tenant_id)
-        plan = plan_writes(self._catalog, self.id, chunks)
-        texts = [row.text for row in plan.to_embed]
-        vectors = self.embeddings.embed_documents(texts) if texts else []
-        with self._lock:
-            self._write(plan, vectors, fingerprints or {})
+        for attempt in (1, 2):
+            try:
+                with self._store_errors("adding documents"):
+                    plan = self._write_chunks(chunks, fingerprints or {})
+                break
+            except Exception as exc:
+                if attempt == 2 or not is_not_found(exc):
+                    raise
+                self._forget_collections()  # deleted under us (server wiped or restarted)
         return AddResult(
             added=len(plan.to_embed),
             unchanged=plan.unchanged,
@@ -402,6 +433,16 @@ class KnowledgeBase:
         return await asyncio.to_thread(
             self.add_documents, documents, tenant_id=tenant_id, fingerprints=fingerprints
         )
+
+    def _write_chunks(self, chunks: Sequence[ChunkRow], fps: Mapping[str, str]) -> WritePlan:
+        for partition in sorted({row.partition for row in chunks}):
+            self._collection(partition, create=False)  # notice a replaced collection first
+        plan = plan_writes(self._catalog, self.id, chunks)
+        texts = [row.text for row in plan.to_embed]
+        vectors = self.embeddings.embed_documents(texts) if texts else []
+        with self._lock:
+            self._write(plan, vectors, fps)
+        return plan
 
     def _needs_split(self, text: str) -> bool:
         splitter = self._text_splitter
@@ -485,7 +526,8 @@ class KnowledgeBase:
     def delete(self, ids: Sequence[str], *, tenant_id: str | None = None) -> int:
         """Delete chunks by id from one partition; returns how many existed."""
         partition = partition_of(tenant_id)
-        with self._lock:
+        self._refuse_if_read_only("deleting chunks")
+        with self._lock, self._store_errors("deleting chunks"):
             existing = list(self._catalog.existing(self.id, partition, list(ids)))
             collection = self._collection(partition, create=False)
             if collection is not None and ids:
@@ -507,9 +549,10 @@ class KnowledgeBase:
         full path (``metadata["source_path"]``), not the short ``source`` name.
         """
         partition = partition_of(tenant_id)
+        self._refuse_if_read_only("deleting a source")
         ids = list(self._catalog.chunk_ids_for_source(self.id, partition, source))
         count = self.delete(ids, tenant_id=tenant_id)
-        with self._lock:
+        with self._lock, self._store_errors("deleting a source"):
             self._catalog.delete_source(self.id, partition, source)
             self._conn.commit()
         return count
@@ -524,12 +567,14 @@ class KnowledgeBase:
 
     def drop(self) -> None:
         """Delete the whole knowledge base: its collections, registry and keyword index."""
-        with self._lock:
-            for partition in self._catalog.partitions(self.id):
+        self._refuse_if_read_only("dropping the knowledge base")
+        with self._lock, self._store_errors("dropping the knowledge base"):
+            names = [collection_name(self.id, p) for p in self._catalog.partitions(self.id)]
+            for name in [*names, record_collection_name(self.id)]:
                 try:
-                    self._client.delete_collection(collection_name(self.id, partition))
+                    self._client.delete_collection(name)
                 except Exception:
-                    logger.debug("collection of partition %r already gone", partition)
+                    logger.debug("collection %r already gone", name)
             self._collections.clear()
             self._keyword.delete_kb(self.id)
             self._catalog.delete_kb(self.id)
@@ -575,6 +620,8 @@ class KnowledgeBase:
             return []
         depth = max(k, fusion.CANDIDATE_DEPTH) if mode == "hybrid" else k
         try:
+            if partition not in self._verified:  # the catalog still describes this collection
+                self._collection(partition, create=False)
             dense = self._dense(partition, text, depth, where) if mode != "keyword" else []
             keyword = self._keyword_hits(partition, text, depth, where) if mode != "dense" else []
         except Exception as exc:
@@ -617,12 +664,26 @@ class KnowledgeBase:
         if collection is None:
             return []
         vector = self._query_vector(text)
-        result = collection.query(
-            query_embeddings=[vector],
-            n_results=depth,
-            where=to_chroma(where),
-            include=["distances"],
-        )
+        try:
+            result = collection.query(
+                query_embeddings=[vector],
+                n_results=depth,
+                where=to_chroma(where),
+                include=["distances"],
+            )
+        except Exception as exc:
+            if not is_not_found(exc):
+                raise
+            self._forget_collections()  # deleted under us (server wiped or restarted)
+            collection = self._collection(partition, create=False)
+            if collection is None:
+                return []
+            result = collection.query(
+                query_embeddings=[vector],
+                n_results=depth,
+                where=to_chroma(where),
+                include=["distances"],
+            )
         ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
         return [(cid, fusion.dense_score(d)) for cid, d in zip(ids, distances, strict=True)]
 
@@ -704,14 +765,78 @@ class KnowledgeBase:
                 else:
                     found = self._client.get_collection(name, embedding_function=None)
             except Exception as exc:
-                if not create and type(exc).__name__ in (
-                    "NotFoundError",
-                    "InvalidCollectionException",
-                ):
+                if not create and is_not_found(exc):
+                    self._verify_collection(partition, None)
                     return None
                 raise
+            self._verify_collection(partition, found)
             self._collections[partition] = found
             return found
+
+    def _forget_collections(self) -> None:
+        """Drop cached collection handles (one was deleted under us): look them up again."""
+        with self._lock:
+            self._collections.clear()
+            self._verified.clear()
+
+    def _verify_collection(self, partition: str, found: Any) -> None:
+        """Notice a collection that is not the one the catalog recorded, and re-adopt it.
+
+        The catalog records each partition's Chroma collection id. A collection
+        that is gone, replaced (another id), or empty while the registry holds
+        chunks means the catalog describes another server or an earlier state
+        of this one: Chroma is the record, so the partition's registry and
+        keyword rows are rebuilt from what the collection holds now, with a
+        warning, and the next ``add_documents`` writes whatever is missing.
+        """
+        if partition in self._verified:
+            return
+        from langchain_knowledge_inject._recovery import adopt_partition, adopt_rows
+
+        recorded = self._catalog.collection_id(self.id, partition)
+        current = None if found is None else str(found.id)
+        registry = self._catalog.count(self.id, partition)
+        if found is None:
+            mismatch = registry > 0
+        elif recorded is None:
+            mismatch = registry > 0 and found.count() == 0
+        else:
+            mismatch = recorded != current
+        if mismatch and not self.read_only:
+            what = "is gone" if found is None else f"is not the one recorded ({recorded})"
+            logger.warning(
+                "Knowledge base %r: the Chroma collection of partition %r %s while the catalog "
+                "holds %d chunks for it; the catalog and keyword index of that partition are "
+                "rebuilt from Chroma, and documents added again are written to it",
+                self.name,
+                partition or "(shared)",
+                what,
+                registry,
+            )
+            if found is None:
+                adopt_rows(self, partition, [], replace=True)
+            else:
+                adopt_partition(self, partition, found, replace=True)
+        if current is not None and current != recorded and not self.read_only:
+            self._catalog.set_collection_id(self.id, partition, current)
+        self._verified.add(partition)
+
+    def _rebuild_catalog(self) -> None:
+        """Keep a damaged catalog aside and rebuild this knowledge base's rows from Chroma."""
+        from langchain_knowledge_inject._open import open_knowledge_base
+        from langchain_knowledge_inject.storage import set_aside_damaged
+
+        with self._lock:
+            self._conn.close()
+            kept = set_aside_damaged(self.path / "catalog.sqlite3")
+            logger.warning(
+                "The catalog of %s was damaged; it is kept as %s and rebuilt from Chroma",
+                self.path,
+                kept.name,
+            )
+            self._open_catalog()
+            self._forget_collections()
+            open_knowledge_base(self, create=False, description=None, topics=None, given={})
 
     def check(self, *, repair: bool = False) -> ConsistencyReport:
         """Report (and with ``repair=True`` fix) drift between registry, keyword index and Chroma.

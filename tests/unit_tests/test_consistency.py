@@ -99,9 +99,9 @@ def test_with_an_external_client_repair_adopts_records_written_elsewhere(tmp_pat
     # the dense side already finds the other machine's chunks
     dense = second.search(DOCS[0].page_content, k=1, mode="dense", min_score=0.0)
     assert dense[0].id == written[0]
+    # its empty catalog was rebuilt from the server when it opened
     report = second.check(repair=True)
-    assert sorted(report.partitions[0].chroma_extra) == sorted(written)
-    assert second.check().clean
+    assert report.clean and second.info.chunk_count == len(written)
     server_ids = client.get_collection(f"kinject-{first.id}-shared").get(include=[])["ids"]
     assert set(server_ids) == set(written)  # nothing deleted
     hits = second.search(DOCS[0].page_content, k=1, mode="keyword", min_score=0.0)

@@ -41,6 +41,7 @@ EXPECTED_ALL = [
     "RetrievalOutcome",
     "SafeKnowledgeBaseInfo",
     "SafeSummary",
+    "StoreError",
     "SummarizerError",
     "SummaryBounds",
     "TurnContext",

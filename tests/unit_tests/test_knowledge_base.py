@@ -243,10 +243,12 @@ def test_other_embedding_model_is_refused(tmp_path, emb):
         KnowledgeBase("hr", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=16))
 
 
-def test_corrupt_catalog_is_a_clear_error(tmp_path, emb):
+def test_corrupt_catalog_is_kept_aside_and_rebuilt(tmp_path, emb):
     (tmp_path / "catalog.sqlite3").write_bytes(b"this is not a database" * 100)
-    with pytest.raises(KnowledgeBaseOpenError, match="not a usable SQLite database"):
-        KnowledgeBase("hr", path=tmp_path, embeddings=emb)
+    kb = KnowledgeBase("hr", path=tmp_path, embeddings=emb)
+    assert kb.info.chunk_count == 0
+    kept = list(tmp_path.glob("catalog.sqlite3.damaged-*"))
+    assert len(kept) == 1 and kept[0].read_bytes().startswith(b"this is not a database")
 
 
 def test_store_path_that_is_a_file(tmp_path, emb):

@@ -1,0 +1,88 @@
+"""Fill a small filesystem under a knowledge base, then free space: what errors, does it recover?
+
+Run as root in a private mount namespace with a small tmpfs (nothing outside is touched)::
+
+    unshare -m sh -c 'mkdir -p /tmp/kinject-full && \
+        mount -t tmpfs -o size=24m tmpfs /tmp/kinject-full && \
+        python scripts/disk_full_probe.py /tmp/kinject-full'
+
+It writes a ballast file, fills the rest with ``add_documents`` until a write
+fails, prints the error (type and message), runs ``check()``, deletes the
+ballast and writes, searches and checks again in the same process. Then it runs
+``kinject ingest`` on the full disk as a subprocess and prints its stderr and exit code.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from langchain_knowledge_inject import KnowledgeBase
+
+
+def _docs(start: int, n: int) -> list[Document]:
+    return [
+        Document(
+            f"Paragraph {i}: " + " ".join(f"word{(i * 7 + j) % 5000}" for j in range(150)),
+            metadata={"source": f"file{i // 20}.md"},
+        )
+        for i in range(start, start + n)
+    ]
+
+
+def main(root: Path) -> int:
+    store = root / "store"
+    ballast = root / "ballast"
+    ballast.write_bytes(b"\0" * (4 << 20))
+    kb = KnowledgeBase("full", path=store, embeddings=DeterministicFakeEmbedding(size=384))
+    written, error = 0, None
+    t0 = time.monotonic()
+    while error is None and written < 200_000:
+        try:
+            kb.add_documents(_docs(written, 200))
+            written += 200
+        except Exception as exc:  # noqa: BLE001 - the point is to see what comes out
+            error = exc
+    print(f"chunks written before the disk filled: {written} ({time.monotonic() - t0:.1f}s)")
+    print(f"error on the full disk: {type(error).__module__}.{type(error).__name__}: {error}")
+    t0 = time.monotonic()
+    try:
+        report = kb.check()
+        print(f"check() on the full disk: {report.summary()!r} in {time.monotonic() - t0:.1f}s")
+    except Exception as exc:  # noqa: BLE001
+        print(f"check() on the full disk raised {type(exc).__name__}: {exc} "
+              f"after {time.monotonic() - t0:.1f}s")
+    try:
+        hits = kb.search("word7 word14", k=2, min_score=0.0)
+        print(f"search on the full disk: {len(hits)} hits")
+    except Exception as exc:  # noqa: BLE001
+        print(f"search on the full disk raised {type(exc).__name__}: {exc}")
+    env = {**os.environ}
+    cli = subprocess.run(
+        [sys.executable, "-m", "langchain_knowledge_inject.cli", "--path", str(store),
+         "check", "--kb", "full"],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )
+    print(f"kinject check (other process) on the full disk: exit {cli.returncode}, "
+          f"stderr lines {len(cli.stderr.splitlines())}: {cli.stderr.strip()[-300:]!r}")
+    ballast.unlink()
+    print("ballast freed: 4 MiB")
+    try:
+        result = kb.add_documents(_docs(written, 20))
+        print(f"after freeing space, same process: add_documents added {result.added}")
+        hits = kb.search("word7 word14", k=2, min_score=0.0, mode="keyword")
+        print(f"keyword search: {len(hits)} hits; check: {kb.check().summary()!r}")
+    except Exception as exc:  # noqa: BLE001
+        print(f"after freeing space, same process: {type(exc).__name__}: {exc}")
+    kb.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1])))

@@ -1,0 +1,275 @@
+"""Store integrity: a lost or damaged catalog, repair that never deletes, a replaced collection,
+disk full and a read-only store (issues 9.5, 10 and 12)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+import chromadb
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from langchain_knowledge_inject import KnowledgeBase, StoreError, knowledge_base, storage
+from langchain_knowledge_inject.cli import main
+from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
+
+SECRET = "The merger code is amber-walrus-pilot and the price is 7,350,000 euros."
+DOCS = [
+    Document(SECRET, metadata={"source": "deal.md"}),
+    Document("Staff get 25 days of annual leave.", metadata={"source": "leave.md"}),
+    Document("Expenses are reimbursed monthly.", metadata={"source": "expenses.md"}),
+]
+
+
+@pytest.fixture
+def emb():
+    return DeterministicFakeEmbedding(size=16)
+
+
+def _restricted_kb(tmp_path, emb) -> list[str]:
+    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb, restricted=True, sensitive_sources=True)
+    ids = kb.add_documents(DOCS).ids
+    kb.close()
+    return ids
+
+
+def _chroma_count(tmp_path) -> int:
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+    return sum(c.count() for c in client.list_collections() if c.name.endswith("-shared"))
+
+
+def _truncate(path) -> None:
+    (path / "catalog.sqlite3").write_bytes(b"")
+    for suffix in ("-wal", "-shm"):
+        (path / f"catalog.sqlite3{suffix}").unlink(missing_ok=True)
+
+
+def _empty(path) -> None:
+    conn = sqlite3.connect(path / "catalog.sqlite3")
+    for table in ("kbs", "chunks", "sources", "partitions", "kw_rows"):
+        conn.execute(f"DELETE FROM {table}")
+    conn.commit()
+    conn.close()
+
+
+def _delete(path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        (path / f"catalog.sqlite3{suffix}").unlink(missing_ok=True)
+
+
+def _random_bytes(path) -> None:
+    _delete(path)
+    (path / "catalog.sqlite3").write_bytes(os.urandom(8192))
+
+
+@pytest.mark.parametrize("lose", [_truncate, _empty, _delete, _random_bytes])
+def test_losing_the_catalog_keeps_restriction_and_every_chunk(tmp_path, emb, lose):
+    ids = _restricted_kb(tmp_path, emb)
+    lose(tmp_path)
+    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
+    info = kb.info
+    assert info.restricted is True and info.sensitive_sources is True
+    assert info.chunk_count == len(DOCS)
+    # rebuilt from Chroma: the keyword side finds the chunks again
+    hits = kb.search("amber walrus pilot", k=1, mode="keyword", min_score=0.0)
+    assert hits[0].id == ids[0]
+    report = kb.check(repair=True)
+    assert report.clean
+    kb.close()
+    assert _chroma_count(tmp_path) == len(DOCS)  # nothing deleted
+
+
+def test_the_chroma_record_wins_over_a_catalog_that_says_unrestricted(tmp_path, emb):
+    _restricted_kb(tmp_path, emb)
+    conn = sqlite3.connect(tmp_path / "catalog.sqlite3")
+    conn.execute("UPDATE kbs SET settings = '{}'")  # a stale copy of the catalog, say
+    conn.commit()
+    conn.close()
+    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
+    assert kb.info.restricted is True and kb.info.sensitive_sources is True
+    kb._catalog.update_kb(kb.id, settings={})  # changed under an open knowledge base
+    assert kb.info.restricted is True
+
+
+def test_only_an_explicit_false_turns_restriction_off(tmp_path, emb):
+    _restricted_kb(tmp_path, emb)
+    KnowledgeBase("deal", path=tmp_path, embeddings=emb, restricted=False).close()
+    _truncate(tmp_path)
+    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
+    assert kb.info.restricted is False and kb.info.sensitive_sources is True
+
+
+def test_a_kb_in_chroma_without_a_record_opens_restricted(tmp_path, emb, caplog):
+    kb = KnowledgeBase("old", path=tmp_path, embeddings=emb)
+    kb.add_documents(DOCS)
+    kb._client.delete_collection(storage.record_collection_name(kb.id))  # an older version
+    kb.close()
+    _delete(tmp_path)
+    reopened = KnowledgeBase("old", path=tmp_path, embeddings=emb)
+    assert reopened.info.restricted is True and reopened.info.sensitive_sources is True
+    assert reopened.info.chunk_count == len(DOCS)
+    assert "cannot be established" in caplog.text
+
+
+class _DownClient:
+    """A Chroma client whose server does not answer."""
+
+    def __getattr__(self, name):
+        def fail(*args, **kwargs):
+            raise ConnectionError("Could not connect to a Chroma server")
+
+        return fail
+
+
+def test_chroma_unreachable_at_open_fails_closed(tmp_path, emb):
+    client = chromadb.EphemeralClient()
+    kb = KnowledgeBase("srv", path=tmp_path, client=client, embeddings=emb)
+    assert kb.info.restricted is False
+    kb.close()
+    down = KnowledgeBase("srv", path=tmp_path, client=_DownClient(), embeddings=emb)
+    assert down.info.restricted is True and down.info.sensitive_sources is True
+    with pytest.raises(KnowledgeBaseOpenError, match="could not be asked"):
+        KnowledgeBase("other", path=tmp_path, client=_DownClient(), embeddings=emb)
+
+
+def test_damage_found_later_is_a_store_error_and_repair_rebuilds(tmp_path, emb, monkeypatch):
+    ids = _restricted_kb(tmp_path, emb)
+    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
+    real = kb._catalog.partitions
+    calls = {"n": 0}
+
+    def malformed(kb_id):
+        calls["n"] += 1
+        if calls["n"] <= 2:
+            raise sqlite3.DatabaseError("database disk image is malformed")
+        return real(kb_id)
+
+    monkeypatch.setattr(kb._catalog, "partitions", malformed)
+    with pytest.raises(StoreError) as caught:
+        kb.check()
+    assert caught.value.reason == "damaged"
+    text = str(caught.value).lower()
+    assert "--repair" in text and "move" not in text and "delete" not in text
+    report = kb.check(repair=True)
+    assert report.catalog_rebuilt
+    assert list(tmp_path.glob("catalog.sqlite3.damaged-*"))
+    assert kb.info.restricted is True and kb.info.chunk_count == len(ids)
+    assert kb.search("annual leave", k=1, mode="keyword", min_score=0.0)[0].id == ids[1]
+
+
+def test_repair_adopts_what_it_can_explain_and_deletes_nothing(tmp_path, emb):
+    kb = KnowledgeBase("adopt", path=tmp_path, embeddings=emb)
+    kb.add_documents(DOCS[1:])
+    collection = kb._collection("", create=False)
+    collection.upsert(  # written by another client, with text: explainable
+        ids=["foreign-1"],
+        embeddings=[emb.embed_query("holiday rota")],
+        documents=["The holiday rota is published every January."],
+        metadatas=[{"source": "rota.md"}],
+    )
+    collection.upsert(ids=["vector-only"], embeddings=[emb.embed_query("x")])  # no text
+    report = kb.check(repair=True)
+    assert sorted(report.partitions[0].chroma_extra) == ["foreign-1", "vector-only"]
+    assert report.unexplained == ["vector-only"]
+    assert "left in place" in report.summary()
+    assert set(collection.get(include=[])["ids"]) >= {"foreign-1", "vector-only"}
+    hits = kb.search("holiday rota January", k=1, mode="keyword", min_score=0.0)
+    assert hits[0].id == "foreign-1"
+
+
+def test_a_replaced_collection_is_noticed_and_rewritten(tmp_path, emb, caplog):
+    first = chromadb.PersistentClient(path=str(tmp_path / "server-1"))
+    kb = KnowledgeBase("srv", path=tmp_path / "store", client=first, embeddings=emb)
+    assert kb.add_documents(DOCS).added == len(DOCS)
+    kb.close()
+    fresh = chromadb.PersistentClient(path=str(tmp_path / "server-2"))  # a wiped server
+    kb = KnowledgeBase("srv", path=tmp_path / "store", client=fresh, embeddings=emb)
+    # no text served from the local catalog over an empty collection
+    assert kb.search("annual leave", k=2, mode="keyword", min_score=0.0) == []
+    assert "is gone" in caplog.text
+    result = kb.add_documents(DOCS)
+    assert result.added == len(DOCS) and result.unchanged == 0
+    collection = fresh.get_collection(f"kinject-{kb.id}-shared")
+    assert collection.count() == len(DOCS)
+    assert kb.check().clean
+
+
+def test_a_collection_deleted_under_an_open_kb_is_noticed(tmp_path, emb):
+    client = chromadb.PersistentClient(path=str(tmp_path / "server"))
+    kb = KnowledgeBase("srv", path=tmp_path / "store", client=client, embeddings=emb)
+    ids = kb.add_documents(DOCS).ids
+    assert kb.search("annual leave", k=1, min_score=0.0)[0].id == ids[1]
+    client.delete_collection(f"kinject-{kb.id}-shared")  # the server was wiped and restarted
+    assert kb.search("annual leave", k=1, min_score=0.0) == []
+    assert kb.add_documents(DOCS).added == len(DOCS)
+    assert kb.search("annual leave", k=1, min_score=0.0)[0].id == ids[1]
+
+
+def _disk_full(*args, **kwargs):
+    from chromadb.errors import InternalError
+
+    raise InternalError(
+        "Query error: Database error: error returned from database: (code: 13) "
+        "database or disk is full"
+    )
+
+
+def test_disk_full_in_chroma_is_a_store_error_and_recovers(tmp_path, emb, monkeypatch):
+    """Simulated at the Chroma boundary (scripts/disk_full_probe.py fills a real tmpfs)."""
+    kb = KnowledgeBase("full", path=tmp_path, embeddings=emb)
+    collection = kb._collection("", create=True)
+    monkeypatch.setattr(type(collection), "upsert", _disk_full)
+    with pytest.raises(StoreError) as caught:
+        kb.add_documents(DOCS)
+    assert caught.value.reason == "disk_full" and "Free disk space" in str(caught.value)
+    assert kb.check().clean  # nothing half-written
+    monkeypatch.undo()
+    assert kb.add_documents(DOCS).added == len(DOCS)  # same process, space back
+    assert kb.check().clean
+
+
+def test_disk_full_in_the_catalog_rolls_back_and_recovers(tmp_path, emb, monkeypatch):
+    kb = KnowledgeBase("full", path=tmp_path, embeddings=emb)
+    real = kb._catalog.put_chunks
+
+    def full(*args, **kwargs):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(kb._catalog, "put_chunks", full)
+    with pytest.raises(StoreError, match="is full"):
+        kb.add_documents(DOCS)
+    monkeypatch.setattr(kb._catalog, "put_chunks", real)
+    report = kb.check(repair=True)  # Chroma got the chunks first: adopted, not deleted
+    assert report.partitions[0].registry == 0 and kb.check().clean
+    assert kb.add_documents(DOCS).unchanged == len(DOCS)
+
+
+def test_cli_prints_one_line_on_disk_full(tmp_path, monkeypatch, capsys):
+    fake = DeterministicFakeEmbedding(size=16)
+    monkeypatch.setattr(knowledge_base, "default_embeddings", lambda: fake)
+    monkeypatch.setattr(chromadb.api.models.Collection.Collection, "upsert", _disk_full)
+    doc = tmp_path / "doc.txt"
+    doc.write_text("Staff get 25 days of annual leave.")
+    code = main(["ingest", str(doc), "--kb", "hr", "--path", str(tmp_path / "store")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert len(err) == 1 and err[0].startswith("kinject: error:") and "is full" in err[0]
+
+
+def test_read_only_store_is_searchable_and_refuses_writes(tmp_path, emb, monkeypatch):
+    """Simulated: tests run as root, which writes through permission bits.
+
+    ``scripts/disk_full_probe.py --read-only`` checks a real read-only bind mount.
+    """
+    ids = _restricted_kb(tmp_path, emb)
+    monkeypatch.setattr(knowledge_base, "store_is_writable", lambda path: False)
+    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
+    assert kb.read_only and kb.info.restricted is True
+    assert kb.search("annual leave", k=1, min_score=0.0)[0].id == ids[1]
+    with pytest.raises(StoreError) as caught:
+        kb.add_documents(DOCS)
+    assert caught.value.reason == "read_only" and "Searching still works" in str(caught.value)
+    with pytest.raises(StoreError):
+        kb.delete(ids[:1])
