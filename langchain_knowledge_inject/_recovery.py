@@ -158,3 +158,88 @@ def rebuild_from_chroma(kb: KnowledgeBase) -> list[Adoption]:
             len(done),
         )
     return done
+
+
+MODEL_CHECK_SAMPLES = 3
+"""Stored documents embedded again to check that a collection was made with the given model."""
+MODEL_CHECK_MIN_COSINE = 0.98
+"""Lowest cosine similarity between a stored vector and its text embedded now."""
+
+
+def check_model(kb: KnowledgeBase, collection_name: str, sample: list[tuple[str, Any]]) -> None:
+    """Embed a few stored documents and compare with their stored vectors.
+
+    Raises:
+        KnowledgeBaseOpenError: The vectors were made by another model.
+    """
+    from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
+
+    if not sample:
+        return
+    fresh = kb.embeddings.embed_documents([text for text, _ in sample])
+    for (_, stored), now in zip(sample, fresh, strict=True):
+        stored = [float(x) for x in stored]
+        if len(stored) != len(now):
+            similarity = None
+        else:
+            dot = sum(a * b for a, b in zip(stored, now, strict=True))
+            norms = (sum(a * a for a in stored) * sum(b * b for b in now)) ** 0.5
+            similarity = dot / norms if norms else 0.0
+        if similarity is None or similarity < MODEL_CHECK_MIN_COSINE:
+            found = (
+                f"{len(stored)}-dimensional vectors, the model gives {len(now)}"
+                if similarity is None
+                else f"cosine similarity {similarity:.3f} between a stored vector and its text "
+                "embedded now"
+            )
+            msg = (
+                f"The Chroma collection {collection_name!r} was not embedded with the model "
+                f"given ({found}). Pass the embedding model that built it."
+            )
+            raise KnowledgeBaseOpenError(msg, kb_name=kb.name)
+
+
+def copy_collection(kb: KnowledgeBase, source: Any, partition: str) -> Adoption:
+    """Adopt an existing Chroma collection (langchain-chroma's layout) without re-embedding.
+
+    Its ids, documents, metadatas and vectors are copied into the knowledge
+    base's own cosine collection of ``partition``, and the registry and keyword
+    index are built from them. Records without text are reported, not copied.
+    """
+    from langchain_knowledge_inject.storage import chroma_metadata
+
+    target = kb._collection(partition, create=True)
+    adoption = Adoption(partition)
+    offset, checked = 0, False
+    while True:
+        got = source.get(
+            limit=PAGE, offset=offset, include=["documents", "metadatas", "embeddings"]
+        )
+        ids = list(got["ids"])
+        if not ids:
+            break
+        records = list(zip(ids, got["documents"], got["metadatas"], got["embeddings"], strict=True))
+        kept = [r for r in records if isinstance(r[1], str) and r[1].strip()]
+        adoption.unexplained.extend(r[0] for r in records if r not in kept)
+        if not checked and kept:
+            check_model(kb, source.name, [(r[1], r[3]) for r in kept[:MODEL_CHECK_SAMPLES]])
+            checked = True
+        rows = []
+        for chunk_id, text, metadata, _ in kept:
+            meta = dict(metadata or {})
+            if partition:
+                meta["tenant_id"] = partition
+            rows.append(ChunkRow(chunk_id, partition, str(meta.get("source") or ""), text, meta))
+        if kept:
+            target.upsert(
+                ids=[r[0] for r in kept],
+                embeddings=[[float(x) for x in r[3]] for r in kept],
+                documents=[r[1] for r in kept],
+                metadatas=[chroma_metadata(row.metadata) or None for row in rows],
+            )
+            adopt_rows(kb, partition, rows, replace=False)
+            adoption.adopted += len(rows)
+        offset += len(ids)
+        if len(ids) < PAGE:
+            break
+    return adoption

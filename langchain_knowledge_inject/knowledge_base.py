@@ -722,6 +722,74 @@ class KnowledgeBase:
             for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
         }
 
+    @classmethod
+    def from_chroma(
+        cls,
+        collection_name: str,
+        *,
+        name: str | None = None,
+        client: chromadb.ClientAPI | None = None,
+        persist_directory: str | os.PathLike[str] | None = None,
+        embeddings: Embeddings | None = None,
+        tenant_id: str | None = None,
+        **options: Any,
+    ) -> KnowledgeBase:
+        """Adopt an existing Chroma collection (as ``langchain_chroma.Chroma`` writes it).
+
+        Its documents, metadatas and vectors are copied, without re-embedding,
+        into a knowledge base whose catalog and keyword index are built from
+        them. A few stored documents are embedded again first and compared with
+        their stored vectors, so a collection made with another model is refused.
+
+        Args:
+            collection_name: The collection to adopt.
+            name: Name of the knowledge base (default: the collection's name).
+            client: The ``chromadb`` client holding the collection; the knowledge
+                base is stored with it too.
+            persist_directory: Or the directory of an embedded Chroma store holding it.
+            embeddings: The embedding model that built the collection.
+            tenant_id: Adopt it as this tenant's partition (default: the shared one).
+            **options: Other :class:`KnowledgeBase` arguments (``path``, ``restricted``, ...).
+
+        Raises:
+            ConfigurationError: Neither or both of ``client`` and ``persist_directory``.
+            KnowledgeBaseNotFoundError: No such collection.
+            KnowledgeBaseOpenError: The collection was embedded with another model.
+        """
+        from langchain_knowledge_inject._recovery import copy_collection
+
+        if (client is None) == (persist_directory is None):
+            msg = "Give exactly one of client= and persist_directory= to find the collection"
+            raise ConfigurationError(msg, option="client", value=client)
+        if client is not None:
+            source_client = client
+        else:
+            import chromadb
+
+            source_client = chromadb.PersistentClient(path=str(persist_directory))
+        try:
+            source = source_client.get_collection(collection_name, embedding_function=None)
+        except Exception as exc:
+            if not is_not_found(exc):
+                raise
+            msg = f"No Chroma collection named {collection_name!r} to adopt"
+            raise KnowledgeBaseNotFoundError(msg, kb_name=name or collection_name) from exc
+        kb = cls(name or collection_name, client=client, embeddings=embeddings, **options)
+        try:
+            adoption = copy_collection(kb, source, partition_of(tenant_id))
+        except BaseException:
+            if kb._catalog.count(kb.id) == 0:  # made by this call: leave nothing behind
+                kb.drop()
+            kb.close()
+            raise
+        if adoption.unexplained:
+            logger.warning(
+                "Adopting %r: %d records hold no text and were not copied",
+                collection_name,
+                len(adoption.unexplained),
+            )
+        return kb
+
     def as_retriever(self, **kwargs: Any) -> KnowledgeBaseRetriever:
         """A LangChain retriever over this knowledge base.
 
@@ -733,19 +801,23 @@ class KnowledgeBase:
         return KnowledgeBaseRetriever(knowledge_base=self, **kwargs)
 
     def vectorstore(self, *, tenant_id: str | None = None) -> Chroma:
-        """The partition's collection as a plain ``langchain_chroma.Chroma`` vector store.
+        """The partition's collection as a read-only ``langchain_chroma.Chroma`` vector store.
 
-        Useful for what ``search`` does not offer (MMR, raw scores). Writes made
-        through it bypass the keyword index; use :meth:`add_documents` to write.
+        Useful for what ``search`` does not offer (MMR, raw scores). Its write
+        methods raise :class:`KnowledgeBaseError`: a write through it would
+        bypass the registry and the keyword index. Write with
+        :meth:`add_documents`, :meth:`delete` and :meth:`delete_source`.
         """
-        from langchain_chroma import Chroma
+        from langchain_knowledge_inject._readonly_store import ReadOnlyChroma
 
         partition = partition_of(tenant_id)
-        self._collection(partition, create=True)
-        return Chroma(
+        if self._collection(partition, create=False) is None and not self.read_only:
+            self._collection(partition, create=True)
+        return ReadOnlyChroma(
             client=self._client,
             collection_name=collection_name(self.id, partition),
             embedding_function=self.embeddings,
+            create_collection_if_not_exists=False,
         )
 
     def _collection(self, partition: str, *, create: bool) -> Any:

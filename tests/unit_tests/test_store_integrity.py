@@ -273,3 +273,74 @@ def test_read_only_store_is_searchable_and_refuses_writes(tmp_path, emb, monkeyp
     assert caught.value.reason == "read_only" and "Searching still works" in str(caught.value)
     with pytest.raises(StoreError):
         kb.delete(ids[:1])
+
+
+def test_from_chroma_adopts_a_langchain_chroma_collection_without_re_embedding(tmp_path, emb):
+    from langchain_chroma import Chroma
+
+    store = Chroma("handbook", embedding_function=emb, persist_directory=str(tmp_path / "lc"))
+    ids = store.add_documents(DOCS)
+    counting = _CountingEmbedding(size=16)
+    kb = KnowledgeBase.from_chroma(
+        "handbook",
+        persist_directory=tmp_path / "lc",
+        embeddings=counting,
+        path=tmp_path / "kb",
+        restricted=True,
+    )
+    assert counting.documents == 3  # the model check only: the collection was not re-embedded
+    assert kb.info.chunk_count == len(DOCS) and kb.info.restricted is True
+    hit = kb.search("amber walrus pilot", k=1, mode="keyword", min_score=0.0)[0]
+    assert hit.id == ids[0] and hit.metadata["source"] == "deal.md"
+    assert kb.search(SECRET, k=1, mode="dense", min_score=0.0)[0].id == ids[0]
+    assert kb.check().clean
+
+
+def test_from_chroma_refuses_another_embedding_model(tmp_path, emb):
+    from langchain_chroma import Chroma
+
+    Chroma("handbook", embedding_function=emb, persist_directory=str(tmp_path / "lc")).add_documents(
+        DOCS
+    )
+    other = _ShiftedEmbedding(size=16)
+    with pytest.raises(KnowledgeBaseOpenError, match="not embedded with the model given"):
+        KnowledgeBase.from_chroma(
+            "handbook", persist_directory=tmp_path / "lc", embeddings=other, path=tmp_path / "kb"
+        )
+    assert KnowledgeBase.list(path=tmp_path / "kb") == []
+
+
+def test_vectorstore_reads_and_refuses_writes_clearly(tmp_path, emb):
+    from langchain_knowledge_inject import KnowledgeBaseError
+
+    kb = KnowledgeBase("vs", path=tmp_path, embeddings=emb)
+    ids = kb.add_documents(DOCS).ids
+    store = kb.vectorstore()
+    assert store.similarity_search(SECRET, k=1)[0].id == ids[0]
+    for write in (
+        lambda: store.add_documents([Document("new text")]),
+        lambda: store.add_texts(["new text"]),
+        lambda: store.delete(ids),
+        lambda: store.update_document(ids[0], Document("x")),
+    ):
+        with pytest.raises(KnowledgeBaseError, match=r"kb\.add_documents"):
+            write()
+    assert kb.check().clean and kb.info.chunk_count == len(DOCS)
+
+
+class _CountingEmbedding(DeterministicFakeEmbedding):
+    documents: int = 0
+
+    def embed_documents(self, texts):
+        self.documents += len(texts)
+        return super().embed_documents(texts)
+
+
+class _ShiftedEmbedding(DeterministicFakeEmbedding):
+    """Same size, other vectors: another model."""
+
+    def embed_documents(self, texts):
+        return super().embed_documents([f"other model {t}" for t in texts])
+
+    def embed_query(self, text):
+        return super().embed_query(f"other model {text}")
