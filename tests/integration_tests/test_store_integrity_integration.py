@@ -1,0 +1,105 @@
+"""Store integrity with real parts: a real `chroma run` server that is wiped under a catalog,
+and a collection written by `langchain_chroma.Chroma` with the real embedding model, adopted."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_knowledge_inject import KnowledgeBase, KnowledgeBaseOpenError
+
+from .conftest import ChromaServer, _free_port
+
+pytestmark = pytest.mark.integration
+
+DOCS = [
+    Document("Staff get 25 days of annual leave per year.", metadata={"source": "leave.md"}),
+    Document("Sick leave needs a doctor's note after three days.", metadata={"source": "sick.md"}),
+    Document("Expenses are reimbursed within a month.", metadata={"source": "expenses.md"}),
+]
+
+
+def test_a_catalog_pointed_at_a_fresh_server_rewrites_and_keeps_restriction(
+    tmp_path, real_embeddings
+):
+    server = ChromaServer(path=tmp_path / "server-a", port=_free_port())
+    server.start()
+    try:
+        kb = KnowledgeBase(
+            "hr", path=tmp_path / "store", client=server.client(), embeddings=real_embeddings,
+            restricted=True,
+        )
+        assert kb.add_documents(DOCS).added == len(DOCS)
+        kb.close()
+    finally:
+        server.stop()
+    # the server is wiped: it comes back on an empty path; the store directory still holds
+    # the catalog of the earlier one
+    server.path = tmp_path / "server-b"
+    server.start()
+    try:
+        client = server.client()
+        kb = KnowledgeBase("hr", path=tmp_path / "store", client=client, embeddings=real_embeddings)
+        assert kb.info.restricted is True  # the catalog remembers it; the new record says it too
+        assert kb.search("how many days of annual leave?", k=2, mode="keyword", min_score=0.0) == []
+        result = kb.add_documents(DOCS)
+        assert result.added == len(DOCS) and result.unchanged == 0
+        assert client.get_collection(f"kinject-{kb.id}-shared").count() == len(DOCS)
+        hits = kb.search("how many days of annual leave?", k=1)
+        assert hits and hits[0].metadata["source"] == "leave.md"
+        kb.close()
+        # the same server restarted (same data): the catalog and server agree, nothing is redone
+        server.stop()
+        server.start()
+        kb = KnowledgeBase(
+            "hr", path=tmp_path / "store", client=server.client(), embeddings=real_embeddings
+        )
+        assert kb.add_documents(DOCS).unchanged == len(DOCS)
+        assert kb.search("sick leave doctor's note", k=1)[0].metadata["source"] == "sick.md"
+        assert kb.check().clean
+        kb.drop()
+        kb.close()
+    finally:
+        server.stop()
+
+
+def test_from_chroma_adopts_a_real_langchain_chroma_collection(tmp_path, real_embeddings):
+    from langchain_chroma import Chroma
+
+    store = Chroma(
+        collection_name="handbook",
+        embedding_function=real_embeddings,
+        persist_directory=str(tmp_path / "lc"),
+    )
+    ids = store.add_documents(DOCS)
+    kb = KnowledgeBase.from_chroma(
+        "handbook",
+        persist_directory=tmp_path / "lc",
+        embeddings=real_embeddings,
+        path=tmp_path / "kb",
+    )
+    assert kb.info.chunk_count == len(DOCS)
+    hits = kb.search("How long until I need a doctor's note?", k=1)
+    assert hits[0].id == ids[1]
+    keyword = kb.search("reimbursed", k=1, mode="keyword", min_score=0.0)
+    assert keyword[0].id == ids[2]
+    assert kb.check().clean
+    kb.close()
+
+
+def test_from_chroma_refuses_a_collection_made_by_another_model(tmp_path, real_embeddings):
+    from langchain_chroma import Chroma
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    Chroma(
+        collection_name="handbook",
+        embedding_function=DeterministicFakeEmbedding(size=384),
+        persist_directory=str(tmp_path / "lc"),
+    ).add_documents(DOCS)
+    with pytest.raises(KnowledgeBaseOpenError, match="not embedded with the model given"):
+        KnowledgeBase.from_chroma(
+            "handbook",
+            persist_directory=tmp_path / "lc",
+            embeddings=real_embeddings,
+            path=tmp_path / "kb",
+        )
