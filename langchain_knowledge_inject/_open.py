@@ -108,20 +108,31 @@ def open_knowledge_base(
         stored = bool(settings.get(key)) or bool(record and record[key])
         if stored and given.get(key) is False:
             logger.warning("Knowledge base %r: %s turned off by the caller", kb.name, key)
-        settings[key] = stored
+        if stored or key in settings:
+            settings[key] = stored
     settings.update(given)
     changes: dict[str, Any] = {}
-    if description is not None:
+    if description is not None and description != row["description"]:
         changes["description"] = description
-    if topics is not None:
+    if topics is not None and list(topics) != row["topics"]:
         changes["topics"] = list(topics)
     if settings != row["settings"]:
         changes["settings"] = settings
-    if not kb.read_only:
-        kb._catalog.update_kb(kb.id, **changes)
-        if known:
-            write_kb_record(kb._client, kb.id, kb.name, {**row, **changes, "settings": settings})
     kb._pinned = {key: bool(settings.get(key)) or not known for key in RECORD_KEYS}
+    if kb.read_only:
+        return
+    merged = {**row, **changes, "settings": settings}
+    try:
+        kb._catalog.update_kb(kb.id, **changes)
+        if known and (record is None or any(record[k] != bool(settings.get(k)) for k in RECORD_KEYS)):
+            write_kb_record(kb._client, kb.id, kb.name, merged)
+    except Exception as exc:
+        if classify_store_error(exc) not in ("disk_full", "read_only"):
+            raise
+        kb._conn.rollback()
+        logger.warning(  # the flags hold in memory (on wins); written on a later open
+            "Knowledge base %r: its settings could not be written (%s)", kb.name, exc
+        )
 
 
 def _open_without_row(

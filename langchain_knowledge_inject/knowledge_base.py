@@ -23,6 +23,7 @@ import hashlib
 import logging
 import os
 import re
+import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -890,7 +891,12 @@ class KnowledgeBase:
             else:
                 adopt_partition(self, partition, found, replace=True)
         if current is not None and current != recorded and not self.read_only:
-            self._catalog.set_collection_id(self.id, partition, current)
+            try:
+                self._catalog.set_collection_id(self.id, partition, current)
+            except sqlite3.OperationalError as exc:  # disk full: recorded on a later call
+                self._conn.rollback()
+                logger.warning("Could not record the collection id of %r: %s", partition, exc)
+                return
         self._verified.add(partition)
 
     def _rebuild_catalog(self) -> None:

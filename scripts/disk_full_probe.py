@@ -4,12 +4,14 @@ Run as root in a private mount namespace with a small tmpfs (nothing outside is 
 
     unshare -m sh -c 'mkdir -p /tmp/kinject-full && \
         mount -t tmpfs -o size=24m tmpfs /tmp/kinject-full && \
-        python scripts/disk_full_probe.py /tmp/kinject-full'
+        python scripts/disk_full_probe.py /tmp/kinject-full --read-only'
 
 It writes a ballast file, fills the rest with ``add_documents`` until a write
-fails, prints the error (type and message), runs ``check()``, deletes the
-ballast and writes, searches and checks again in the same process. Then it runs
-``kinject ingest`` on the full disk as a subprocess and prints its stderr and exit code.
+fails, prints the error (type and message), runs ``check()``, runs ``kinject
+ingest`` on the full disk as a subprocess (stderr and exit code), deletes the
+ballast and writes, searches and checks again in the same process. With
+``--read-only`` it then remounts the file system read-only and opens, searches
+and writes to the store.
 """
 
 from __future__ import annotations
@@ -39,8 +41,10 @@ def _docs(start: int, n: int) -> list[Document]:
 def main(root: Path) -> int:
     store = root / "store"
     ballast = root / "ballast"
-    ballast.write_bytes(b"\0" * (4 << 20))
-    kb = KnowledgeBase("full", path=store, embeddings=DeterministicFakeEmbedding(size=384))
+    ballast.write_bytes(b"\0" * (12 << 20))
+    kb = KnowledgeBase(
+        "full", path=store, embeddings=DeterministicFakeEmbedding(size=384), restricted=True
+    )
     written, error = 0, None
     t0 = time.monotonic()
     while error is None and written < 200_000:
@@ -63,25 +67,52 @@ def main(root: Path) -> int:
         print(f"search on the full disk: {len(hits)} hits")
     except Exception as exc:  # noqa: BLE001
         print(f"search on the full disk raised {type(exc).__name__}: {exc}")
-    env = {**os.environ}
+    kb.close()
+    doc = root / "doc.txt"
     cli = subprocess.run(
         [sys.executable, "-m", "langchain_knowledge_inject.cli", "--path", str(store),
-         "check", "--kb", "full"],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
+         "ingest", str(_write_doc(doc)), "--kb", "full"],
+        capture_output=True, text=True, env={**os.environ}, timeout=300, check=False,
     )
-    print(f"kinject check (other process) on the full disk: exit {cli.returncode}, "
-          f"stderr lines {len(cli.stderr.splitlines())}: {cli.stderr.strip()[-300:]!r}")
+    print(f"kinject ingest on the full disk: exit {cli.returncode}, "
+          f"stderr {len(cli.stderr.splitlines())} line(s): {cli.stderr.strip()[-400:]!r}")
+    kb = KnowledgeBase("full", path=store, embeddings=DeterministicFakeEmbedding(size=384))
     ballast.unlink()
-    print("ballast freed: 4 MiB")
+    import shutil
+
+    print(f"ballast freed: 12 MiB; free now {shutil.disk_usage(root).free >> 10} KiB")
     try:
-        result = kb.add_documents(_docs(written, 20))
+        try:
+            result = kb.add_documents(_docs(written, 20))
+        except Exception as exc:  # noqa: BLE001
+            print(f"first write after freeing: {type(exc).__name__}: {str(exc)[:120]}")
+            result = kb.add_documents(_docs(written, 20))
         print(f"after freeing space, same process: add_documents added {result.added}")
         hits = kb.search("word7 word14", k=2, min_score=0.0, mode="keyword")
         print(f"keyword search: {len(hits)} hits; check: {kb.check().summary()!r}")
     except Exception as exc:  # noqa: BLE001
         print(f"after freeing space, same process: {type(exc).__name__}: {exc}")
     kb.close()
+    if "--read-only" in sys.argv:
+        subprocess.run(["mount", "-o", "remount,ro", str(root)], check=False)
+        kb = KnowledgeBase("full", path=store, embeddings=DeterministicFakeEmbedding(size=384))
+        hits = kb.search("word7 word14", k=2, min_score=0.0)
+        print(f"read-only store: opened (read_only={kb.read_only}), search {len(hits)} hits, "
+              f"restricted={kb.info.restricted}")
+        try:
+            kb.add_documents(_docs(0, 1))
+        except Exception as exc:  # noqa: BLE001
+            print(f"read-only store, add_documents: {type(exc).__name__}: {exc}")
+        kb.close()
     return 0
+
+
+def _write_doc(path: Path) -> Path:
+    try:
+        path.write_text("Staff get 25 days of annual leave. " * 200)
+    except OSError:
+        pass
+    return path
 
 
 if __name__ == "__main__":
