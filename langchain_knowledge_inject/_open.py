@@ -67,7 +67,7 @@ def read_record(kb: KnowledgeBase) -> tuple[dict[str, Any] | None, bool]:
     kb._record_checked_at = time.monotonic()
     try:
         return read_kb_record(kb._client, kb.id), True
-    except Exception as exc:  # noqa: BLE001 - server down: restriction cannot be established
+    except Exception as exc:
         logger.warning(
             "Knowledge base %r: its settings record in Chroma could not be read (%s); it is "
             "treated as restricted with sensitive sources until it can be",
@@ -124,7 +124,9 @@ def open_knowledge_base(
     merged = {**row, **changes, "settings": settings}
     try:
         kb._catalog.update_kb(kb.id, **changes)
-        if known and (record is None or any(record[k] != bool(settings.get(k)) for k in RECORD_KEYS)):
+        if known and (
+            record is None or any(record[k] != bool(settings.get(k)) for k in RECORD_KEYS)
+        ):
             write_kb_record(kb._client, kb.id, kb.name, merged)
     except Exception as exc:
         if classify_store_error(exc) not in ("disk_full", "read_only"):

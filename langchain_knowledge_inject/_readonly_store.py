@@ -28,35 +28,35 @@ class ReadOnlyChroma(Chroma):
         )
         raise KnowledgeBaseError(msg)
 
-    def add_texts(self, *args: Any, **kwargs: Any) -> list[str]:  # noqa: D102
+    def add_texts(self, *args: Any, **kwargs: Any) -> list[str]:
         self._refuse("add_texts")
 
-    def add_documents(self, *args: Any, **kwargs: Any) -> list[str]:  # noqa: D102
+    def add_documents(self, *args: Any, **kwargs: Any) -> list[str]:
         self._refuse("add_documents")
 
-    async def aadd_texts(self, *args: Any, **kwargs: Any) -> list[str]:  # noqa: D102
+    async def aadd_texts(self, *args: Any, **kwargs: Any) -> list[str]:
         self._refuse("aadd_texts")
 
-    async def aadd_documents(self, *args: Any, **kwargs: Any) -> list[str]:  # noqa: D102
+    async def aadd_documents(self, *args: Any, **kwargs: Any) -> list[str]:
         self._refuse("aadd_documents")
 
-    def add_images(self, *args: Any, **kwargs: Any) -> list[str]:  # noqa: D102
+    def add_images(self, *args: Any, **kwargs: Any) -> list[str]:
         self._refuse("add_images")
 
-    def update_document(self, *args: Any, **kwargs: Any) -> None:  # noqa: D102
+    def update_document(self, *args: Any, **kwargs: Any) -> None:
         self._refuse("update_document")
 
-    def update_documents(self, *args: Any, **kwargs: Any) -> None:  # noqa: D102
+    def update_documents(self, *args: Any, **kwargs: Any) -> None:
         self._refuse("update_documents")
 
-    def delete(self, *args: Any, **kwargs: Any) -> None:  # noqa: D102
+    def delete(self, *args: Any, **kwargs: Any) -> None:
         self._refuse("delete")
 
-    async def adelete(self, *args: Any, **kwargs: Any) -> None:  # noqa: D102
+    async def adelete(self, *args: Any, **kwargs: Any) -> None:
         self._refuse("adelete")
 
-    def delete_collection(self) -> None:  # noqa: D102
+    def delete_collection(self) -> None:
         self._refuse("delete_collection")
 
-    def reset_collection(self) -> None:  # noqa: D102
+    def reset_collection(self) -> None:
         self._refuse("reset_collection")

@@ -304,7 +304,8 @@ class Catalog:
         with self.lock:
             self.conn.execute(
                 "INSERT INTO partitions (kb_id, partition, collection_id) VALUES (?, ?, ?)"
-                " ON CONFLICT (kb_id, partition) DO UPDATE SET collection_id = excluded.collection_id",
+                " ON CONFLICT (kb_id, partition)"
+                " DO UPDATE SET collection_id = excluded.collection_id",
                 (kb_id, partition, collection_id),
             )
             self.conn.commit()

@@ -37,7 +37,6 @@ from langchain_knowledge_inject.catalog import Catalog, ChunkRow
 from langchain_knowledge_inject.embeddings import (
     QueryEmbeddingCache,
     default_embeddings,
-    embedding_model_name,
 )
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
@@ -55,8 +54,8 @@ from langchain_knowledge_inject.storage import (
     collection_name,
     default_store_path,
     ensure_store_dir,
-    open_store_dir,
     is_not_found,
+    open_store_dir,
     persistent_client,
     record_collection_name,
     store_error,
@@ -291,7 +290,9 @@ class KnowledgeBase:
                 "restricted": restricted,
                 "sensitive_sources": sensitive_sources,
                 "routing_hint": routing_hint,
-                "routing_keywords": list(routing_keywords) if routing_keywords is not None else None,
+                "routing_keywords": list(routing_keywords)
+                if routing_keywords is not None
+                else None,
             }
             self._collections: dict[str, Any] = {}
             self._verified: set[str] = set()

@@ -249,9 +249,7 @@ def classify_store_error(exc: BaseException) -> str | None:
     return None
 
 
-def store_error(
-    exc: BaseException, *, action: str, kb_name: str, path: Path
-) -> StoreError | None:
+def store_error(exc: BaseException, *, action: str, kb_name: str, path: Path) -> StoreError | None:
     """The package's own error for a disk-full, read-only or damaged store, or None.
 
     Args:

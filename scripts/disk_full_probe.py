@@ -16,6 +16,7 @@ and writes to the store.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -39,6 +40,7 @@ def _docs(start: int, n: int) -> list[Document]:
 
 
 def main(root: Path) -> int:
+    """Run the probe on the file system mounted at ``root``."""
     store = root / "store"
     ballast = root / "ballast"
     ballast.write_bytes(b"\0" * (12 << 20))
@@ -51,7 +53,7 @@ def main(root: Path) -> int:
         try:
             kb.add_documents(_docs(written, 200))
             written += 200
-        except Exception as exc:  # noqa: BLE001 - the point is to see what comes out
+        except Exception as exc:
             error = exc
     print(f"chunks written before the disk filled: {written} ({time.monotonic() - t0:.1f}s)")
     print(f"error on the full disk: {type(error).__module__}.{type(error).__name__}: {error}")
@@ -59,23 +61,40 @@ def main(root: Path) -> int:
     try:
         report = kb.check()
         print(f"check() on the full disk: {report.summary()!r} in {time.monotonic() - t0:.1f}s")
-    except Exception as exc:  # noqa: BLE001
-        print(f"check() on the full disk raised {type(exc).__name__}: {exc} "
-              f"after {time.monotonic() - t0:.1f}s")
+    except Exception as exc:
+        print(
+            f"check() on the full disk raised {type(exc).__name__}: {exc} "
+            f"after {time.monotonic() - t0:.1f}s"
+        )
     try:
         hits = kb.search("word7 word14", k=2, min_score=0.0)
         print(f"search on the full disk: {len(hits)} hits")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         print(f"search on the full disk raised {type(exc).__name__}: {exc}")
     kb.close()
     doc = root / "doc.txt"
     cli = subprocess.run(
-        [sys.executable, "-m", "langchain_knowledge_inject.cli", "--path", str(store),
-         "ingest", str(_write_doc(doc)), "--kb", "full"],
-        capture_output=True, text=True, env={**os.environ}, timeout=300, check=False,
+        [
+            sys.executable,
+            "-m",
+            "langchain_knowledge_inject.cli",
+            "--path",
+            str(store),
+            "ingest",
+            str(_write_doc(doc)),
+            "--kb",
+            "full",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ},
+        timeout=300,
+        check=False,
     )
-    print(f"kinject ingest on the full disk: exit {cli.returncode}, "
-          f"stderr {len(cli.stderr.splitlines())} line(s): {cli.stderr.strip()[-400:]!r}")
+    print(
+        f"kinject ingest on the full disk: exit {cli.returncode}, "
+        f"stderr {len(cli.stderr.splitlines())} line(s): {cli.stderr.strip()[-400:]!r}"
+    )
     kb = KnowledgeBase("full", path=store, embeddings=DeterministicFakeEmbedding(size=384))
     ballast.unlink()
     import shutil
@@ -84,34 +103,34 @@ def main(root: Path) -> int:
     try:
         try:
             result = kb.add_documents(_docs(written, 20))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             print(f"first write after freeing: {type(exc).__name__}: {str(exc)[:120]}")
             result = kb.add_documents(_docs(written, 20))
         print(f"after freeing space, same process: add_documents added {result.added}")
         hits = kb.search("word7 word14", k=2, min_score=0.0, mode="keyword")
         print(f"keyword search: {len(hits)} hits; check: {kb.check().summary()!r}")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         print(f"after freeing space, same process: {type(exc).__name__}: {exc}")
     kb.close()
     if "--read-only" in sys.argv:
         subprocess.run(["mount", "-o", "remount,ro", str(root)], check=False)
         kb = KnowledgeBase("full", path=store, embeddings=DeterministicFakeEmbedding(size=384))
         hits = kb.search("word7 word14", k=2, min_score=0.0)
-        print(f"read-only store: opened (read_only={kb.read_only}), search {len(hits)} hits, "
-              f"restricted={kb.info.restricted}")
+        print(
+            f"read-only store: opened (read_only={kb.read_only}), search {len(hits)} hits, "
+            f"restricted={kb.info.restricted}"
+        )
         try:
             kb.add_documents(_docs(0, 1))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             print(f"read-only store, add_documents: {type(exc).__name__}: {exc}")
         kb.close()
     return 0
 
 
 def _write_doc(path: Path) -> Path:
-    try:
+    with contextlib.suppress(OSError):
         path.write_text("Staff get 25 days of annual leave. " * 200)
-    except OSError:
-        pass
     return path
 
 

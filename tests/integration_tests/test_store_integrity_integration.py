@@ -26,7 +26,10 @@ def test_a_catalog_pointed_at_a_fresh_server_rewrites_and_keeps_restriction(
     server.start()
     try:
         kb = KnowledgeBase(
-            "hr", path=tmp_path / "store", client=server.client(), embeddings=real_embeddings,
+            "hr",
+            path=tmp_path / "store",
+            client=server.client(),
+            embeddings=real_embeddings,
             restricted=True,
         )
         assert kb.add_documents(DOCS).added == len(DOCS)

@@ -29,7 +29,9 @@ def emb():
 
 
 def _restricted_kb(tmp_path, emb) -> list[str]:
-    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb, restricted=True, sensitive_sources=True)
+    kb = KnowledgeBase(
+        "deal", path=tmp_path, embeddings=emb, restricted=True, sensitive_sources=True
+    )
     ids = kb.add_documents(DOCS).ids
     kb.close()
     return ids
@@ -299,9 +301,9 @@ def test_from_chroma_adopts_a_langchain_chroma_collection_without_re_embedding(t
 def test_from_chroma_refuses_another_embedding_model(tmp_path, emb):
     from langchain_chroma import Chroma
 
-    Chroma("handbook", embedding_function=emb, persist_directory=str(tmp_path / "lc")).add_documents(
-        DOCS
-    )
+    Chroma(
+        "handbook", embedding_function=emb, persist_directory=str(tmp_path / "lc")
+    ).add_documents(DOCS)
     other = _ShiftedEmbedding(size=16)
     with pytest.raises(KnowledgeBaseOpenError, match="not embedded with the model given"):
         KnowledgeBase.from_chroma(
