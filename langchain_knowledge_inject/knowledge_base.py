@@ -72,11 +72,11 @@ from langchain_knowledge_inject.write_plan import (
 
 if TYPE_CHECKING:
     import chromadb
-    from langchain_chroma import Chroma
     from langchain_core.embeddings import Embeddings
     from langchain_text_splitters import TextSplitter
 
     from langchain_knowledge_inject.consistency import ConsistencyReport
+    from langchain_knowledge_inject.kb_vectorstore import KnowledgeBaseVectorStore
     from langchain_knowledge_inject.retriever import KnowledgeBaseRetriever
 
 logger = logging.getLogger(__name__)
@@ -802,25 +802,87 @@ class KnowledgeBase:
 
         return KnowledgeBaseRetriever(knowledge_base=self, **kwargs)
 
-    def vectorstore(self, *, tenant_id: str | None = None) -> Chroma:
-        """The partition's collection as a read-only ``langchain_chroma.Chroma`` vector store.
+    def vectorstore(self, *, tenant_id: str | None = None) -> KnowledgeBaseVectorStore:
+        """The partition's collection as a ``langchain_chroma.Chroma`` that writes through the KB.
 
-        Useful for what ``search`` does not offer (MMR, raw scores). Its write
-        methods raise :class:`KnowledgeBaseError`: a write through it would
-        bypass the registry and the keyword index. Write with
-        :meth:`add_documents`, :meth:`delete` and :meth:`delete_source`.
+        Reads (MMR, raw scores, ``get``) are langchain-chroma's; writes
+        (``add_documents``, ``add_texts``, ``update_documents``, ``delete``) go
+        through :meth:`upsert_records` and :meth:`delete`, so the registry and
+        the keyword index stay in step. See
+        :mod:`langchain_knowledge_inject.kb_vectorstore`.
         """
-        from langchain_knowledge_inject._readonly_store import ReadOnlyChroma
+        from langchain_knowledge_inject.kb_vectorstore import KnowledgeBaseVectorStore
 
         partition = partition_of(tenant_id)
         if self._collection(partition, create=False) is None and not self.read_only:
             self._collection(partition, create=True)
-        return ReadOnlyChroma(
+        return KnowledgeBaseVectorStore(
+            self,
+            tenant_id=tenant_id,
             client=self._client,
             collection_name=collection_name(self.id, partition),
             embedding_function=self.embeddings,
             create_collection_if_not_exists=False,
         )
+
+    def upsert_records(
+        self,
+        records: Sequence[tuple[str, str, Mapping[str, Any]]],
+        *,
+        tenant_id: str | None = None,
+    ) -> None:
+        """Store chunks under ids chosen by the caller; an existing id is replaced.
+
+        The write path of :meth:`vectorstore`: no splitting, no source
+        replacement, the metadata kept as given. Chroma first, then the
+        registry and the keyword index in one transaction.
+
+        Args:
+            records: ``(chunk_id, text, metadata)`` triples.
+            tenant_id: The tenant partition (None: the shared one).
+        """
+        self._refuse_if_read_only("adding documents")
+        partition = partition_of(tenant_id)
+        latest = {str(cid): (text, dict(meta)) for cid, text, meta in records}
+        rows = [
+            ChunkRow(cid, partition, str(meta.get("source") or ""), text, meta)
+            for cid, (text, meta) in latest.items()
+        ]
+        if not rows:
+            return
+        vectors = self.embeddings.embed_documents([r.text for r in rows])
+        with self._lock, self._store_errors("adding documents"):
+            collection = self._collection(partition, create=True)
+            batch = self._client.get_max_batch_size()
+            for start in range(0, len(rows), batch):
+                part = rows[start : start + batch]
+                collection.upsert(
+                    ids=[r.chunk_id for r in part],
+                    embeddings=[list(v) for v in vectors[start : start + batch]],
+                    documents=[r.text for r in part],
+                    metadatas=[chroma_metadata(r.metadata) or None for r in part],
+                )
+            try:
+                self._catalog.put_chunks(self.id, rows)
+                self._keyword.add(self.id, partition, [(r.chunk_id, r.text) for r in rows])
+                self._conn.commit()
+            except BaseException:
+                self._conn.rollback()
+                raise
+        self._derived_topics = None
+
+    def get_by_ids(self, ids: Sequence[str], *, tenant_id: str | None = None) -> list[Document]:
+        """Stored chunks by id, with the metadata they were stored with (missing ids left out)."""
+        partition = partition_of(tenant_id)
+        rows = self._catalog.get_chunks(self.id, partition, list(ids))
+        missing = [cid for cid in ids if cid not in rows]
+        if missing:  # written by another process to a shared Chroma server
+            rows.update(self._rows_from_chroma(partition, missing))
+        return [
+            Document(id=cid, page_content=rows[cid].text, metadata=dict(rows[cid].metadata))
+            for cid in dict.fromkeys(ids)
+            if cid in rows
+        ]
 
     def _collection(self, partition: str, *, create: bool) -> Any:
         with self._lock:

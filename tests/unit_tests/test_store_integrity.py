@@ -312,22 +312,34 @@ def test_from_chroma_refuses_another_embedding_model(tmp_path, emb):
     assert KnowledgeBase.list(path=tmp_path / "kb") == []
 
 
-def test_vectorstore_reads_and_refuses_writes_clearly(tmp_path, emb):
+def test_vectorstore_writes_go_through_the_knowledge_base(tmp_path, emb):
     from langchain_knowledge_inject import KnowledgeBaseError
 
     kb = KnowledgeBase("vs", path=tmp_path, embeddings=emb)
-    ids = kb.add_documents(DOCS).ids
+    kb.add_documents(DOCS)
     store = kb.vectorstore()
-    assert store.similarity_search(SECRET, k=1)[0].id == ids[0]
-    for write in (
-        lambda: store.add_documents([Document("new text")]),
-        lambda: store.add_texts(["new text"]),
-        lambda: store.delete(ids),
-        lambda: store.update_document(ids[0], Document("x")),
-    ):
-        with pytest.raises(KnowledgeBaseError, match=r"kb\.add_documents"):
-            write()
-    assert kb.check().clean and kb.info.chunk_count == len(DOCS)
+    ids = store.add_documents(
+        [Document("The holiday rota is published every January.", metadata={"team": "ops"})]
+    )
+    # found by keyword search too, and no drift for check() to report or repair to delete
+    hit = kb.search("holiday rota January", k=1, mode="keyword", min_score=0.0)[0]
+    assert hit.id == ids[0] and hit.metadata["team"] == "ops"
+    assert kb.check().clean and kb.info.chunk_count == len(DOCS) + 1
+    store.update_document(ids[0], Document("The rota moved to February.", metadata={}))
+    assert kb.search("rota February", k=1, mode="keyword", min_score=0.0)[0].id == ids[0]
+    stale = kb.search("holiday January", k=4, mode="keyword", min_score=0.0)
+    assert ids[0] not in [d.id for d in stale]  # the old text left the keyword index
+    store.delete(ids)
+    assert kb.get_by_ids(ids) == [] and kb.check().clean
+    assert kb.check(repair=True).clean and kb.info.chunk_count == len(DOCS)
+    with pytest.raises(KnowledgeBaseError, match=r"kb\.drop"):
+        store.delete_collection()
+    tenant = kb.vectorstore(tenant_id="acme")
+    tenant.add_texts(["Acme staff get 30 days."], ids=["acme-1"])
+    found = kb.search("Acme staff days", k=1, mode="keyword", min_score=0.0, tenant_id="acme")
+    assert found[0].id == "acme-1"
+    shared = kb.search("Acme staff days", k=4, mode="keyword", min_score=0.0)
+    assert "acme-1" not in [d.id for d in shared]
 
 
 class _CountingEmbedding(DeterministicFakeEmbedding):
