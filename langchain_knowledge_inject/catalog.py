@@ -117,10 +117,33 @@ def open_connection(path: Path | str, *, read_only: bool = False) -> sqlite3.Con
         conn.executescript(_SCHEMA)
         _migrate(conn)
         conn.commit()
+        _quick_check(conn, Path(path))
     except sqlite3.DatabaseError as exc:
         msg = f"The catalog {path} cannot be opened as a SQLite database ({exc})"
         raise KnowledgeBaseOpenError(msg) from exc
     return conn
+
+
+QUICK_CHECK_MAX_BYTES = 256 << 20
+"""Catalogs up to this size are checked page by page (``PRAGMA quick_check``) when opened.
+
+Larger ones are not (the check reads every page); damage found later is
+handled where it shows (the catalog is rebuilt from Chroma).
+"""
+
+
+def _quick_check(conn: sqlite3.Connection, path: Path) -> None:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return
+    if size > QUICK_CHECK_MAX_BYTES:
+        return
+    result = conn.execute("PRAGMA quick_check(1)").fetchone()
+    if result is None or result[0] != "ok":
+        detail = result[0] if result else "no answer"
+        msg = f"database disk image is malformed (quick_check: {detail})"
+        raise sqlite3.DatabaseError(msg)
 
 
 def _migrate(conn: sqlite3.Connection) -> None:

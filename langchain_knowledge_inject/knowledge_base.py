@@ -25,6 +25,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +89,7 @@ MAX_QUERY_CHARS = 2000
 _RESERVED_KEYS = ("score", "chunk_id", "kb_name", "kb_id")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _DEFAULT_SPLITTER: Any = object()
+_HEAL_INTERVAL = 60.0
 
 
 @dataclass(frozen=True)
@@ -333,13 +335,18 @@ class KnowledgeBase:
         """
         from langchain_knowledge_inject._open import refresh_record
 
-        with self._store_errors("reading its metadata"):
-            row = self._catalog.get_kb(self.name)
-            if row is None:
-                msg = f"Knowledge base {self.name!r} was deleted"
-                raise KnowledgeBaseNotFoundError(msg, kb_name=self.name)
-            refresh_record(self)
-            info = self._info_from_row(row)
+        try:
+            with self._store_errors("reading its metadata"):
+                row = self._catalog.get_kb(self.name)
+                if row is None:
+                    msg = f"Knowledge base {self.name!r} was deleted"
+                    raise KnowledgeBaseNotFoundError(msg, kb_name=self.name)
+                refresh_record(self)
+                info = self._info_from_row(row)
+        except StoreError as exc:
+            if not self._heal_damaged_catalog(exc):
+                raise
+            return self.info
         pinned = {key: True for key, on in self._pinned.items() if on}
         return dataclasses.replace(info, **pinned) if pinned else info
 
@@ -627,6 +634,10 @@ class KnowledgeBase:
             dense = self._dense(partition, text, depth, where) if mode != "keyword" else []
             keyword = self._keyword_hits(partition, text, depth, where) if mode != "dense" else []
         except Exception as exc:
+            if self._heal_damaged_catalog(exc):  # rebuilt from Chroma: search again
+                return self.search(
+                    query, k=k, min_score=min_score, filter=filter, mode=mode, tenant_id=tenant_id
+                )
             msg = f"Search of knowledge base {self.name!r} failed: {exc}"
             raise RetrievalError(msg, kb_name=self.name) from exc
         if mode == "dense":
@@ -636,7 +647,15 @@ class KnowledgeBase:
         else:
             ranked = fusion.fuse(dense, keyword)
         ranked = [(cid, s) for cid, s in ranked if s >= min_score][:k]
-        return self._documents(partition, ranked)
+        try:
+            return self._documents(partition, ranked)
+        except sqlite3.DatabaseError as exc:
+            if self._heal_damaged_catalog(exc):
+                return self.search(
+                    query, k=k, min_score=min_score, filter=filter, mode=mode, tenant_id=tenant_id
+                )
+            msg = f"Search of knowledge base {self.name!r} failed: {exc}"
+            raise RetrievalError(msg, kb_name=self.name) from exc
 
     async def asearch(
         self,
@@ -961,6 +980,23 @@ class KnowledgeBase:
                 logger.warning("Could not record the collection id of %r: %s", partition, exc)
                 return
         self._verified.add(partition)
+
+    def _heal_damaged_catalog(self, exc: BaseException) -> bool:
+        """Rebuild the catalog from Chroma when ``exc`` says it is damaged; True when done.
+
+        At most once a minute, so that a store that keeps failing is reported, not looped on.
+        """
+        from langchain_knowledge_inject.storage import classify_store_error
+
+        cause = exc.__cause__ if isinstance(exc, KnowledgeInjectError) and exc.__cause__ else exc
+        if self.read_only or classify_store_error(cause) != "damaged":
+            return False
+        now = time.monotonic()
+        if now - getattr(self, "_healed_at", -_HEAL_INTERVAL) < _HEAL_INTERVAL:
+            return False
+        self._healed_at = now
+        self._rebuild_catalog()
+        return True
 
     def _rebuild_catalog(self) -> None:
         """Keep a damaged catalog aside and rebuild this knowledge base's rows from Chroma."""

@@ -108,6 +108,10 @@ def set_aside_damaged(catalog: Path) -> Path:
     """Rename a damaged catalog (and its WAL files) aside, never deleting it; return the name."""
     stamp = time.strftime("%Y%m%dT%H%M%S")
     kept = catalog.with_name(f"{catalog.name}.damaged-{stamp}")
+    count = 1
+    while any(Path(f"{kept}{suffix}").exists() for suffix in ("", "-wal", "-shm")):
+        count += 1
+        kept = catalog.with_name(f"{catalog.name}.damaged-{stamp}-{count}")
     for suffix in ("", "-wal", "-shm"):
         source = Path(f"{catalog}{suffix}")
         if source.exists():

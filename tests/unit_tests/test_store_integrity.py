@@ -28,11 +28,18 @@ def emb():
     return DeterministicFakeEmbedding(size=16)
 
 
+FILLER = [
+    Document(f"Filler paragraph {i} about topic {i}. " * 25, metadata={"source": f"f{i}.md"})
+    for i in range(60)
+]
+
+
 def _restricted_kb(tmp_path, emb) -> list[str]:
     kb = KnowledgeBase(
         "deal", path=tmp_path, embeddings=emb, restricted=True, sensitive_sources=True
     )
     ids = kb.add_documents(DOCS).ids
+    kb.add_documents(FILLER)  # a catalog of many pages, so damage can land inside it
     kb.close()
     return ids
 
@@ -66,21 +73,38 @@ def _random_bytes(path) -> None:
     (path / "catalog.sqlite3").write_bytes(os.urandom(8192))
 
 
-@pytest.mark.parametrize("lose", [_truncate, _empty, _delete, _random_bytes])
+def _overwrite_at(fraction: float):
+    def damage(path) -> None:
+        for suffix in ("-wal", "-shm"):
+            (path / f"catalog.sqlite3{suffix}").unlink(missing_ok=True)
+        catalog = path / "catalog.sqlite3"
+        size = catalog.stat().st_size
+        with catalog.open("r+b") as handle:
+            handle.seek(max(0, min(int(size * fraction), size - 8192)))
+            handle.write(os.urandom(8192))
+
+    damage.__name__ = f"overwrite_8k_at_{fraction}"
+    return damage
+
+
+@pytest.mark.parametrize(
+    "lose",
+    [_truncate, _empty, _delete, _random_bytes, _overwrite_at(0.5), _overwrite_at(1.0)],
+)
 def test_losing_the_catalog_keeps_restriction_and_every_chunk(tmp_path, emb, lose):
     ids = _restricted_kb(tmp_path, emb)
     lose(tmp_path)
     kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
     info = kb.info
     assert info.restricted is True and info.sensitive_sources is True
-    assert info.chunk_count == len(DOCS)
+    assert info.chunk_count == len(DOCS) + len(FILLER)
     # rebuilt from Chroma: the keyword side finds the chunks again
     hits = kb.search("amber walrus pilot", k=1, mode="keyword", min_score=0.0)
     assert hits[0].id == ids[0]
     report = kb.check(repair=True)
     assert report.clean
     kb.close()
-    assert _chroma_count(tmp_path) == len(DOCS)  # nothing deleted
+    assert _chroma_count(tmp_path) == len(DOCS) + len(FILLER)  # nothing deleted
 
 
 def test_the_chroma_record_wins_over_a_catalog_that_says_unrestricted(tmp_path, emb):
@@ -157,7 +181,7 @@ def test_damage_found_later_is_a_store_error_and_repair_rebuilds(tmp_path, emb, 
     report = kb.check(repair=True)
     assert report.catalog_rebuilt
     assert list(tmp_path.glob("catalog.sqlite3.damaged-*"))
-    assert kb.info.restricted is True and kb.info.chunk_count == len(ids)
+    assert kb.info.restricted is True and kb.info.chunk_count == len(ids) + len(FILLER)
     assert kb.search("annual leave", k=1, mode="keyword", min_score=0.0)[0].id == ids[1]
 
 
@@ -358,3 +382,17 @@ class _ShiftedEmbedding(DeterministicFakeEmbedding):
 
     def embed_query(self, text):
         return super().embed_query(f"other model {text}")
+
+
+def test_damage_found_by_a_search_is_healed_from_chroma(tmp_path, emb, monkeypatch):
+    ids = _restricted_kb(tmp_path, emb)
+    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
+
+    def malformed(*args, **kwargs):
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(kb._keyword, "search", malformed)  # the old connection's index
+    hits = kb.search("amber walrus pilot", k=1, mode="keyword", min_score=0.0)
+    assert hits[0].id == ids[0]  # answered from the rebuilt catalog
+    assert list(tmp_path.glob("catalog.sqlite3.damaged-*"))
+    assert kb.info.restricted is True
