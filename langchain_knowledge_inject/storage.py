@@ -149,7 +149,11 @@ def persistent_client(path: Path, name: str, *, read_only: bool = False) -> Any:
             import shutil
             import tempfile
 
-            snapshot = Path(tempfile.mkdtemp(prefix="kinject-readonly-")) / "chroma"
+            import atexit
+
+            scratch = tempfile.mkdtemp(prefix="kinject-readonly-")
+            atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+            snapshot = Path(scratch) / "chroma"
             shutil.copytree(where, snapshot)
             logger.warning(
                 "The store %s is read-only: searching a copy of its Chroma store in %s",

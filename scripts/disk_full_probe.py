@@ -4,14 +4,13 @@ Run as root in a private mount namespace with a small tmpfs (nothing outside is 
 
     unshare -m sh -c 'mkdir -p /tmp/kinject-full && \
         mount -t tmpfs -o size=24m tmpfs /tmp/kinject-full && \
-        python scripts/disk_full_probe.py /tmp/kinject-full --read-only'
+        python scripts/disk_full_probe.py /tmp/kinject-full'
 
 It writes a ballast file, fills the rest with ``add_documents`` until a write
 fails, prints the error (type and message), runs ``check()``, runs ``kinject
 ingest`` on the full disk as a subprocess (stderr and exit code), deletes the
-ballast and writes, searches and checks again in the same process. With
-``--read-only`` it then remounts the file system read-only and opens, searches
-and writes to the store.
+ballast and writes, searches and checks again in the same process.
+``scripts/read_only_probe.py`` does the same for a read-only bind mount.
 """
 
 from __future__ import annotations
@@ -112,19 +111,6 @@ def main(root: Path) -> int:
     except Exception as exc:
         print(f"after freeing space, same process: {type(exc).__name__}: {exc}")
     kb.close()
-    if "--read-only" in sys.argv:
-        subprocess.run(["mount", "-o", "remount,ro", str(root)], check=False)
-        kb = KnowledgeBase("full", path=store, embeddings=DeterministicFakeEmbedding(size=384))
-        hits = kb.search("word7 word14", k=2, min_score=0.0)
-        print(
-            f"read-only store: opened (read_only={kb.read_only}), search {len(hits)} hits, "
-            f"restricted={kb.info.restricted}"
-        )
-        try:
-            kb.add_documents(_docs(0, 1))
-        except Exception as exc:
-            print(f"read-only store, add_documents: {type(exc).__name__}: {exc}")
-        kb.close()
     return 0
 
 
