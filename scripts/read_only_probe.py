@@ -1,10 +1,10 @@
-"""Open a knowledge base whose store is a real read-only mount: search works, writes refuse.
+r"""Open a knowledge base whose store is a real read-only mount: search works, writes refuse.
 
 Run as root (a private mount namespace; nothing outside it changes)::
 
     python scripts/read_only_probe.py make /tmp/kinject-ro
-    unshare -m sh -c 'mount --bind /tmp/kinject-ro /tmp/kinject-ro && \\
-        mount -o remount,bind,ro /tmp/kinject-ro && \\
+    unshare -m sh -c 'mount --bind /tmp/kinject-ro /tmp/kinject-ro && \
+        mount -o remount,bind,ro /tmp/kinject-ro && \
         python scripts/read_only_probe.py use /tmp/kinject-ro'
 """
 
