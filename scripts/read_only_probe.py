@@ -41,7 +41,7 @@ def main(step: str, store: Path) -> int:
             try:
                 call()
                 print(f"{name}: succeeded")
-            except Exception as exc:  # noqa: BLE001 - the point is to see what comes out
+            except Exception as exc:
                 print(f"{name}: {type(exc).__name__}({getattr(exc, 'reason', '')}): {exc}")
     return 0
 
