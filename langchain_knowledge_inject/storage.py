@@ -163,7 +163,12 @@ def persistent_client(path: Path, name: str, *, read_only: bool = False) -> Any:
             where = snapshot
         return chromadb.PersistentClient(path=str(where))
     except Exception as exc:
-        msg = f"Cannot open the Chroma store in {where}: {exc}"
+        reason = classify_store_error(exc)
+        hint = {
+            "disk_full": " The disk is full: free disk space, then open it again.",
+            "read_only": " The store is read-only and could not be copied for reading.",
+        }.get(reason or "", "")
+        msg = f"Cannot open the Chroma store in {where}: {exc}.{hint}"
         raise KnowledgeBaseOpenError(msg, kb_name=name) from exc
 
 

@@ -54,7 +54,7 @@ def main(root: Path) -> int:
             written += 200
         except Exception as exc:
             error = exc
-    print(f"chunks written before the disk filled: {written} ({time.monotonic() - t0:.1f}s)")
+    print(f"documents written before the disk filled: {written} ({time.monotonic() - t0:.1f}s)")
     print(f"error on the full disk: {type(error).__module__}.{type(error).__name__}: {error}")
     t0 = time.monotonic()
     try:
