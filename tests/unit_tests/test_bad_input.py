@@ -126,12 +126,15 @@ def test_garbage_chroma_database_fails_at_open(tmp_path):
     assert str(tmp_path) in str(info.value)
 
 
-def test_garbage_catalog_fails_at_open(tmp_path):
+def test_garbage_catalog_is_a_clear_error_to_list_and_rebuilt_at_open(tmp_path):
     (tmp_path / "catalog.sqlite3").write_bytes(b"\x13\x37 garbage " * 2048)
-    with pytest.raises(KnowledgeBaseOpenError, match="catalog"):
-        KnowledgeBase("hr", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=8))
-    with pytest.raises(KnowledgeBaseOpenError):
+    with pytest.raises(KnowledgeBaseOpenError, match="damaged") as listed:
         KnowledgeBase.list(tmp_path)
+    assert "move" not in str(listed.value) and "delet" not in str(listed.value)
+    # opening keeps the damaged file aside and starts a catalog rebuilt from Chroma
+    kb = KnowledgeBase("hr", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=8))
+    assert kb.info.chunk_count == 0
+    assert len(list(tmp_path.glob("catalog.sqlite3.damaged-*"))) == 1
 
 
 def test_store_path_that_is_a_file_fails_at_open(tmp_path):
