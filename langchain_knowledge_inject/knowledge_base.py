@@ -584,7 +584,7 @@ class KnowledgeBase:
                     self._client.delete_collection(name)
                 except Exception:
                     logger.debug("collection %r already gone", name)
-            self._collections.clear()
+            self._forget_collections()
             self._keyword.delete_kb(self.id)
             self._catalog.delete_kb(self.id)
             self._conn.commit()

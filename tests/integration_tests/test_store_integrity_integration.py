@@ -106,3 +106,34 @@ def test_from_chroma_refuses_a_collection_made_by_another_model(tmp_path, real_e
             embeddings=real_embeddings,
             path=tmp_path / "kb",
         )
+
+
+def test_a_lost_catalog_of_a_restricted_kb_on_a_server_is_rebuilt_restricted(
+    tmp_path, real_embeddings, chroma_server
+):
+    kb = KnowledgeBase(
+        "hr-lost",
+        path=tmp_path / "machine-a",
+        client=chroma_server.client(),
+        embeddings=real_embeddings,
+        restricted=True,
+        sensitive_sources=True,
+    )
+    ids = kb.add_documents(DOCS).ids
+    kb.close()
+    # a new deployment: an empty store directory, the same server
+    again = KnowledgeBase(
+        "hr-lost",
+        path=tmp_path / "machine-b",
+        client=chroma_server.client(),
+        embeddings=real_embeddings,
+    )
+    info = again.info
+    assert info.restricted is True and info.sensitive_sources is True
+    assert info.chunk_count == len(DOCS)
+    assert again.search("reimbursed", k=1, mode="keyword", min_score=0.0)[0].id == ids[2]
+    report = again.check(repair=True)
+    assert report.clean
+    assert chroma_server.client().get_collection(f"kinject-{again.id}-shared").count() == len(DOCS)
+    again.drop()
+    again.close()
