@@ -146,10 +146,9 @@ def persistent_client(path: Path, name: str, *, read_only: bool = False) -> Any:
     where = path / "chroma"
     try:
         if read_only and where.exists():
+            import atexit
             import shutil
             import tempfile
-
-            import atexit
 
             scratch = tempfile.mkdtemp(prefix="kinject-readonly-")
             atexit.register(shutil.rmtree, scratch, ignore_errors=True)
