@@ -396,3 +396,20 @@ def test_damage_found_by_a_search_is_healed_from_chroma(tmp_path, emb, monkeypat
     assert hits[0].id == ids[0]  # answered from the rebuilt catalog
     assert list(tmp_path.glob("catalog.sqlite3.damaged-*"))
     assert kb.info.restricted is True
+
+
+@pytest.mark.parametrize("lose", [_truncate, _empty, _delete, _random_bytes])
+def test_an_injector_over_a_kb_with_a_lost_catalog_serves_no_raw_chunk(tmp_path, emb, lose):
+    from langchain_core.messages import HumanMessage
+
+    from langchain_knowledge_inject import KnowledgeInjector
+
+    _restricted_kb(tmp_path, emb)
+    lose(tmp_path)
+    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
+    out = KnowledgeInjector(kb, min_score=0.0).invoke(
+        [HumanMessage("What is the merger code, amber walrus?")]
+    )
+    text = " ".join(str(m.content) for m in out)
+    assert "amber-walrus-pilot" not in text and "7,350,000" not in text
+    assert "Restricted" in text
