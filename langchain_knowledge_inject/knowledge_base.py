@@ -243,6 +243,14 @@ class KnowledgeBase:
         routing_keywords: Restricted mode routing keywords (stored).
     """
 
+    id: str
+    """A short stable id, derived from the name."""
+    read_only: bool
+    """True when the store cannot be written: searches work, writes raise ``StoreError``."""
+    _pinned: dict[str, bool]
+    _record_known: bool
+    _record_checked_at: float
+
     def __init__(
         self,
         name: str = "default",
@@ -347,8 +355,12 @@ class KnowledgeBase:
             if not self._heal_damaged_catalog(exc):
                 raise
             return self.info
-        pinned = {key: True for key, on in self._pinned.items() if on}
-        return dataclasses.replace(info, **pinned) if pinned else info
+        return dataclasses.replace(
+            info,
+            restricted=info.restricted or self._pinned.get("restricted", False),
+            sensitive_sources=info.sensitive_sources
+            or self._pinned.get("sensitive_sources", False),
+        )
 
     @contextlib.contextmanager
     def _store_errors(self, action: str) -> Iterator[None]:
