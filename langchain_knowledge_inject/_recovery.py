@@ -72,9 +72,14 @@ def rows_from_records(
         if not isinstance(text, str) or not text.strip():
             unexplained.append(chunk_id)
             continue
-        meta = dict(metadata or {})
+        meta = user_metadata(metadata)
         rows.append(ChunkRow(chunk_id, partition, str(meta.get("source") or ""), text, meta))
     return rows, unexplained
+
+
+def user_metadata(metadata: Any) -> dict[str, Any]:
+    """A chunk's metadata as read from Chroma, without the package's own ``kinject_*`` keys."""
+    return {k: v for k, v in dict(metadata or {}).items() if not str(k).startswith("kinject_")}
 
 
 def adopt_rows(kb: KnowledgeBase, partition: str, rows: list[ChunkRow], *, replace: bool) -> None:
@@ -226,7 +231,7 @@ def copy_collection(kb: KnowledgeBase, source: Any, partition: str) -> Adoption:
             checked = True
         rows = []
         for chunk_id, text, metadata, _ in kept:
-            meta = dict(metadata or {})
+            meta = user_metadata(metadata)
             if partition:
                 meta["tenant_id"] = partition
             rows.append(ChunkRow(chunk_id, partition, str(meta.get("source") or ""), text, meta))
