@@ -413,3 +413,15 @@ def test_an_injector_over_a_kb_with_a_lost_catalog_serves_no_raw_chunk(tmp_path,
     text = " ".join(str(m.content) for m in out)
     assert "amber-walrus-pilot" not in text and "7,350,000" not in text
     assert "Restricted" in text
+
+
+def test_kinject_check_rebuilds_a_lost_catalog_and_keeps_restriction(
+    tmp_path, emb, monkeypatch, capsys
+):
+    _restricted_kb(tmp_path, emb)
+    _truncate(tmp_path)
+    monkeypatch.setattr(knowledge_base, "default_embeddings", lambda: emb)
+    assert main(["check", "--kb", "deal", "--path", str(tmp_path), "--repair"]) == 0
+    assert "consistent" in capsys.readouterr().out
+    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
+    assert kb.info.restricted is True and kb.info.chunk_count == len(DOCS) + len(FILLER)
