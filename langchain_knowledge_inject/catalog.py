@@ -124,11 +124,12 @@ def open_connection(path: Path | str, *, read_only: bool = False) -> sqlite3.Con
     return conn
 
 
-QUICK_CHECK_MAX_BYTES = 256 << 20
+QUICK_CHECK_MAX_BYTES = 64 << 20
 """Catalogs up to this size are checked page by page (``PRAGMA quick_check``) when opened.
 
-Larger ones are not (the check reads every page); damage found later is
-handled where it shows (the catalog is rebuilt from Chroma).
+Larger ones are not: the check reads every page (measured 0.28 s for a
+105 MB catalog of 120k chunks, warm cache). Damage found later is handled
+where it shows: a search or ``info`` rebuilds the catalog from Chroma.
 """
 
 
