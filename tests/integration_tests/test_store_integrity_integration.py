@@ -137,3 +137,46 @@ def test_a_lost_catalog_of_a_restricted_kb_on_a_server_is_rebuilt_restricted(
     assert chroma_server.client().get_collection(f"kinject-{again.id}-shared").count() == len(DOCS)
     again.drop()
     again.close()
+
+
+def _can_mount_tmpfs() -> bool:
+    import os
+    import shutil
+    import subprocess
+
+    if not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(
+        ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt"],
+        capture_output=True,
+        check=False,
+    )
+    return probe.returncode == 0
+
+
+@pytest.mark.skipif(not _can_mount_tmpfs(), reason="needs root and unshare -m to mount a tmpfs")
+def test_disk_full_on_a_real_tmpfs_is_a_store_error_and_recovers(tmp_path):
+    """A real full file system: a 32 MiB tmpfs in a private mount namespace."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).parents[2] / "scripts" / "disk_full_probe.py"
+    mount = tmp_path / "fs"
+    mount.mkdir()
+    command = f"mount -t tmpfs -o size=32m tmpfs {mount} && {sys.executable} {script} {mount}"
+    done = subprocess.run(
+        ["unshare", "-m", "sh", "-c", command],
+        capture_output=True,
+        text=True,
+        timeout=540,
+        check=False,
+    )
+    out = done.stdout
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "error on the full disk: langchain_knowledge_inject.errors.StoreError" in out
+    assert "is full" in out and "InternalError:" not in out.split("error on the full disk")[1][:80]
+    assert "check() on the full disk: \"knowledge base 'full': consistent" in out
+    assert "kinject ingest on the full disk: exit 1" in out
+    assert "after freeing space, same process: add_documents added" in out
+    assert "consistent" in out.rsplit("check:", 1)[1]
