@@ -369,11 +369,22 @@ class ContextParts:
         return BlockText.build(kept, block), list(kept), ids[: len(kept)], dropped, fitted
 
     # -- restricted mode: the default hook ---------------------------------------------
-    def _sensitive_sources(self) -> bool:
-        return any(
-            getattr(getattr(kb, "info", None), "sensitive_sources", False) is True
-            for kb in self._injector.knowledge_bases
+    def sensitive_sources(self) -> bool:
+        """Whether any bound knowledge base hides its source names (unreadable: yes)."""
+        from langchain_knowledge_inject.restricted_scope import sensitive_source_flags
+
+        return any(sensitive_source_flags(self._injector.knowledge_bases))
+
+    def _released(self, summary: Any) -> RestrictedContext:
+        """The block of a released summary, cut to the injector's token budget."""
+        from langchain_knowledge_inject.restricted_scope import fit_safe_summary
+
+        text, shown = fit_safe_summary(
+            summary,
+            max_tokens=self._injector.config.max_tokens,
+            counter=self._injector.token_counter,
         )
+        return RestrictedContext(text, shown.decision, shown.reason)
 
     def restricted(
         self, query: str | None, documents: Sequence[Document], config: RunnableConfig | None
@@ -383,18 +394,15 @@ class ContextParts:
         if model is None:
             return FAIL_CLOSED
         try:
-            from langchain_knowledge_inject.restriction import (
-                format_safe_summary,
-                summarize_chunks,
-            )
+            from langchain_knowledge_inject.restriction import summarize_chunks
 
             summary = summarize_chunks(
                 query or "", documents, model=model,
-                sensitive_sources=self._sensitive_sources(), config=config,
+                sensitive_sources=self.sensitive_sources(), config=config,
             )  # fmt: skip
-            return RestrictedContext(format_safe_summary(summary), summary.decision, summary.reason)
-        except Exception:
-            logger.exception("restricted summary failed; refusing")
+            return self._released(summary)
+        except Exception as exc:  # its message or traceback may quote the chunks: type only
+            logger.error("restricted summary failed (%s); refusing", type(exc).__name__)
             return FAIL_CLOSED
 
     async def arestricted(
@@ -405,18 +413,15 @@ class ContextParts:
         if model is None:
             return FAIL_CLOSED
         try:
-            from langchain_knowledge_inject.restriction import (
-                asummarize_chunks,
-                format_safe_summary,
-            )
+            from langchain_knowledge_inject.restriction import asummarize_chunks
 
             summary = await asummarize_chunks(
                 query or "", documents, model=model,
-                sensitive_sources=self._sensitive_sources(), config=config,
+                sensitive_sources=self.sensitive_sources(), config=config,
             )  # fmt: skip
-            return RestrictedContext(format_safe_summary(summary), summary.decision, summary.reason)
-        except Exception:
-            logger.exception("restricted summary failed; refusing")
+            return self._released(summary)
+        except Exception as exc:  # its message or traceback may quote the chunks: type only
+            logger.error("restricted summary failed (%s); refusing", type(exc).__name__)
             return FAIL_CLOSED
 
 

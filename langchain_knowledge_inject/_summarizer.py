@@ -2,7 +2,9 @@
 
 How the secondary model is asked (prompt, bounded excerpts, structured output or
 JSON), called (with a timeout, in a worker thread for sync callers), and how its
-reply is parsed strictly; plus the opt-in model I/O log and the custom events.
+reply is parsed strictly; plus the opt-in, redacted model I/O log and the custom events.
+The model runs with :func:`isolated_config`: none of the caller's callbacks, so its
+tokens reach no stream, event or tracer of the caller.
 The public entry points are in :mod:`langchain_knowledge_inject.restriction`.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import hashlib
 import json
 import logging
 import os
@@ -137,10 +140,32 @@ def _defuse_delimiters(text: str) -> str:
     return text.replace("<<<", "«").replace(">>>", "»")
 
 
+def isolated_config(config: RunnableConfig | None = None) -> RunnableConfig:
+    """The config the summarizer model runs with: none of the caller's callbacks.
+
+    The summarizer reads raw chunks and may echo them, so its run must not reach
+    the caller: no parent callbacks (so neither LangGraph's ``stream_mode="messages"``
+    handler nor ``astream_events`` nor a caller's tracer sees its tokens), tagged
+    ``nostream`` and hidden, with no inherited metadata or configurable values.
+    An explicit empty list of callbacks also overrides the parent config that
+    LangChain would otherwise pick up from the context (``None`` would not).
+    """
+    isolated: dict[str, Any] = {
+        "callbacks": [],
+        "tags": ["nostream", "langsmith:hidden"],
+        "metadata": {},
+        "configurable": {},
+        "run_name": "kinject_safe_summary",
+    }
+    if config and config.get("max_concurrency") is not None:
+        isolated["max_concurrency"] = config["max_concurrency"]
+    return isolated  # type: ignore[return-value]
+
+
 def invoke(runnable: Any, messages: list[Any], config: RunnableConfig | None) -> Any:
-    """Call the summarizer, logging request and response when asked to."""
+    """Call the summarizer (isolated from the caller's callbacks), logging redacted I/O."""
     _log_io("request", messages)
-    raw = runnable.invoke(messages, config=config)
+    raw = runnable.invoke(messages, config=isolated_config(config))
     _log_io("response", raw)
     return raw
 
@@ -148,21 +173,71 @@ def invoke(runnable: Any, messages: list[Any], config: RunnableConfig | None) ->
 async def ainvoke(runnable: Any, messages: list[Any], config: RunnableConfig | None) -> Any:
     """Async twin of :func:`invoke`."""
     _log_io("request", messages)
-    raw = await runnable.ainvoke(messages, config=config)
+    raw = await runnable.ainvoke(messages, config=isolated_config(config))
     _log_io("response", raw)
     return raw
 
 
+_KNOWN_CODES = frozenset(
+    {"answer", "refuse", "answerable", "insufficient_evidence", "out_of_scope",
+     "sensitive_content", "leak_detected", "summarizer_error"}
+)  # fmt: skip
+_EXCERPT_RE = re.compile(r"<<<EXCERPT (\d+)>>>\n(.*?)\n<<<END EXCERPT \1>>>", re.DOTALL)
+
+
+def _fingerprint(text: str) -> str:
+    return f"{len(text)} chars, sha256 {hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}"
+
+
+def redact_request(text: str) -> str:
+    """A summarizer request with each excerpt replaced by its length and hash."""
+    return _EXCERPT_RE.sub(
+        lambda m: f"<<<EXCERPT {m.group(1)}: {_fingerprint(m.group(2))}>>>", text
+    )
+
+
+def redact_reply(payload: Any) -> str:
+    """What may be logged of a reply before the leak guard: its shape, never its text."""
+    if isinstance(payload, BaseMessage):
+        payload = payload.text
+    if isinstance(payload, BaseModel):
+        payload = payload.model_dump(exclude={"sources"})
+    if isinstance(payload, str):
+        try:
+            fenced = _FENCE_RE.fullmatch(payload.strip())
+            payload = json.loads(fenced.group(1) if fenced else payload)
+        except ValueError:
+            return f"unparsed reply ({_fingerprint(payload)})"
+    if not isinstance(payload, dict):
+        return f"reply of type {type(payload).__name__}"
+    shown: dict[str, Any] = {}
+    for key, value in payload.items():
+        name = key if isinstance(key, str) and len(key) <= 40 else "<key>"
+        known = name in {"decision", "reason"} and value in _KNOWN_CODES
+        if known or (name == "confidence" and isinstance(value, (int, float))):
+            shown[name] = value
+        elif isinstance(value, str):
+            shown[name] = f"<{_fingerprint(value)}>"
+        else:
+            shown[name] = f"<{type(value).__name__}>"
+    return json.dumps(shown, ensure_ascii=False)
+
+
 def _log_io(kind: str, payload: Any) -> None:
+    """Log the summarizer's request and reply, redacted (``KINJECT_LOG_MODEL_IO``).
+
+    The raw excerpts and the unchecked reply never reach the log: excerpts are
+    logged as length and hash, the reply as its shape (decision, reason,
+    confidence, and the length and hash of each text field). The released
+    summary, after the leak guard, is logged by the caller.
+    """
     if not model_io_logging():
         return
-    if isinstance(payload, list):
-        payload = "\n".join(f"{m.type}: {m.text}" for m in payload)
-    elif isinstance(payload, BaseModel) and not isinstance(payload, BaseMessage):
-        payload = payload.model_dump_json()
-    elif isinstance(payload, BaseMessage):
-        payload = payload.text
-    logger.info("summarizer %s:\n%s", kind, payload)
+    if kind == "request" and isinstance(payload, list):
+        text = "\n".join(f"{m.type}: {redact_request(m.text)}" for m in payload[1:])
+        logger.info("summarizer request (excerpts redacted):\n%s", text)
+    else:
+        logger.info("summarizer reply (unchecked, redacted): %s", redact_reply(payload))
 
 
 def call_with_timeout(call: Any, timeout: float | None) -> Any:

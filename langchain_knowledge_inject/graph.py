@@ -13,6 +13,16 @@ the manifest, ``call_model`` sends ``[system prompt] + history + dynamic_context
 to the model, and ``record_memory`` (only with an ``EpisodicMemory`` among the
 blocks) stores the finished exchange after the final answer.
 
+Restricted mode keeps raw chunk text inside the step that summarizes it: ``retrieve``
+only works out the query, and ``safe_summarize`` searches and summarizes in one
+step, writing the safe summary and stubs of the chunks (ids and scores, see
+:func:`~langchain_knowledge_inject.restricted_scope.redact_documents`) to the state.
+So no raw text reaches the state, the checkpoints, any stream mode or
+``astream_events``; the summarizer runs isolated from the caller's callbacks. The
+``tools`` node runs every tool of a restricted turn restricted (see
+:func:`~langchain_knowledge_inject.restricted_scope.run_tool_restricted`), so a
+``knowledge_base_search`` tool built separately returns safe summaries too.
+
 Only the model's reply is added to ``messages``: the injected text lives in the
 per-turn state fields (overwritten every turn), never in the history. The stored
 history after a turn is exactly the history of the same conversation without
@@ -75,7 +85,8 @@ class KnowledgeState(MessagesState):
     """
 
     retrieved: list[Document]
-    """The chunks retrieved for the current user message, best first."""
+    """The chunks retrieved for the current user message, best first (restricted mode:
+    stubs with ids and scores only, never the text)."""
     retrieval_query: str | None
     """The query sent to the knowledge base, or ``None`` when retrieval did not run."""
     retrieval_error: str | None
@@ -181,10 +192,16 @@ def make_retrieve_node(injector: KnowledgeInjector) -> Runnable[Any, dict[str, A
         }
 
     def retrieve(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        return _update(injector.retrieve(state["messages"], injector.resolve(config)))
+        settings = injector.resolve(config)
+        if settings.restricted:  # searched by safe_summarize, so raw text never enters state
+            return _update(RetrievalOutcome(query=injector._query(state["messages"], settings)))
+        return _update(injector.retrieve(state["messages"], settings))
 
     async def aretrieve(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        return _update(await injector.aretrieve(state["messages"], injector.resolve(config)))
+        settings = injector.resolve(config)
+        if settings.restricted:
+            return _update(RetrievalOutcome(query=injector._query(state["messages"], settings)))
+        return _update(await injector.aretrieve(state["messages"], settings))
 
     return RunnableLambda(retrieve, afunc=aretrieve, name="retrieve")
 
@@ -194,15 +211,18 @@ def make_route_after_retrieve(
 ) -> Callable[[dict[str, Any], RunnableConfig], Literal["safe_summarize", "build_context"]]:
     """The conditional edge after ``retrieve``: ``safe_summarize`` only in restricted mode.
 
-    Restricted mode can be switched on per request (``configurable["restricted"]``),
-    so the decision is taken per run. With nothing retrieved there is nothing to
-    summarize, and the edge goes straight to ``build_context``.
+    Restricted mode can be switched on per request (``configurable["restricted"]``)
+    or by a knowledge base's stored flag, so the decision is taken per run. A
+    restricted turn with a query goes to ``safe_summarize``, which searches and
+    summarizes; without a query (injection off) there is nothing to do.
     """
 
     def route_after_retrieve(
         state: dict[str, Any], config: RunnableConfig
     ) -> Literal["safe_summarize", "build_context"]:
-        if injector.resolve(config).restricted and state.get("retrieved"):
+        if injector.resolve(config).restricted and (
+            state.get("retrieval_query") is not None or state.get("retrieved")
+        ):
             return "safe_summarize"
         return "build_context"
 
@@ -210,30 +230,57 @@ def make_route_after_retrieve(
 
 
 def make_safe_summarize_node(injector: KnowledgeInjector) -> Runnable[Any, dict[str, Any]]:
-    """The ``safe_summarize`` node (restricted mode): a safe summary of the retrieved chunks.
+    """The ``safe_summarize`` node (restricted mode): search, then summarize, in one step.
 
-    Uses the injector's ``summarizer_model`` through
-    :func:`~langchain_knowledge_inject.restriction.summarize_chunks`. Fails closed:
-    without a summarizer, or on any error, the summary is a refusal with reason
+    Searches with ``retrieval_query`` (written by ``retrieve``), has the injector's
+    ``summarizer_model`` write the safe summary
+    (:func:`~langchain_knowledge_inject.restriction.summarize_chunks`) and writes
+    ``safe_summary`` plus stubs of the chunks to ``retrieved`` (ids and scores,
+    never the text). Chunks a foreign ``retrieve`` node already put in the state
+    are summarized instead, and replaced by stubs. Fails closed: without a
+    summarizer, or on any error, the summary is a refusal with reason
     ``summarizer_error``, never the raw chunks.
     """
 
-    def _update(context: RestrictedContext) -> dict[str, Any]:
+    def _inputs(state: dict[str, Any], config: RunnableConfig) -> tuple[Any, Any, bool]:
+        settings = injector.resolve(config)
+        docs = list(state.get("retrieved") or [])
+        from langchain_knowledge_inject.restricted_scope import is_redacted
+
+        raw = bool(docs) and not is_redacted(docs)
+        outcome = RetrievalOutcome(query=state.get("retrieval_query"), documents=docs)
+        return settings, outcome, raw
+
+    def _update(outcome: RetrievalOutcome, context: RestrictedContext | None) -> dict[str, Any]:
+        from langchain_knowledge_inject.restricted_scope import redact_documents
+
+        hidden = injector._parts.sensitive_sources()
+        summary = None
+        if context is not None:
+            summary = {"text": context.text, "decision": context.decision,
+                       "reason": context.reason}  # fmt: skip
         return {
-            "safe_summary": {
-                "text": context.text,
-                "decision": context.decision,
-                "reason": context.reason,
-            }
+            "retrieved": redact_documents(outcome.documents, sensitive_sources=hidden),
+            "retrieval_error": outcome.error,
+            "safe_summary": summary,
         }
 
     def safe_summarize(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        docs, query = state.get("retrieved") or [], state.get("retrieval_query")
-        return _update(injector.safe_summary(query, docs, config))
+        settings, outcome, raw = _inputs(state, config)
+        if not raw and outcome.query is not None:
+            outcome = injector.retrieve(state["messages"], settings)
+        if not outcome.documents:
+            return _update(outcome, None)
+        return _update(outcome, injector.safe_summary(outcome.query, outcome.documents, config))
 
     async def asafe_summarize(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        docs, query = state.get("retrieved") or [], state.get("retrieval_query")
-        return _update(await injector.asafe_summary(query, docs, config))
+        settings, outcome, raw = _inputs(state, config)
+        if not raw and outcome.query is not None:
+            outcome = await injector.aretrieve(state["messages"], settings)
+        if not outcome.documents:
+            return _update(outcome, None)
+        context = await injector.asafe_summary(outcome.query, outcome.documents, config)
+        return _update(outcome, context)
 
     return RunnableLambda(safe_summarize, afunc=asafe_summarize, name="safe_summarize")
 
@@ -462,12 +509,51 @@ def create_knowledge_graph(
     if tools:
         from langgraph.prebuilt import ToolNode, tools_condition
 
-        builder.add_node("tools", ToolNode(list(tools)))
+        wrap, awrap = tool_call_wrappers(injector)
+        builder.add_node("tools", ToolNode(list(tools), wrap_tool_call=wrap, awrap_tool_call=awrap))
         builder.add_conditional_edges("call_model", tools_condition, {"tools": "tools", END: done})
         builder.add_edge("tools", "call_model")
     else:
         builder.add_edge("call_model", done)
     return builder.compile(checkpointer=checkpointer, store=store, name=name or "knowledge_graph")
+
+
+def tool_call_wrappers(injector: KnowledgeInjector) -> tuple[Any, Any]:
+    """``ToolNode`` wrappers that run each tool call of a restricted turn restricted.
+
+    Returns ``(wrap_tool_call, awrap_tool_call)`` for
+    ``ToolNode(..., wrap_tool_call=..., awrap_tool_call=...)``. The turn is
+    restricted when :meth:`KnowledgeInjector.resolve` says so for the tool call's
+    config; then the tool sees ``configurable["restricted"] = True``
+    and the injector's summarizer model and ``sensitive_sources`` (see
+    :func:`~langchain_knowledge_inject.restricted_scope.run_tool_restricted`).
+    """
+    from langchain_knowledge_inject.restricted_scope import (
+        RestrictedHost,
+        arun_tool_restricted,
+        run_tool_restricted,
+    )
+
+    def host(request: Any) -> RestrictedHost | None:
+        runtime = getattr(request, "runtime", None)
+        if not injector.resolve(getattr(runtime, "config", None)).restricted:
+            return None
+        return RestrictedHost(
+            summarizer_model=injector.summarizer_model,
+            sensitive_sources=injector._parts.sensitive_sources(),
+        )
+
+    def wrap(request: Any, handler: Any) -> Any:
+        found = host(request)
+        return handler(request) if found is None else run_tool_restricted(request, handler, found)
+
+    async def awrap(request: Any, handler: Any) -> Any:
+        found = host(request)
+        if found is None:
+            return await handler(request)
+        return await arun_tool_restricted(request, handler, found)
+
+    return wrap, awrap
 
 
 def _chat_model(model: Any) -> Any:

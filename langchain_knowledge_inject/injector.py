@@ -41,7 +41,6 @@ from langchain_knowledge_inject._context import (
     _as_knowledge_bases,
     _chunk_id,
     _coerce_messages,
-    _info,
 )
 from langchain_knowledge_inject.blocks import (
     ContextBlock,
@@ -64,6 +63,11 @@ from langchain_knowledge_inject.placement import (
     place_context,
     retrieval_query,
     strip_injected,
+)
+from langchain_knowledge_inject.restricted_scope import (
+    knowledge_base_flags,
+    redact_documents,
+    resolve_restricted,
 )
 from langchain_knowledge_inject.tokens import TokenCounter, approximate_token_count
 
@@ -155,9 +159,10 @@ class InjectionConfig(BaseModel):
         }
         if not updates:
             return self
-        if self.restricted and updates.get("restricted") is False:
-            logger.warning("ignoring configurable restricted=False: restricted mode stays on")
-            updates["restricted"] = True
+        if "restricted" in updates:  # decided in one place: any "on" wins
+            updates["restricted"] = resolve_restricted(
+                surface=self.restricted, request=updates["restricted"]
+            )
         try:
             return InjectionConfig(**{**self.model_dump(), **updates})
         except ConfigurationError as exc:
@@ -280,8 +285,9 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         blocks: Sequence[ContextBlock] = (),
     ) -> None:
         self.knowledge_bases: tuple[Any, ...] = _as_knowledge_bases(knowledge_base)
-        restricted = restricted or any(
-            getattr(_info(kb), "restricted", False) is True for kb in self.knowledge_bases
+        self._surface_restricted = restricted is True
+        restricted = resolve_restricted(
+            knowledge_bases=knowledge_base_flags(self.knowledge_bases), surface=restricted
         )
         self.config = InjectionConfig(
             top_k=top_k, min_score=min_score, mode=mode, tenant_id=tenant_id,
@@ -312,8 +318,22 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
 
     # -- settings and retrieval -------------------------------------------------------
     def resolve(self, config: RunnableConfig | None) -> InjectionConfig:
-        """The settings for one request: constructor values plus ``configurable`` overrides."""
-        return self.config.with_overrides(config)
+        """The settings for one request: constructor values plus ``configurable`` overrides.
+
+        Whether the turn is restricted is decided by
+        :func:`~langchain_knowledge_inject.restricted_scope.resolve_restricted` from
+        the knowledge bases' stored flags (read now), the injector's own flag and
+        ``configurable["restricted"]``: any "on" wins.
+        """
+        settings = self.config.with_overrides(config)
+        restricted = resolve_restricted(
+            knowledge_bases=knowledge_base_flags(self.knowledge_bases),
+            surface=self._surface_restricted,
+            request=((config or {}).get("configurable") or {}).get("restricted"),
+        )
+        if restricted != settings.restricted:
+            settings = settings.model_copy(update={"restricted": restricted})
+        return settings
 
     def _search_kwargs(self, settings: InjectionConfig) -> dict[str, Any]:
         return {"k": settings.top_k, "min_score": settings.min_score,
@@ -555,12 +575,18 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         placement = settings.placement
         prefix = clean[: injection_index(clean, placement=placement)]
         out = place_context(clean, built.text, placement=placement) if built.text else clean
+        retrieved = list(outcome.documents)
+        sources = [str(d.metadata.get("source", "")) for d in built.reported]
+        if settings.restricted:  # ids and scores only; no source names when they are sensitive
+            hidden = self._parts.sensitive_sources()
+            retrieved = redact_documents(retrieved, sensitive_sources=hidden)
+            sources = [] if hidden else sources
         manifest = InjectionManifest(
             injected=built.text is not None,
             chunk_ids=[_chunk_id(d) for d in built.reported],
             scores=[float(d.metadata.get("score", 0.0)) for d in built.reported],
             citation_ids=list(built.citation_ids),
-            sources=[str(d.metadata.get("source", "")) for d in built.reported],
+            sources=sources,
             tokens_used=built.tokens,
             placement=placement,
             query=outcome.query,
@@ -574,7 +600,7 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         )
         return TurnContext(
             messages=out, query=outcome.query, documents=list(built.used),
-            dynamic_context=built.text, manifest=manifest, retrieved=list(outcome.documents),
+            dynamic_context=built.text, manifest=manifest, retrieved=retrieved,
         )  # fmt: skip
 
     # -- Runnable ----------------------------------------------------------------------

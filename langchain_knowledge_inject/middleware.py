@@ -51,7 +51,7 @@ from typing_extensions import NotRequired
 
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.formatting import KNOWLEDGE_SYSTEM_PROMPT
-from langchain_knowledge_inject.graph import extend_system_message
+from langchain_knowledge_inject.graph import extend_system_message, tool_call_wrappers
 from langchain_knowledge_inject.injector import InjectionConfig, KnowledgeInjector, TurnContext
 from langchain_knowledge_inject.placement import (
     current_user_index,
@@ -62,8 +62,9 @@ from langchain_knowledge_inject.placement import (
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.messages import AnyMessage
+    from langchain_core.messages import AnyMessage, ToolMessage
     from langchain_core.runnables import RunnableConfig
+    from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.runtime import Runtime
 
     from langchain_knowledge_inject.blocks import ContextBlock
@@ -169,6 +170,7 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
             summarizer_model=summarizer_model, blocks=blocks,
         )  # fmt: skip
         self.knowledge_prompt = knowledge_prompt
+        self._wrap_tool, self._awrap_tool = tool_call_wrappers(self.injector)
         self.tools = _memory_tools(self.injector.blocks) if memory_tools else []
         if search_tool:
             from langchain_knowledge_inject.tools import create_knowledge_base_search_tool
@@ -214,6 +216,29 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         turn = None if cached else await self.injector.aprepare(self._messages(request), config)
         response = await handler(self._request(request, config, cached, turn))
         return ExtendedModelResponse(model_response=response, command=_update(key, turn))
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Run every tool call of a restricted turn restricted, however the tool was built.
+
+        When the turn is restricted (a knowledge base's stored flag, this
+        middleware's ``restricted`` or ``configurable["restricted"]``), the tool
+        runs with ``configurable["restricted"] = True`` and this middleware's
+        summarizer model, so a ``knowledge_base_search`` tool built separately
+        returns a safe summary, never passages. Other turns pass through unchanged.
+        """
+        return cast("ToolMessage | Command[Any]", self._wrap_tool(request, handler))
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """Async twin of :meth:`wrap_tool_call`."""
+        return cast("ToolMessage | Command[Any]", await self._awrap_tool(request, handler))
 
     def after_agent(
         self, state: KnowledgeInjectionState, runtime: Runtime[Any]

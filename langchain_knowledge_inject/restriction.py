@@ -163,6 +163,10 @@ class SummaryBounds(_StrictConfig):
     """Most characters kept from each chunk."""
     max_total_chars: int = Field(default=8000, ge=100)
     """Most characters of chunk text in total."""
+    max_reply_chars: int = Field(default=6000, ge=200)
+    """Longest summary plus guidance accepted from the secondary model; a longer reply
+    is refused (``summarizer_error``) before the leak guard reads it. A safe summary is
+    a few sentences; a reply this long is a dump, not a summary."""
 
 
 class _InfoLike(Protocol):
@@ -340,11 +344,11 @@ def summarize_chunks(
     try:
         runnable, messages = _s.build_request(model, SafeSummary, question, texts)
         raw = _s.call_with_timeout(lambda: _s.invoke(runnable, messages, config), timeout)
-        candidate = _validate(raw)
+        candidate = _validate(raw, bounds)
     except Exception as exc:
         return _complete(_failure(exc, timeout), None, config)
     result, report = _guard(candidate, documents, policy, sensitive_sources, question=question)
-    return _complete(result, report, config)
+    return _complete(_hide_sources(result, documents, sensitive_sources), report, config)
 
 
 async def asummarize_chunks(
@@ -377,14 +381,14 @@ async def asummarize_chunks(
     try:
         runnable, messages = _s.build_request(model, SafeSummary, question, texts)
         raw = await asyncio.wait_for(_s.ainvoke(runnable, messages, config), timeout)
-        candidate = _validate(raw)
+        candidate = _validate(raw, bounds)
     except Exception as exc:
         return await _acomplete(_failure(exc, timeout), None, config)
     # the guard is CPU work (up to ~0.2 s on the default bounds): keep the event loop free
     result, report = await asyncio.to_thread(
         _guard, candidate, documents, policy, sensitive_sources, question=question
     )
-    return await _acomplete(result, report, config)
+    return await _acomplete(_hide_sources(result, documents, sensitive_sources), report, config)
 
 
 def format_safe_summary(summary: SafeSummary) -> str:
@@ -444,6 +448,7 @@ def tool_result(
     timeout: float | None = 30.0,
     sensitive_sources: bool = False,
     config: RunnableConfig | None = None,
+    max_tokens: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The restricted ``knowledge_base_search`` result: ``(content, artifact)``.
 
@@ -461,6 +466,8 @@ def tool_result(
         timeout: See :func:`summarize_chunks`.
         sensitive_sources: See :func:`summarize_chunks`.
         config: See :func:`summarize_chunks`.
+        max_tokens: Token budget of the content; a longer summary is cut to fit (see
+            :func:`~langchain_knowledge_inject.restricted_scope.fit_safe_summary`).
 
     Returns:
         The text for the model and the summary as a dict.
@@ -484,7 +491,7 @@ def tool_result(
             sensitive_sources=sensitive_sources,
             config=config,
         )
-    return format_safe_summary(summary), summary.model_dump()
+    return _tool_content(summary, max_tokens)
 
 
 async def atool_result(
@@ -497,6 +504,7 @@ async def atool_result(
     timeout: float | None = 30.0,
     sensitive_sources: bool = False,
     config: RunnableConfig | None = None,
+    max_tokens: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Async twin of :func:`tool_result`."""
     if summarizer_model is None:
@@ -513,7 +521,16 @@ async def atool_result(
             sensitive_sources=sensitive_sources,
             config=config,
         )
-    return format_safe_summary(summary), summary.model_dump()
+    return _tool_content(summary, max_tokens)
+
+
+def _tool_content(summary: SafeSummary, max_tokens: int | None) -> tuple[str, dict[str, Any]]:
+    if max_tokens is None:
+        return format_safe_summary(summary), summary.model_dump()
+    from langchain_knowledge_inject.restricted_scope import fit_safe_summary
+
+    text, fitted = fit_safe_summary(summary, max_tokens=max_tokens)
+    return text, fitted.model_dump()
 
 
 # Private helpers.
@@ -565,12 +582,32 @@ def _started(documents: Sequence[Document], texts: list[str]) -> dict[str, Any]:
     return data
 
 
-def _validate(raw: Any) -> SafeSummary:
+def _validate(raw: Any, bounds: SummaryBounds | None) -> SafeSummary:
     summary = _s.parse_reply(raw, SafeSummary)
     if summary.decision == "answer" and not summary.summary.strip():
         msg = "an 'answer' decision needs a non-empty summary"
         raise ValueError(msg)
+    limit = (bounds or SummaryBounds()).max_reply_chars
+    if len(summary.summary) + len(summary.answer_guidance) > limit:
+        msg = f"the summarizer reply is longer than max_reply_chars={limit}"
+        raise ValueError(msg)
     return summary
+
+
+def _hide_sources(
+    result: SafeSummary, documents: Sequence[Document], sensitive_sources: bool
+) -> SafeSummary:
+    """With sensitive sources, take source names out of the model-written text too."""
+    if not sensitive_sources:
+        return result
+    from langchain_knowledge_inject.restricted_scope import hide_source_names
+
+    update = {
+        "summary": hide_source_names(result.summary, documents),
+        "answer_guidance": hide_source_names(result.answer_guidance, documents),
+        "sources": [],
+    }
+    return result.model_copy(update=update)
 
 
 def _guard(
@@ -606,11 +643,21 @@ def _guard(
 def _failure(exc: Exception, timeout: float | None) -> SafeSummary:
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         logger.warning("safe summary failed: no answer within %s s", timeout)
-    else:  # the message may quote model output, so only its type is logged by default
-        logger.warning("safe summary failed: %s", type(exc).__name__)
-        if _s.model_io_logging():
-            logger.info("summarizer failure", exc_info=exc)
+    else:  # the message may quote model output or the chunks: never logged, nor its traceback
+        logger.warning("safe summary failed: %s%s", type(exc).__name__, _error_fields(exc))
     return _refusal("summarizer_error")
+
+
+def _error_fields(exc: Exception) -> str:
+    """Where a validation error failed (field names and error types, never the input)."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return ""
+    try:
+        found = [f"{'.'.join(map(str, e.get('loc', ())))}: {e.get('type')}" for e in errors()]
+    except Exception:
+        return ""
+    return f" ({'; '.join(found[:5])})" if found else ""
 
 
 def fail_closed_summary(reason: ReasonCode = "summarizer_error") -> SafeSummary:
@@ -630,6 +677,8 @@ def _refusal(reason: ReasonCode, *, confidence: float = 0.0) -> SafeSummary:
 
 def _completed(result: SafeSummary, report: LeakReport | None) -> dict[str, Any]:
     preview = (result.summary or result.answer_guidance)[:_PREVIEW_CHARS]
+    if _s.model_io_logging():  # released text only: it passed the leak guard
+        logger.info("summarizer released: %s", result.model_dump_json())
     logger.info(
         "safe summary completed: decision=%s reason=%s preview=%r",
         result.decision,

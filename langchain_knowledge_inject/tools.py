@@ -16,6 +16,18 @@ How it knows what was injected (no global state, nothing to clear):
 
 Called outside a graph (``tool.invoke({...})``) there is no state: nothing is
 skipped.
+
+Restricted mode is decided on every call by
+:func:`~langchain_knowledge_inject.restricted_scope.resolve_restricted`: the knowledge
+base's stored flag (read now), the tool's own ``restricted``, and
+``configurable["restricted"]`` of the config the tool is invoked with (or of its
+``ToolRuntime``); any "on" wins. A restricted graph or agent runs the tool
+restricted whatever it was built with, and lends it its summarizer model.
+
+The application's pinned ``filter`` is always ANDed with the model's ``category``;
+the model can narrow a search, never widen it. The result fits ``max_tokens``: the
+passages are cut at passage boundaries, and a first passage longer than the whole
+budget is cut to it.
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.messages import ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.prebuilt import ToolRuntime
 from pydantic import BaseModel, Field
@@ -36,6 +49,14 @@ from langchain_knowledge_inject.formatting import (
     neutralize,
 )
 from langchain_knowledge_inject.placement import current_user_index
+from langchain_knowledge_inject.restricted_scope import (
+    current_host,
+    knowledge_base_flags,
+    request_flag,
+    resolve_restricted,
+    sensitive_source_flags,
+)
+from langchain_knowledge_inject.tokens import approximate_token_count, fit_to_budget
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document
@@ -91,6 +112,7 @@ def create_knowledge_base_search_tool(
     filter: Mapping[str, Any] | None = None,
     restricted: bool = False,
     summarizer_model: BaseChatModel | None = None,
+    max_tokens: int = 2000,
 ) -> BaseTool:
     r"""Create the ``knowledge_base_search`` tool over a knowledge base.
 
@@ -114,12 +136,16 @@ def create_knowledge_base_search_tool(
         mode: ``"hybrid"``, ``"dense"`` or ``"keyword"``.
         tenant_id: Search this tenant's partition (``configurable["tenant_id"]``
             overrides it per request, as for injection).
-        filter: A metadata filter always applied (the model's ``category`` adds to it).
+        filter: A metadata filter always applied: the model's ``category`` is ANDed
+            with it (it narrows the pinned filter, never replaces it).
         restricted: Return safe summaries instead of passages. Also on when the
-            knowledge base is marked restricted, or per request with
-            ``configurable["restricted"] = True``.
+            knowledge base is marked restricted, per request with
+            ``configurable["restricted"] = True``, and when a restricted graph or
+            agent runs the tool.
         summarizer_model: The secondary model that writes safe summaries
-            (restricted mode).
+            (restricted mode); without one, the hosting restricted graph's or
+            agent's is used, else the tool fails closed.
+        max_tokens: Token budget of one result (passages or safe summary).
 
     Returns:
         A ``StructuredTool`` with a sync and an async implementation.
@@ -144,6 +170,9 @@ def create_knowledge_base_search_tool(
             print(tool.invoke({"query": "annual leave"}))
     """
     _check_options(k=k, min_score=min_score, mode=mode, name=name)
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 100:
+        msg = f"max_tokens must be an integer of at least 100, got {max_tokens!r}"
+        raise ConfigurationError(msg, option="max_tokens", value=max_tokens)
     search = _Search(
         knowledge_base,
         name=name,
@@ -152,8 +181,9 @@ def create_knowledge_base_search_tool(
         mode=mode,
         tenant_id=tenant_id,
         filter=dict(filter) if filter else None,
-        restricted=restricted or _kb_restricted(knowledge_base),
+        restricted=restricted is True,
         summarizer_model=summarizer_model,
+        max_tokens=max_tokens,
     )
     return StructuredTool.from_function(
         func=search.run,
@@ -181,6 +211,7 @@ class _Search:
         filter: dict[str, Any] | None,
         restricted: bool,
         summarizer_model: BaseChatModel | None,
+        max_tokens: int = 2000,
     ) -> None:
         self.kb = knowledge_base
         self.name = name
@@ -191,23 +222,27 @@ class _Search:
         self.filter = filter
         self.restricted = restricted
         self.summarizer_model = summarizer_model
+        self.max_tokens = max_tokens
 
     def _request(
-        self, k: int | None, category: str | None, runtime: Any
+        self, k: int | None, category: str | None, runtime: Any, config: RunnableConfig | None
     ) -> tuple[int, set[str], bool, dict[str, Any]]:
         """What to search: how many, what to skip, restricted or not, the search arguments."""
         wanted = k or self.k
         seen = _already_seen(runtime, self.name)
-        configurable = (getattr(runtime, "config", None) or {}).get("configurable") or {}
+        runtime_config = getattr(runtime, "config", None)
+        configurable = (runtime_config or config or {}).get("configurable") or {}
         tenant = configurable.get("tenant_id") or self.tenant_id
-        restricted = self.restricted or configurable.get("restricted") is True
-        where = dict(self.filter or {})
-        if category:
-            where["category"] = category
+        restricted = resolve_restricted(
+            knowledge_bases=knowledge_base_flags([self.kb]),
+            surface=self.restricted or current_host() is not None,
+            request=request_flag(config, runtime_config),
+        )
+        where = pinned_and(self.filter, category)
         kwargs: dict[str, Any] = {
             "k": wanted + len(seen),
             "min_score": self.min_score,
-            "filter": where or None,
+            "filter": where,
             "mode": self.mode,
             "tenant_id": tenant,
         }
@@ -219,17 +254,18 @@ class _Search:
         k: int | None = None,
         category: str | None = None,
         runtime: ToolRuntime = None,  # type: ignore[assignment]
+        config: RunnableConfig = None,  # type: ignore[assignment]
     ) -> tuple[str, Any]:
         """Search (sync)."""
-        wanted, seen, restricted, kwargs = self._request(k, category, runtime)
+        wanted, seen, restricted, kwargs = self._request(k, category, runtime, config)
         try:
             found = self.kb.search(query, **kwargs)
         except RetrievalError as exc:
             raise _unavailable(exc) from exc
         docs = _fresh(found, seen, wanted)
         if restricted:
-            return _restricted_result(docs, query, self.summarizer_model, self.kb)
-        return _format_results(query, docs, skipped=bool(seen)), docs
+            return _restricted_result(docs, query, self._restricted_options(config))
+        return _fit_results(query, docs, skipped=bool(seen), max_tokens=self.max_tokens)
 
     async def arun(
         self,
@@ -237,17 +273,54 @@ class _Search:
         k: int | None = None,
         category: str | None = None,
         runtime: ToolRuntime = None,  # type: ignore[assignment]
+        config: RunnableConfig = None,  # type: ignore[assignment]
     ) -> tuple[str, Any]:
         """Search (async)."""
-        wanted, seen, restricted, kwargs = self._request(k, category, runtime)
+        wanted, seen, restricted, kwargs = self._request(k, category, runtime, config)
         try:
             found = await self.kb.asearch(query, **kwargs)
         except RetrievalError as exc:
             raise _unavailable(exc) from exc
         docs = _fresh(found, seen, wanted)
         if restricted:
-            return await _arestricted_result(docs, query, self.summarizer_model, self.kb)
-        return _format_results(query, docs, skipped=bool(seen)), docs
+            return await _arestricted_result(docs, query, self._restricted_options(config))
+        return _fit_results(query, docs, skipped=bool(seen), max_tokens=self.max_tokens)
+
+    def _restricted_options(self, config: RunnableConfig | None) -> dict[str, Any]:
+        """Summarizer, source hiding and budget of a restricted call (the host lends its own)."""
+        host = current_host()
+        model = self.summarizer_model or (host.summarizer_model if host else None)
+        hidden = any(sensitive_source_flags([self.kb])) or bool(host and host.sensitive_sources)
+        return {"summarizer_model": model, "sensitive_sources": hidden,
+                "config": config, "max_tokens": self.max_tokens}  # fmt: skip
+
+
+def pinned_and(pinned: Mapping[str, Any] | None, category: str | None) -> dict[str, Any] | None:
+    """The application's pinned filter ANDed with the model's ``category``.
+
+    The model's choice narrows the pinned filter, never replaces it: a pinned
+    ``category`` and the model's both have to hold (so a different one finds nothing).
+
+    Example:
+        >>> pinned_and({"category": "hr"}, "it")
+        {'$and': [{'category': 'hr'}, {'category': 'it'}]}
+        >>> pinned_and({"year": 2024}, "hr")
+        {'year': 2024, 'category': 'hr'}
+        >>> pinned_and(None, None) is None
+        True
+    """
+    where = dict(pinned or {})
+    if not category:
+        return where or None
+    if "category" not in where and "$and" not in where:
+        where["category"] = category
+        return where
+    clauses = list(where.pop("$and", []))
+    if "category" in where:
+        clauses.append({"category": where.pop("category")})
+    clauses.append({"category": category})
+    where["$and"] = clauses
+    return where
 
 
 def _unavailable(exc: RetrievalError) -> ToolException:
@@ -310,6 +383,46 @@ def _fresh(docs: Sequence[Document], seen: set[str], wanted: int) -> list[Docume
     return fresh[:wanted]
 
 
+def _fit_results(
+    query: str, docs: Sequence[Document], *, skipped: bool, max_tokens: int
+) -> tuple[str, list[Document]]:
+    """The passages that fit in ``max_tokens`` (best first), and the documents shown.
+
+    Passages are kept whole in rank order until the next does not fit; when even
+    the first does not, it is cut (at a word boundary, marked ``…``) to fit.
+    """
+    docs = list(docs)
+
+    def render(kept: Sequence[Document]) -> str:
+        return _format_results(query, kept, skipped=skipped)
+
+    kept, _ = fit_to_budget(
+        docs, max_tokens=max_tokens, counter=approximate_token_count, render=render
+    )
+    if not kept and docs:
+        kept = [_cut_to_fit(docs[0], max_tokens, render)]
+    if len(kept) < len(docs):
+        logger.info("knowledge_base_search: %d of %d passages fit in max_tokens=%d",
+                    len(kept), len(docs), max_tokens)  # fmt: skip
+    return render(kept), kept
+
+
+def _cut_to_fit(doc: Document, max_tokens: int, render: Any) -> Document:
+    text = doc.page_content
+    low, high = 0, len(text)
+    while low < high:  # the longest prefix (in characters) whose passage fits
+        mid = (low + high + 1) // 2
+        candidate = doc.model_copy(update={"page_content": text[:mid] + " …"})
+        if approximate_token_count(render([candidate])) <= max_tokens:
+            low = mid
+        else:
+            high = mid - 1
+    cut = text[:low]
+    cut = cut.rsplit(" ", 1)[0] if " " in cut[-200:] else cut
+    metadata = {**doc.metadata, "truncated": True}
+    return doc.model_copy(update={"page_content": cut + " …", "metadata": metadata})
+
+
 def _format_results(query: str, docs: Sequence[Document], *, skipped: bool) -> str:
     if not docs:
         already = " beyond the passages you were already given this turn" if skipped else ""
@@ -321,37 +434,19 @@ def _one_line(text: str) -> str:
     return " ".join(neutralize(text).split())
 
 
-def _kb_restricted(kb: Any) -> bool:
-    try:
-        return getattr(kb.info, "restricted", False) is True
-    except Exception:
-        return False
-
-
-def _sensitive_sources(kb: Any) -> bool:
-    try:
-        return getattr(kb.info, "sensitive_sources", False) is True
-    except Exception:
-        return True
-
-
 def _restricted_result(
-    docs: Sequence[Document], query: str, model: BaseChatModel | None, kb: Any
+    docs: Sequence[Document], query: str, options: dict[str, Any]
 ) -> tuple[str, Any]:
     """The safe summary as the tool result; fails closed (see ``restriction.tool_result``)."""
     from langchain_knowledge_inject.restriction import tool_result
 
-    return tool_result(
-        docs, query, summarizer_model=model, sensitive_sources=_sensitive_sources(kb)
-    )
+    return tool_result(docs, query, **options)
 
 
 async def _arestricted_result(
-    docs: Sequence[Document], query: str, model: BaseChatModel | None, kb: Any
+    docs: Sequence[Document], query: str, options: dict[str, Any]
 ) -> tuple[str, Any]:
     """Async twin of :func:`_restricted_result`."""
     from langchain_knowledge_inject.restriction import atool_result
 
-    return await atool_result(
-        docs, query, summarizer_model=model, sensitive_sources=_sensitive_sources(kb)
-    )
+    return await atool_result(docs, query, **options)

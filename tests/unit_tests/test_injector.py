@@ -255,7 +255,7 @@ def test_restricted_override_never_shows_raw_chunks(kb):
 
 def test_restricted_cannot_be_switched_off_per_request(kb, caplog):
     injector = KnowledgeInjector(kb, restricted=True)
-    with caplog.at_level(logging.WARNING, logger="langchain_knowledge_inject"):
+    with caplog.at_level(logging.DEBUG, logger="langchain_knowledge_inject"):
         turn = injector.prepare(_history(), config={"configurable": {"restricted": False}})
     assert turn.manifest.restricted and LEAVE not in turn.dynamic_context
     assert "restricted mode stays on" in caplog.text

@@ -514,17 +514,26 @@ def test_leak_logs_hold_no_values(caplog: pytest.LogCaptureFixture) -> None:
         assert value not in messages
 
 
-def test_model_io_log_is_opt_in(caplog: pytest.LogCaptureFixture, monkeypatch: Any) -> None:
+def test_model_io_log_is_opt_in_and_redacted(
+    caplog: pytest.LogCaptureFixture, monkeypatch: Any
+) -> None:
     monkeypatch.setenv("KINJECT_LOG_MODEL_IO", "1")
     caplog.set_level(logging.INFO, logger="langchain_knowledge_inject")
     _summarize("honest", RESTRICTED_DOCUMENTS[:1], structured=False)
     _summarize("honest", RESTRICTED_DOCUMENTS[:1], structured=True)
+    _summarize("copying", RESTRICTED_DOCUMENTS[:1], structured=False)
     messages = _messages(caplog)
     requests = [m for m in messages if m.startswith("summarizer request")]
-    responses = [m for m in messages if m.startswith("summarizer response")]
-    assert len(requests) == len(responses) == 2
-    assert CHUNKS["leave"] in requests[0]
-    assert HONEST_SUMMARY in responses[0] and HONEST_SUMMARY in responses[1]
+    replies = [m for m in messages if m.startswith("summarizer reply")]
+    released = [m for m in messages if m.startswith("summarizer released")]
+    assert len(requests) == len(replies) == len(released) == 3
+    assert "<<<EXCERPT 1: " in requests[0] and QUESTION in requests[0]
+    assert '"decision": "answer"' in replies[0] and "chars, sha256" in replies[0]
+    assert HONEST_SUMMARY in released[0] and HONEST_SUMMARY in released[1]
+    assert '"leak_detected"' in released[2]
+    logged = "\n".join(messages)
+    assert count_raw_passages(logged, [CHUNKS["leave"]]) == 0
+    assert count_copied_values(logged, [CHUNKS["leave"]]) == 0
 
 
 class _Recorder(BaseCallbackHandler):
@@ -551,7 +560,7 @@ def test_custom_events_inside_a_run() -> None:
     assert (started["chunk_count"], started["retrieved"]) == (2, 2)
     assert completed["decision"] == "refuse" and completed["reason"] == "leak_detected"
     assert completed["leak_reasons"]
-    assert recorder.chat_model_runs == 1  # the worker thread kept the caller's run context
+    assert recorder.chat_model_runs == 0  # the summarizer runs without the caller's callbacks
 
 
 async def test_async_custom_events_inside_a_run() -> None:
