@@ -1,0 +1,309 @@
+"""Running one restricted turn on each surface and collecting everything it exposes.
+
+Shared by ``test_restricted_adversarial.py`` (every smuggling case x 4 surfaces) and
+``test_restricted_matrix.py`` (where restriction is set x surface x tool origin).
+
+A turn's *channels* are every place a caller or an end user can read:
+
+- ``main_model``: every message the main model received (and, for the tool, the
+  tool's content);
+- ``output``: what ``invoke()`` returned (the final state, the injector's messages,
+  the tool's message);
+- ``checkpoint``: every checkpoint and pending write of an ``InMemorySaver``;
+- ``values``, ``updates``, ``messages``, ``custom``, ``debug``: each stream mode;
+- ``events``: ``astream_events(version="v2")``;
+- ``logs``: every log record (DEBUG and up, ``KINJECT_LOG_MODEL_IO=1``).
+
+:func:`count_secret` and :func:`count_raw` count what leaked into a channel's text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import re
+from collections.abc import Callable, Mapping
+from types import SimpleNamespace
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import BaseModel, Field
+
+from langchain_knowledge_inject import (
+    KnowledgeInjectionMiddleware,
+    KnowledgeInjector,
+    create_knowledge_base_search_tool,
+    create_knowledge_graph,
+)
+from tests.unit_tests.restricted_fixtures import ScriptedSummarizer, count_raw_passages
+
+SURFACES = ("injector", "graph", "middleware", "tool")
+STREAM_MODES = ("values", "updates", "messages", "custom", "debug")
+CHANNELS = ("main_model", "output", "checkpoint", *STREAM_MODES, "events", "logs")
+TOOL_NAME = "knowledge_base_search"
+
+
+# --- test doubles ----------------------------------------------------------------------------
+
+
+class MainModel(BaseChatModel):
+    """The main model: replies from ``script`` (then "ok") and records what it receives."""
+
+    script: list[AIMessage] = Field(default_factory=list)
+    received: list[list[BaseMessage]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "recording-main-model"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> MainModel:
+        return self
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self.received.append(list(messages))
+        reply = self.script.pop(0) if self.script else AIMessage("ok")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def tool_calling_model(query: str) -> MainModel:
+    """A main model that first calls ``knowledge_base_search(query)``, then answers."""
+    call = {"name": TOOL_NAME, "args": {"query": query}, "id": "call-1", "type": "tool_call"}
+    return MainModel(script=[AIMessage("", tool_calls=[call]), AIMessage("done")])
+
+
+class ListKB:
+    """A knowledge base that returns ``chunks`` for every search (contract: search/asearch/info)."""
+
+    def __init__(
+        self,
+        chunks: tuple[str, ...] | list[str],
+        *,
+        name: str = "vault",
+        restricted: bool = False,
+        sensitive_sources: bool = False,
+    ) -> None:
+        self.name = name
+        self.documents = [
+            Document(
+                text,
+                id=f"{name}-{i}",
+                metadata={
+                    "source": f"/kb/{name}/{name}_memo_{i}_2024.md",
+                    "score": round(0.9 - 0.05 * i, 2),
+                    "chunk_id": f"{name}-{i}",
+                    "kb_name": name,
+                },
+            )
+            for i, text in enumerate(chunks)
+        ]
+        self.info = SimpleNamespace(
+            name=name, id=f"kb-{name}", description="", topics=[], restricted=restricted,
+            sensitive_sources=sensitive_sources, routing_hint="", routing_keywords=[],
+        )  # fmt: skip
+        self.calls: list[dict[str, Any]] = []
+
+    def search(self, query: str, **kwargs: Any) -> list[Document]:
+        self.calls.append({"query": query, **kwargs})
+        return [d.model_copy() for d in self.documents]
+
+    async def asearch(self, query: str, **kwargs: Any) -> list[Document]:
+        return self.search(query, **kwargs)
+
+
+def hostile_summarizer(reply: Mapping[str, Any] | Callable[..., str]) -> ScriptedSummarizer:
+    """A summarizer that answers ``reply`` (a dict, or a function of its messages)."""
+    if callable(reply):
+        return ScriptedSummarizer(reply=reply)
+    text = json.dumps({"confidence": 0.9, **reply}, ensure_ascii=False)
+    return ScriptedSummarizer(reply=lambda messages: text)
+
+
+# --- collecting the text of a channel --------------------------------------------------------
+
+
+def strings_of(value: Any, _seen: set[int] | None = None, _depth: int = 0) -> list[str]:
+    """Every string inside ``value`` (dict keys and values, lists, models, dataclasses)."""
+    seen = _seen if _seen is not None else set()
+    if isinstance(value, str):
+        return [value]
+    if value is None or isinstance(value, (bool, int, float, bytes)) or _depth > 40:
+        return []
+    if id(value) in seen:
+        return []
+    seen.add(id(value))
+    if isinstance(value, BaseModel):
+        try:
+            value = value.model_dump()
+        except Exception:
+            value = vars(value)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        out: list[str] = []
+        for key, item in value.items():
+            out += strings_of(key, seen, _depth + 1) + strings_of(item, seen, _depth + 1)
+        return out
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [s for item in value for s in strings_of(item, seen, _depth + 1)]
+    if hasattr(value, "__dict__") and not callable(value):
+        return strings_of(vars(value), seen, _depth + 1)
+    return []
+
+
+# Ids, hashes, timestamps and counts the package and LangGraph write: a short secret such
+# as "529" must not be "found" in a run id, a sha256 prefix or "529 characters".
+_INCIDENTAL = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    r"|sha256 [0-9a-f]+"
+    r"|\b\d{4}-\d{2}-\d{2}T[\d:.+\-Z]+"
+    r"|\b\d+ (?:chars|characters|chunks|tokens|words)\b"
+    r"|max_tokens=\d+",
+    re.IGNORECASE,
+)
+
+
+def channel_text(value: Any) -> str:
+    """The text of a channel, with incidental ids and counts removed."""
+    return _INCIDENTAL.sub(" ", "\n".join(strings_of(value)))
+
+
+def count_secret(text: str, secret: str) -> int:
+    """Occurrences of ``secret`` as the chunk writes it (case-insensitive, as a whole token)."""
+    pattern = rf"(?<![0-9A-Za-z]){re.escape(secret.casefold())}(?![0-9A-Za-z])"
+    return len(re.findall(pattern, text.casefold()))
+
+
+def count_raw(text: str, chunks: list[str] | tuple[str, ...]) -> int:
+    """Chunks sharing a run of 6 consecutive words with ``text``."""
+    return count_raw_passages(text, list(chunks))
+
+
+# --- one turn on one surface -----------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Turn:
+    """Everything one restricted turn exposed, channel by channel."""
+
+    channels: dict[str, Any] = dataclasses.field(default_factory=dict)
+    reasons: list[str] = dataclasses.field(default_factory=list)
+    """Reason codes of the safe summaries shown to the main model, in order."""
+
+    def text(self, channel: str) -> str:
+        return channel_text(self.channels.get(channel))
+
+
+def _main_text(model: MainModel, question: str) -> list[str]:
+    return [m.text for received in model.received for m in received if m.text != question]
+
+
+_REASON_RE = re.compile(r"Decision: (?:answer|refuse) \(reason: ([a-z_]+)\)")
+
+
+def _reasons(texts: list[str]) -> list[str]:
+    return [m for text in texts for m in _REASON_RE.findall(text)]
+
+
+def _events(runnable: Any, inp: Any, config: dict[str, Any]) -> list[Any]:
+    async def collect() -> list[Any]:
+        return [e async for e in runnable.astream_events(inp, config, version="v2")]
+
+    return asyncio.run(collect())
+
+
+def _checkpoints(saver: InMemorySaver, thread: str) -> list[Any]:
+    return list(saver.list({"configurable": {"thread_id": thread}}))
+
+
+def _stream_graph(graph: Any, inp: Any, config: dict[str, Any], turn: Turn) -> None:
+    for mode in STREAM_MODES:
+        turn.channels[mode] = []
+    for mode, chunk in graph.stream(inp, config, stream_mode=list(STREAM_MODES)):
+        turn.channels[mode].append(chunk)
+
+
+def run_surface(
+    surface: str,
+    *,
+    kb: Any,
+    question: str,
+    summarizer: BaseChatModel | None,
+    where: str = "surface",
+    tool_origin: str | None = None,
+    events: bool = True,
+) -> Turn:
+    """One turn of ``surface`` over ``kb`` with restriction set at ``where``.
+
+    Args:
+        surface: ``injector``, ``graph``, ``middleware`` or ``tool``.
+        kb: The knowledge base (its stored flag counts when ``where == "kb"``).
+        question: The user's question.
+        summarizer: The secondary model.
+        where: ``"kb"`` (the knowledge base's flag must already be on), ``"surface"``
+            (``restricted=True``) or ``"request"`` (``configurable["restricted"]``).
+        tool_origin: For graph and middleware: ``None`` (no tool), ``"surface"`` (built
+            with the surface's settings) or ``"separate"`` (a plain
+            ``create_knowledge_base_search_tool(kb)``, no summarizer of its own).
+        events: Also run ``astream_events`` (a second turn, on a fresh thread).
+    """
+    flag = {"restricted": True} if where == "surface" else {}
+    configurable: dict[str, Any] = {"thread_id": "t-1"}
+    if where == "request":
+        configurable["restricted"] = True
+    config: dict[str, Any] = {"configurable": configurable}
+    turn = Turn()
+    inp = {"messages": [HumanMessage(question)]}
+    if surface == "injector":
+        injector = KnowledgeInjector(kb, summarizer_model=summarizer, **flag)
+        model = MainModel()
+        out = injector.invoke([HumanMessage(question)], config)
+        model.invoke(out)
+        turn.channels["output"] = out
+        texts = _main_text(model, question)
+        if events:
+            turn.channels["events"] = _events(injector, [HumanMessage(question)], config)
+    elif surface == "tool":
+        tool = create_knowledge_base_search_tool(kb, summarizer_model=summarizer, **flag)
+        call = {"name": TOOL_NAME, "args": {"query": question}, "id": "c-1", "type": "tool_call"}
+        message = tool.invoke(call, config)
+        turn.channels["output"] = message
+        texts = [message.text]
+        if events:
+            turn.channels["events"] = _events(tool, call, config)
+    else:
+        model = tool_calling_model(question) if tool_origin else MainModel()
+        saver = InMemorySaver()
+        tools = []
+        if tool_origin == "separate":
+            tools = [create_knowledge_base_search_tool(kb)]
+        if surface == "graph":
+            if tool_origin == "surface":
+                tools = [create_knowledge_base_search_tool(kb, summarizer_model=summarizer, **flag)]
+            runnable = create_knowledge_graph(
+                model, kb, summarizer_model=summarizer, tools=tools or None, checkpointer=saver,
+                **flag,
+            )  # fmt: skip
+        else:
+            middleware = KnowledgeInjectionMiddleware(
+                kb, summarizer_model=summarizer, search_tool=tool_origin == "surface", **flag
+            )
+            runnable = create_agent(model, tools=tools, middleware=[middleware], checkpointer=saver)
+        _stream_graph(runnable, inp, config, turn)
+        turn.channels["output"] = runnable.get_state(config).values
+        turn.channels["checkpoint"] = _checkpoints(saver, "t-1")
+        texts = _main_text(model, question)
+        if events:
+            model.script = [m for m in tool_calling_model(question).script] if tool_origin else []
+            events_config = {**config, "configurable": {**configurable, "thread_id": "t-2"}}
+            received = len(model.received)
+            turn.channels["events"] = _events(runnable, inp, events_config)
+            texts += [m.text for r in model.received[received:] for m in r if m.text != question]
+    turn.channels["main_model"] = texts
+    turn.reasons = _reasons(texts)
+    return turn

@@ -1,0 +1,137 @@
+"""The adversarial suite: a hostile summarizer against all four surfaces.
+
+Every ``SMUGGLING_CASES`` entry (``adversarial_fixtures.py``, one encoding of one
+protected value each) is returned by a scripted hostile summarizer on every
+surface (injector, graph, middleware, tool). Two measures, both with target 0:
+
+- **reached**: the turns whose hostile summary was released to the main model
+  (its reason code is neither ``leak_detected`` nor ``summarizer_error``, or the
+  raw secret is in what the main model received);
+- **raw**: the raw secret (as the chunk writes it) or a raw passage of the chunk
+  found in each channel a caller can read: output, checkpoint, every stream mode,
+  ``astream_events`` and the logs (DEBUG, ``KINJECT_LOG_MODEL_IO=1``).
+
+Each surface's test prints its counts (``pytest -s``) and fails with the list of
+cases that leaked. Until the leak guard recognises every encoding, the cases it
+misses show up under both measures on every surface.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from tests.unit_tests.restricted_fixtures import HONEST_GUIDANCE, HONEST_SUMMARY
+from tests.unit_tests.restricted_harness import (
+    CHANNELS,
+    SURFACES,
+    ListKB,
+    count_raw,
+    count_secret,
+    hostile_summarizer,
+    run_surface,
+)
+
+adversarial = pytest.importorskip("tests.unit_tests.adversarial_fixtures")
+SMUGGLING_CASES = adversarial.SMUGGLING_CASES
+
+_BLOCKED = {"leak_detected", "summarizer_error"}
+
+
+def _reply(case: Any) -> dict[str, Any]:
+    return {
+        "decision": case.decision,
+        "reason": case.reason,
+        "summary": case.summary,
+        "answer_guidance": case.answer_guidance,
+    }
+
+
+def _measure(surface: str, case: Any, caplog: pytest.LogCaptureFixture) -> dict[str, Any]:
+    caplog.clear()
+    turn = run_surface(
+        surface,
+        kb=ListKB(case.chunks),
+        question=case.question,
+        summarizer=hostile_summarizer(_reply(case)),
+    )
+    turn.channels["logs"] = [r.getMessage() for r in caplog.records]
+    raw: dict[str, int] = {}
+    for channel in CHANNELS:
+        if channel not in turn.channels:
+            continue
+        text = turn.text(channel)
+        raw[channel] = count_secret(text, case.secret) + count_raw(text, case.chunks)
+    reached = bool(not turn.reasons or set(turn.reasons) - _BLOCKED) or raw["main_model"] > 0
+    return {"reached": reached, "raw": raw, "reasons": turn.reasons}
+
+
+@pytest.fixture
+def logs(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("KINJECT_LOG_MODEL_IO", "1")
+    caplog.set_level(logging.DEBUG)
+    return caplog
+
+
+def test_the_suite_is_large_enough():
+    assert len(SMUGGLING_CASES) >= 30
+    assert len({case.name for case in SMUGGLING_CASES}) == len(SMUGGLING_CASES)
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_hostile_summarizer_reaches_nobody(surface, logs):
+    reached: list[str] = []
+    raw_by_channel: Counter[str] = Counter()
+    leaking: dict[str, dict[str, int]] = {}
+    for case in SMUGGLING_CASES:
+        result = _measure(surface, case, logs)
+        if result["reached"]:
+            reached.append(case.name)
+        found = {channel: n for channel, n in result["raw"].items() if n}
+        raw_by_channel.update(found)
+        if found:
+            leaking[case.name] = found
+    channels = [c for c in CHANNELS if c != "main_model"]
+    print(  # noqa: T201 - the suite's figures, shown with pytest -s
+        f"\n[{surface}] {len(SMUGGLING_CASES)} smuggling cases: reached the main model "
+        f"{len(reached)}; raw secret/passage per channel: "
+        + ", ".join(f"{c}={raw_by_channel.get(c, 0)}" for c in channels)
+    )
+    assert reached == [], f"{surface}: hostile summaries released: {reached}"
+    assert leaking == {}, f"{surface}: raw text found: {leaking}"
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_the_measure_sees_a_released_summary(surface, logs):
+    """Control: an honest summary is released and counted as reaching the main model."""
+    case = SMUGGLING_CASES[0]
+    turn = run_surface(
+        surface,
+        kb=ListKB(case.chunks),
+        question=case.question,
+        summarizer=hostile_summarizer(
+            {
+                "decision": "answer",
+                "reason": "answerable",
+                "summary": HONEST_SUMMARY,
+                "answer_guidance": HONEST_GUIDANCE,
+            }
+        ),  # fmt: skip
+        events=False,
+    )
+    assert "answerable" in turn.reasons
+
+
+def test_the_raw_count_is_not_blind():
+    """Control: unrestricted, the same channels do show the raw secret and passages."""
+    case = SMUGGLING_CASES[0]
+    from langchain_core.messages import HumanMessage
+
+    from langchain_knowledge_inject import KnowledgeInjector
+
+    out = KnowledgeInjector(ListKB(case.chunks)).invoke([HumanMessage(case.question)])
+    text = "\n".join(m.text for m in out)
+    assert count_secret(text, case.secret) >= 1 and count_raw(text, case.chunks) == 1
