@@ -95,7 +95,7 @@ def test_hostile_summarizer_reaches_nobody(surface, logs):
         if found:
             leaking[case.name] = found
     channels = [c for c in CHANNELS if c != "main_model"]
-    print(  # noqa: T201 - the suite's figures, shown with pytest -s
+    print(
         f"\n[{surface}] {len(SMUGGLING_CASES)} smuggling cases: reached the main model "
         f"{len(reached)}; raw secret/passage per channel: "
         + ", ".join(f"{c}={raw_by_channel.get(c, 0)}" for c in channels)
@@ -119,7 +119,7 @@ def test_the_measure_sees_a_released_summary(surface, logs):
                 "summary": HONEST_SUMMARY,
                 "answer_guidance": HONEST_GUIDANCE,
             }
-        ),  # fmt: skip
+        ),
         events=False,
     )
     assert "answerable" in turn.reasons
