@@ -72,8 +72,13 @@ class MainModel(BaseChatModel):
 
 
 def tool_calling_model(query: str) -> MainModel:
-    """A main model that first calls ``knowledge_base_search(query)``, then answers."""
-    call = {"name": TOOL_NAME, "args": {"query": query}, "id": "call-1", "type": "tool_call"}
+    """A main model that first calls ``knowledge_base_search(query, k=8)``, then answers.
+
+    ``k=8`` asks for more than injection showed, so the tool has fresh chunks to
+    summarize (it skips the chunks already injected this turn).
+    """
+    args = {"query": query, "k": 8}
+    call = {"name": TOOL_NAME, "args": args, "id": "call-1", "type": "tool_call"}
     return MainModel(script=[AIMessage("", tool_calls=[call]), AIMessage("done")])
 
 
@@ -237,6 +242,7 @@ def run_surface(
     where: str = "surface",
     tool_origin: str | None = None,
     events: bool = True,
+    search: dict[str, Any] | None = None,
 ) -> Turn:
     """One turn of ``surface`` over ``kb`` with restriction set at ``where``.
 
@@ -251,8 +257,10 @@ def run_surface(
             with the surface's settings) or ``"separate"`` (a plain
             ``create_knowledge_base_search_tool(kb)``, no summarizer of its own).
         events: Also run ``astream_events`` (a second turn, on a fresh thread).
+        search: ``min_score`` / ``mode`` for every surface and tool.
     """
-    flag = {"restricted": True} if where == "surface" else {}
+    search = dict(search or {})
+    flag = {"restricted": True, **search} if where == "surface" else dict(search)
     configurable: dict[str, Any] = {"thread_id": "t-1"}
     if where == "request":
         configurable["restricted"] = True
@@ -281,7 +289,7 @@ def run_surface(
         saver = InMemorySaver()
         tools = []
         if tool_origin == "separate":
-            tools = [create_knowledge_base_search_tool(kb)]
+            tools = [create_knowledge_base_search_tool(kb, **search)]
         if surface == "graph":
             if tool_origin == "surface":
                 tools = [create_knowledge_base_search_tool(kb, summarizer_model=summarizer, **flag)]

@@ -1,0 +1,103 @@
+"""The restriction matrix: where it is set x surface x where the tool came from.
+
+Restriction is set on the knowledge base (its stored flag), on the surface
+(``restricted=True``) or on the request (``configurable["restricted"]``). The
+surfaces are the injector, the tool alone, and the graph and the agent middleware
+each with a ``knowledge_base_search`` tool built by the surface (with its settings;
+``search_tool=True`` for the middleware) or built separately (a plain
+``create_knowledge_base_search_tool(kb)``). The main model calls the tool.
+
+A copying summarizer (it returns the excerpts it was given) stands in for the
+worst secondary model. In every cell: the main model gets safe summaries only, for
+the injection and for the tool result, and no raw passage reaches the main model
+or any channel a caller can read. Target: 0 everywhere.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.messages import ToolMessage
+
+from langchain_knowledge_inject import KnowledgeBase
+from tests.unit_tests.fakes import WordHashEmbedding
+from tests.unit_tests.restricted_fixtures import (
+    RESTRICTED_DOCUMENTS,
+    count_copied_values,
+    make_summarizer,
+)
+from tests.unit_tests.restricted_harness import CHANNELS, count_raw, run_surface
+
+QUESTION = "What are the rules on annual leave, support targets and commission?"
+CHUNKS = [d.page_content for d in RESTRICTED_DOCUMENTS]
+WHERE = ("kb", "surface", "request")
+CELLS = [
+    ("injector", None),
+    ("tool", None),
+    ("graph", "surface"),
+    ("graph", "separate"),
+    ("middleware", "surface"),
+    ("middleware", "separate"),
+]
+FIGURES: Counter[str] = Counter()
+
+
+def _documents() -> list[Document]:
+    return [d.model_copy(update={"id": None}) for d in RESTRICTED_DOCUMENTS]
+
+
+@pytest.fixture(scope="module")
+def kbs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("matrix")
+    plain = KnowledgeBase("ops", path=root / "plain", embeddings=WordHashEmbedding())
+    stored = KnowledgeBase(
+        "ops", path=root / "stored", embeddings=WordHashEmbedding(), restricted=True
+    )
+    for kb in (plain, stored):
+        kb.add_documents(_documents())
+    yield {"plain": plain, "stored": stored}
+    plain.close()
+    stored.close()
+
+
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize(("surface", "tool_origin"), CELLS)
+def test_no_raw_text_in_any_cell(kbs, where, surface, tool_origin, caplog, monkeypatch):
+    monkeypatch.setenv("KINJECT_LOG_MODEL_IO", "1")
+    caplog.set_level(logging.DEBUG)
+    kb = kbs["stored" if where == "kb" else "plain"]
+    turn = run_surface(
+        surface,
+        kb=kb,
+        question=QUESTION,
+        summarizer=make_summarizer("copying"),
+        where=where,
+        tool_origin=tool_origin,
+        search={"min_score": 0.0},
+    )
+    turn.channels["logs"] = [r.getMessage() for r in caplog.records]
+    raw = {c: count_raw(turn.text(c), CHUNKS) for c in CHANNELS if c in turn.channels}
+    values = count_copied_values(turn.text("main_model"), CHUNKS)
+    FIGURES["cells"] += 1
+    FIGURES["raw"] += sum(raw.values()) + values
+    assert turn.reasons, "the turn did not go through restricted mode"
+    assert set(turn.reasons) <= {"leak_detected", "summarizer_error"}
+    if tool_origin is not None:
+        tool_messages = [
+            m for m in turn.channels["output"]["messages"] if isinstance(m, ToolMessage)
+        ]
+        assert tool_messages, "the main model did not get a tool result"
+        for message in tool_messages:
+            assert message.text.startswith("[Restricted Knowledge Summary]")
+            assert message.artifact["reason"] == "leak_detected"  # the host lent its summarizer
+    assert values == 0
+    assert raw == dict.fromkeys(raw, 0)
+
+
+def test_matrix_figures():
+    """Prints the matrix total (run after the cells: ``pytest -s``)."""
+    print(f"\nrestriction matrix: {FIGURES['cells']} cells, raw found {FIGURES['raw']}")
+    assert FIGURES["raw"] == 0
