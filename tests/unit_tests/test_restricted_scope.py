@@ -364,8 +364,9 @@ def test_invalid_reply_fields_are_not_logged(caplog, monkeypatch):
 def test_the_host_lends_its_summarizer_to_a_separate_tool(surface):
     """The tool has no summarizer of its own; the restricted host's writes its summary."""
     chunks = [SECRET_CHUNK] + [f"Payment rule {i}: two approvals are needed." for i in range(5)]
+    summarizer = hostile_summarizer(_answer(HONEST_SUMMARY))
     turn = run_surface(surface, kb=ListKB(chunks), question=QUESTION, tool_origin="separate",
-                       events=False, summarizer=hostile_summarizer(_answer(HONEST_SUMMARY)))  # fmt: skip
+                       events=False, summarizer=summarizer)  # fmt: skip
     tool_message = next(m for m in turn.channels["output"]["messages"] if m.type == "tool")
     assert tool_message.text.startswith("[Restricted Knowledge Summary]")
     assert tool_message.artifact["reason"] == "answerable"
