@@ -101,7 +101,7 @@ def test_restricted_graph_and_agent_expose_nothing_raw(restricted_kb, tmp_path, 
         blobs = [
             value if isinstance(value, str) else bytes(value).decode("utf-8", "replace")
             for table in ("checkpoints", "writes")
-            for row in db.execute(f"SELECT * FROM {table}")  # noqa: S608 - fixed table names
+            for row in db.execute(f"SELECT * FROM {table}")
             for value in row
             if isinstance(value, (bytes, str))
         ]
