@@ -184,9 +184,25 @@ def count_secret(text: str, secret: str) -> int:
     return len(re.findall(pattern, text.casefold()))
 
 
-def count_raw(text: str, chunks: list[str] | tuple[str, ...]) -> int:
-    """Chunks sharing a run of 6 consecutive words with ``text``."""
-    return count_raw_passages(text, list(chunks))
+_WORD = re.compile(r"[^\W_]+")
+
+
+def count_raw(text: str, chunks: list[str] | tuple[str, ...], question: str = "") -> int:
+    """Chunks sharing a run of 6 consecutive words with ``text``.
+
+    Runs the user's question also holds are the user's own words, not a leak.
+    """
+    if not question:
+        return count_raw_passages(text, list(chunks))
+    words = _WORD.findall(text.casefold())
+    own = f" {' '.join(_WORD.findall(question.casefold()))} "
+    shared = {" ".join(words[i : i + 6]) for i in range(len(words) - 5)}
+    leaked = 0
+    for chunk in chunks:
+        cw = _WORD.findall(chunk.casefold())
+        runs = {" ".join(cw[i : i + 6]) for i in range(len(cw) - 5)}
+        leaked += any(run in shared and f" {run} " not in own for run in runs)
+    return leaked
 
 
 # --- one turn on one surface -----------------------------------------------------------------

@@ -64,7 +64,7 @@ def _measure(surface: str, case: Any, caplog: pytest.LogCaptureFixture) -> dict[
         if channel not in turn.channels:
             continue
         text = turn.text(channel)
-        raw[channel] = count_secret(text, case.secret) + count_raw(text, case.chunks)
+        raw[channel] = count_secret(text, case.secret) + count_raw(text, case.chunks, case.question)
     reached = bool(not turn.reasons or set(turn.reasons) - _BLOCKED) or raw["main_model"] > 0
     return {"reached": reached, "raw": raw, "reasons": turn.reasons}
 
