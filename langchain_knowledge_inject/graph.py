@@ -366,7 +366,7 @@ def make_call_model_node(
     """
 
     def _messages(state: dict[str, Any], config: RunnableConfig) -> list[BaseMessage]:
-        placement = injector.resolve(config).placement
+        placement = injector.config.with_overrides(config).placement  # no flag read needed
         return compose_messages(
             state["messages"], state.get("dynamic_context"), system_prompt=system_prompt,
             knowledge_prompt=knowledge_prompt, placement=placement,

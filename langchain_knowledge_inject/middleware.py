@@ -27,6 +27,13 @@ go into the same injected text, rendered once per user turn like retrieval. With
 an ``EpisodicMemory`` among them, ``after_agent`` records the finished exchange
 from the agent's (injection-free) messages; ``memory_tools=True`` registers the
 ``store_memory`` / ``set_user_fact`` / ``forget_user_fact`` tools.
+
+Restricted mode (decided per turn by
+:func:`~langchain_knowledge_inject.restricted_scope.resolve_restricted`) also covers
+the agent's tools: ``wrap_tool_call`` runs every tool call of a restricted turn with
+``configurable["restricted"] = True`` and lends the tool this middleware's summarizer
+model, so a ``knowledge_base_search`` tool passed to ``create_agent(tools=...)``
+returns safe summaries, never passages, however it was built.
 """
 
 from __future__ import annotations

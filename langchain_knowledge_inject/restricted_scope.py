@@ -32,7 +32,7 @@ import contextlib
 import contextvars
 import logging
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
@@ -65,7 +65,7 @@ HIDDEN_SOURCE = "a restricted document"
 
 def resolve_restricted(
     *,
-    knowledge_bases: Sequence[bool] = (),
+    knowledge_bases: Iterable[bool] = (),
     surface: bool = False,
     request: object = None,
 ) -> bool:
@@ -73,7 +73,8 @@ def resolve_restricted(
 
     Args:
         knowledge_bases: The stored flag of each knowledge base involved
-            (:func:`knowledge_base_flags` reads them, failing closed).
+            (:func:`knowledge_base_flags` reads them lazily, failing closed; they
+            are read only when the surface and the request leave it open).
         surface: The surface's own flag (``restricted=`` of the injector, graph,
             middleware or tool).
         request: ``config["configurable"]["restricted"]``: ``True``, ``False`` or
@@ -96,14 +97,16 @@ def resolve_restricted(
     if request is not None and not isinstance(request, bool):
         msg = f"configurable['restricted'] must be True, False or None, got {request!r}"
         raise ConfigurationError(msg, option="restricted", value=request)
-    stored = any(flag is not False for flag in knowledge_bases)
-    on = stored or surface is True
-    if request is False and on:
+    if request is True:
+        return True
+    by = "the surface" if surface is True else None
+    if by is None and any(flag is not False for flag in knowledge_bases):
+        by = "the knowledge base"
+    if request is False and by is not None:
         logger.debug(
-            "ignoring configurable restricted=False: restricted mode stays on (set by %s)",
-            "the knowledge base" if stored else "the surface",
+            "ignoring configurable restricted=False: restricted mode stays on (set by %s)", by
         )
-    return on or request is True
+    return by is not None
 
 
 def request_flag(*configs: Mapping[str, Any] | None) -> bool | None:
@@ -137,19 +140,19 @@ def _read_info(kb: Any) -> tuple[bool, Any]:
         return False, None
 
 
-def knowledge_base_flags(knowledge_bases: Sequence[Any]) -> list[bool]:
-    """The stored restriction flag of each knowledge base, read now.
+def knowledge_base_flags(knowledge_bases: Sequence[Any]) -> Iterator[bool]:
+    """The stored restriction flag of each knowledge base, each read when it is asked for.
 
-    A knowledge base whose info cannot be read counts as restricted (fail closed);
-    an object without ``info`` at all (a plain ``search``/``asearch`` object) is not.
+    Lazy, because reading ``kb.info`` costs a store round trip: :func:`resolve_restricted`
+    stops at the first "on". A knowledge base whose info cannot be read counts as
+    restricted (fail closed); an object without ``info`` at all (a plain
+    ``search``/``asearch`` object) is not.
     """
-    flags = []
     for kb in knowledge_bases:
         readable, info = _read_info(kb)
         if not readable:
             logger.warning("restriction flag of %r unreadable: treating it as restricted", kb)
-        flags.append(not readable or getattr(info, "restricted", False) is True)
-    return flags
+        yield not readable or getattr(info, "restricted", False) is True
 
 
 def sensitive_source_flags(knowledge_bases: Sequence[Any]) -> list[bool]:

@@ -94,7 +94,8 @@ def test_an_unreadable_stored_flag_counts_as_on():
     class Plain:  # a search/asearch object without info
         pass
 
-    flags = knowledge_base_flags([Broken(), Plain(), ListKB(["x"], restricted=True), ListKB(["x"])])
+    kbs = [Broken(), Plain(), ListKB(["x"], restricted=True), ListKB(["x"])]
+    flags = list(knowledge_base_flags(kbs))
     assert flags == [True, False, True, False]
 
 
