@@ -246,8 +246,12 @@ def is_redacted(documents: Sequence[Document]) -> bool:
 
 def _source_forms(documents: Sequence[Document]) -> list[str]:
     forms: set[str] = set()
-    for doc in documents:
-        source = str(doc.metadata.get("source") or "").strip()
+    names = (
+        str(doc.metadata.get(key) or "").strip()
+        for doc in documents
+        for key in ("source", "source_path")
+    )
+    for source in names:
         if not source:
             continue
         path = PurePath(source)
@@ -263,8 +267,9 @@ def _source_forms(documents: Sequence[Document]) -> list[str]:
 def hide_source_names(text: str, documents: Sequence[Document]) -> str:
     """``text`` with the source names of ``documents`` replaced (case-insensitive).
 
-    Full paths, file names and distinctive stems (with digits or separators) are
-    replaced by ``"a restricted document"``.
+    The ``source`` and ``source_path`` of each document, as full paths, file names
+    and distinctive stems (with digits or separators), are replaced by
+    ``"a restricted document"``.
 
     Example:
         >>> docs = [Document("x", metadata={"source": "/kb/hr_policy_2024.md"})]

@@ -305,6 +305,10 @@ def test_hide_source_names_keeps_plain_words():
     assert hide_source_names("Annual leave: see leave.md", docs) == (
         "Annual leave: see a restricted document"
     )
+    docs = [Document("x", metadata={"source": "q3.md", "source_path": "/srv/kb/fin_plan_2025.md"})]
+    assert hide_source_names("In /srv/kb/fin_plan_2025.md and fin_plan_2025", docs) == (
+        "In a restricted document and a restricted document"
+    )
 
 
 # --- what state keeps -------------------------------------------------------------------------
