@@ -462,10 +462,3 @@ def _as_knowledge_bases(knowledge_base: Any) -> tuple[Any, ...]:
         )
         raise ConfigurationError(msg, option="knowledge_base", value=knowledge_base)
     return kbs
-
-
-def _info(kb: Any) -> Any:
-    try:
-        return kb.info
-    except Exception:
-        return None

@@ -121,6 +121,16 @@ class KnowledgeBaseInfo:
 
 
 @dataclass(frozen=True)
+class RestrictionFlags:
+    """The stored restriction flags of a knowledge base (see :attr:`KnowledgeBase.restriction`)."""
+
+    restricted: bool
+    """Whether restricted mode is on by default for this knowledge base."""
+    sensitive_sources: bool
+    """Whether source names must be hidden from the main model in restricted mode."""
+
+
+@dataclass(frozen=True)
 class AddResult:
     """What ``add_documents`` did."""
 
@@ -341,6 +351,25 @@ class KnowledgeBase:
         ``restricted`` and ``sensitive_sources`` are on when the catalog or the
         record kept in Chroma says so, or when Chroma could not be asked.
         """
+        row = self._stored_row()
+        info = self._info_from_row(row)
+        flags = self._flags(row)
+        return dataclasses.replace(
+            info, restricted=flags.restricted, sensitive_sources=flags.sensitive_sources
+        )
+
+    @property
+    def restriction(self) -> RestrictionFlags:
+        """The stored restriction flags alone: what :attr:`info` says of them, cheaper.
+
+        Read on every turn by the surfaces (no chunk count, no topics). On when
+        the catalog or the record kept in Chroma says so, or when Chroma could
+        not be asked.
+        """
+        return self._flags(self._stored_row())
+
+    def _stored_row(self) -> Mapping[str, Any]:
+        """This knowledge base's catalog row; a damaged catalog is healed once first."""
         from langchain_knowledge_inject._open import refresh_record
 
         try:
@@ -350,15 +379,18 @@ class KnowledgeBase:
                     msg = f"Knowledge base {self.name!r} was deleted"
                     raise KnowledgeBaseNotFoundError(msg, kb_name=self.name)
                 refresh_record(self)
-                info = self._info_from_row(row)
+                return row
         except StoreError as exc:
             if not self._heal_damaged_catalog(exc):
                 raise
-            return self.info
-        return dataclasses.replace(
-            info,
-            restricted=info.restricted or self._pinned.get("restricted", False),
-            sensitive_sources=info.sensitive_sources
+            return self._stored_row()
+
+    def _flags(self, row: Mapping[str, Any]) -> RestrictionFlags:
+        settings = row["settings"]
+        return RestrictionFlags(
+            restricted=bool(settings.get("restricted", False))
+            or self._pinned.get("restricted", False),
+            sensitive_sources=bool(settings.get("sensitive_sources", False))
             or self._pinned.get("sensitive_sources", False),
         )
 

@@ -129,11 +129,17 @@ def request_flag(*configs: Mapping[str, Any] | None) -> bool | None:
 
 
 def _read_info(kb: Any) -> tuple[bool, Any]:
-    """``(readable, info)``; an object without ``info`` is readable and has none."""
+    """``(readable, flags)``; an object without ``info`` is readable and has none.
+
+    A :class:`~langchain_knowledge_inject.knowledge_base.KnowledgeBase` answers
+    from its cheap ``restriction`` flags (no chunk count); other objects with an
+    ``info`` answer from it.
+    """
+    attribute = "restriction" if hasattr(type(kb), "restriction") else "info"
     try:
-        return True, kb.info
+        return True, getattr(kb, attribute)
     except AttributeError:
-        if not hasattr(type(kb), "info"):
+        if not hasattr(type(kb), attribute):
             return True, None
         return False, None
     except Exception:
@@ -143,7 +149,7 @@ def _read_info(kb: Any) -> tuple[bool, Any]:
 def knowledge_base_flags(knowledge_bases: Sequence[Any]) -> Iterator[bool]:
     """The stored restriction flag of each knowledge base, each read when it is asked for.
 
-    Lazy, because reading ``kb.info`` costs a store round trip: :func:`resolve_restricted`
+    Lazy, because reading the flags costs a store round trip: :func:`resolve_restricted`
     stops at the first "on". A knowledge base whose info cannot be read counts as
     restricted (fail closed); an object without ``info`` at all (a plain
     ``search``/``asearch`` object) is not.

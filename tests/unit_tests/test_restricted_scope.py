@@ -376,3 +376,19 @@ def test_the_host_lends_its_summarizer_to_a_separate_tool(surface):
     assert tool_message.text.startswith("[Restricted Knowledge Summary]")
     assert tool_message.artifact["reason"] == "answerable"
     assert "90412" not in turn.text("main_model")
+
+
+def test_stored_flags_are_read_without_counting_chunks(tmp_path, monkeypatch):
+    from langchain_knowledge_inject.knowledge_base import RestrictionFlags
+    from langchain_knowledge_inject.restricted_scope import sensitive_source_flags
+
+    kb = KnowledgeBase("flags", path=tmp_path, embeddings=WordHashEmbedding(), restricted=True)
+    kb.add_documents([Document(page_content="Leave requests go to HR.")])
+
+    def no_count(*args: Any, **kwargs: Any) -> int:
+        pytest.fail("the per-turn flag lookup counted the chunks")
+
+    monkeypatch.setattr(kb._catalog, "count", no_count)
+    assert kb.restriction == RestrictionFlags(restricted=True, sensitive_sources=False)
+    assert list(knowledge_base_flags([kb])) == [True]
+    assert sensitive_source_flags([kb]) == [False]
