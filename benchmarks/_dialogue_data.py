@@ -239,24 +239,53 @@ GREETINGS = [("Hey {b}! Long time, how have you been?", "Good! Busy, but good. Y
              ("Morning {b}, got a minute?", "Always, what's up?"),
              ("{b}! I have news.", "Tell me everything."),
              ("Hi {b}, sorry I've been quiet.", "No worries, life happens.")]
+OPENERS = ["", "", "Honestly, ", "Ugh, ", "Funny thing: ", "You know what, ", "Not gonna lie, ",
+           "Random thought: ", "So, ", "By the way, "]
 SMALL_TALK = [
-    "The weather has been so strange lately.", "I need more sleep, honestly.",
-    "Work is work, nothing exciting.", "Did you see the news about the bridge?",
-    "I'm trying to drink less coffee.", "My phone screen cracked again.",
-    "We should plan something for the holidays.", "I keep meaning to call my parents more.",
-    "Traffic was terrible this morning.", "I started a new podcast, it's about history.",
-    "My landlord still hasn't fixed the heating.", "I've been going to bed too late.",
-    "Can you believe it's already this time of year?", "I binge-watched a whole series again.",
-    "The neighbours are renovating, the noise never stops.", "I'm thinking about a haircut.",
+    "the weather has been so {adj} lately.", "I need more sleep, I was up at {hour} again.",
+    "work is work, {colleague} keeps scheduling meetings at {hour}.",
+    "did you see the news about the {thing} in town?", "I'm trying to drink less {drink}.",
+    "my {gadget} broke again, third time this year.", "we should plan something for {season}.",
+    "I keep meaning to call {relative} more.", "traffic on {street} was terrible this morning.",
+    "I started a podcast about {topic}, it's oddly gripping.",
+    "my landlord still hasn't fixed the {fixture}.", "I binge-watched a whole series about {topic}.",
+    "the neighbours are renovating their {room}, the noise never stops.",
+    "I'm thinking about a new {style} haircut.", "{colleague} brought {food} to the office today.",
+    "I lost my {gadget} charger somewhere in the flat.", "I finally cleaned the {room}, it took hours.",
+    "my {relative} sent me a long voice message about {topic}.",
+    "I'd love to visit {c} one day.", "someone at work just got back from {c}.",
+    "have you ever cooked {d}? I'm scared to try.", "{relative} loves hiking, I don't get it.",
+    "I haven't been to a gig in forever.", "reading is hard with my schedule right now.",
+    "thinking of getting a pet, but the flat is small.", "I'd never manage a night course.",
+    "music lessons as an adult seem so hard.", "my job is fine, nothing new with {colleague}.",
+    "I'm not moving anywhere, I like it here.", "a film recommendation would be nice for {day}.",
+    "the {fixture} in the bathroom is making a weird noise.", "I spent {day} doing absolutely nothing.",
+    "I bought way too much {food} at the market.", "the bus was {minutes} minutes late again.",
+]
+REPLIES = [
     "That's so true.", "Haha, same here.", "Really? Tell me more.", "I know what you mean.",
     "That sounds exhausting.", "Oh wow.", "Fair enough.", "Totally.", "We should catch up properly.",
-    "I'd love to visit {c} one day.", "Someone at work just got back from {c}.",
-    "Have you ever cooked {d}? I'm scared to try.", "My cousin loves hiking, I don't get it.",
-    "I haven't been to a concert in forever.", "Reading is hard with my schedule.",
-    "Thinking of getting a pet, but the flat is small.", "I'd never manage a night course.",
-    "Music lessons as an adult seem so hard.", "My job is fine, I guess, nothing new.",
-    "I'm not moving anywhere, I like it here.", "A film recommendation would be nice.",
+    "Ha, classic {colleague}.", "Poor you.", "Honestly, same with me and {topic}.", "Oh no.",
+    "Sounds like {day} was well spent.", "Lol.", "Wait, really?", "I feel that.",
 ]
+SLOTS = {
+    "adj": ["strange", "grey", "warm", "windy", "unpredictable", "gloomy"],
+    "hour": ["5 am", "6 am", "midnight", "2 am", "7:30"],
+    "colleague": ["Martin", "Greg", "Sofia", "my boss", "the new guy", "Deborah"],
+    "thing": ["bridge", "new tram line", "festival", "power cut", "marathon", "bakery fire"],
+    "drink": ["coffee", "energy drinks", "soda", "black tea"],
+    "gadget": ["phone", "laptop", "headphones", "kettle", "e-reader"],
+    "season": ["the holidays", "the spring", "summer", "the long weekend"],
+    "relative": ["my parents", "my aunt", "my grandma", "my uncle", "my godmother"],
+    "street": ["the ring road", "Main Street", "the bridge", "the high street"],
+    "topic": ["history", "true crime", "space", "economics", "old shipwrecks", "birds"],
+    "fixture": ["heating", "shower", "window latch", "boiler", "fridge door"],
+    "room": ["kitchen", "attic", "garage", "bathroom", "hallway"],
+    "style": ["short", "shaggy", "buzz", "bob"],
+    "food": ["cake", "samosas", "apples", "cheese", "doughnuts"],
+    "day": ["Sunday", "Saturday", "the bank holiday", "my day off"],
+    "minutes": ["ten", "twenty", "fifteen", "forty"],
+}
 CLOSINGS = [("Anyway, I should go. Talk soon!", "Bye! Take care."),
             ("Ok, dinner's ready, speak later.", "Enjoy!")]
 
@@ -360,8 +389,12 @@ def _conversation(
 
 
 def _small(rng: random.Random) -> str:
-    line = rng.choice(SMALL_TALK)
-    return line.format(c=rng.choice(RECURRING[0][1]), d=rng.choice(RECURRING[3][1]))
+    values = {k: rng.choice(v) for k, v in SLOTS.items()}
+    values.update(c=rng.choice(RECURRING[0][1]), d=rng.choice(RECURRING[3][1]))
+    if rng.random() < 0.35:
+        return rng.choice(REPLIES).format(**values)
+    line = rng.choice(OPENERS) + rng.choice(SMALL_TALK).format(**values)
+    return line[:1].upper() + line[1:]
 
 
 def _fill(template: str, v: str) -> str:

@@ -2,9 +2,10 @@
 
 An episode is one chunk of the memory's knowledge base, in the tenant partition
 of its user, with ``source`` = its episode id (so recording the same id again
-replaces it). The chunk text is what is searched: ``"<speaker>: <text>"``
-(plus ``"\\n<reply speaker>: <reply>"`` for an exchange), so a question that
-names a speaker also matches on the keyword side. The memory's own fields are
+replaces it). The chunk text is what is searched: the text, plus the reply of
+an exchange on a second line. Speaker names are metadata, not text: in the
+text, a name would make every short turn of that speaker ("Rosa: ok!") a top
+keyword hit for any question naming her. The memory's own fields are
 metadata keys starting with ``ep_``; every other key is the caller's metadata,
 kept and returned as given.
 """
@@ -172,10 +173,8 @@ def prepare(record: EpisodeRecord, *, user_id: str) -> dict[str, Any] | None:
         "ep_reply": reply,
         "ep_turn": turn or "",
     }
-    first = f"{record.speaker}: {text}" if record.speaker else text
-    if reply:
-        first += f"\n{record.reply_speaker}: {reply}" if record.reply_speaker else f"\n{reply}"
-    return {"user": user, "text": first, "meta": {**meta, **own, "source": episode_id}}
+    indexed = f"{text}\n{reply}" if reply else text
+    return {"user": user, "text": indexed, "meta": {**meta, **own, "source": episode_id}}
 
 
 def to_document(entry: Mapping[str, Any]) -> Document:
@@ -251,6 +250,8 @@ def rank(
     recency_weight: float,
     half_life_days: float,
     date_weight: float,
+    named: frozenset[str] = frozenset(),
+    speaker_weight: float = 0.0,
 ) -> list[Episode]:
     """Score and order the candidates of one search, best first.
 
@@ -258,7 +259,8 @@ def rank(
     search restricted to the date range ``span`` (epoch seconds) named in the
     question, whose episodes get ``date_weight`` on top of their best hybrid
     score. With ``now``, newer episodes get up to ``recency_weight`` (halving
-    every ``half_life_days`` before ``now``). Ties: newer first, then by id,
+    every ``half_life_days`` before ``now``); episodes of a speaker named in
+    the question (``named``, casefolded) get ``speaker_weight``. Ties: newer first, then by id,
     so the order never depends on ``k``.
     """
     best: dict[str, Episode] = {}
@@ -272,6 +274,8 @@ def rank(
         score = episode.similarity
         if span is not None and span[0] <= ts < span[1]:
             score += date_weight
+        if episode.speaker and episode.speaker.casefold() in named:
+            score += speaker_weight
         if now is not None and recency_weight:
             age_days = max(0.0, (now.timestamp() - ts) / 86400)
             score += recency_weight * 0.5 ** (age_days / half_life_days)

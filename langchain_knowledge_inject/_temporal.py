@@ -48,7 +48,7 @@ _NUM = r"(?P<n>\d{1,3}|a couple of|a couple|couple of|a few|few|several|an?|one|
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _PAST_WORDS = re.compile(
-    r"\b(when did|when was|when were|what year|which year|what month|used to|originally|"
+    r"\b(when did|when was|when were|what year|which year|what month|used to|use to|originally|"
     r"at first|initially|back then|back when|in the past|the first time|first time|"
     r"previously|formerly|before (?:that|then)|ago|earlier|last (?:time|year|month|week))\b",
     re.IGNORECASE,
@@ -215,3 +215,4 @@ def asks_about_past(question: str, *, found: DateRange | None = None) -> bool:
         (True, False)
     """
     return found is not None or bool(_PAST_WORDS.search(question))
+

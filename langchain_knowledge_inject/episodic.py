@@ -9,7 +9,10 @@ searched with the knowledge base's hybrid search (dense + BM25), which on a
 long-conversation benchmark recalled the evidence turns far better than the
 previous per-user vector store (see ``benchmarks/episodic_recall.py``).
 
-Ranking: the hybrid score (``similarity``, in [0, 1]); plus ``date_weight``
+Ranking: the hybrid score (``similarity``, in [0, 1]) of the question without
+the names of known speakers (in a dialogue, "Rosa" in "What did Rosa cook?"
+would otherwise match every greeting addressed to her); plus ``speaker_weight``
+for episodes of a speaker the question names; plus ``date_weight``
 for episodes inside a date named in the question ("last May", "two weeks ago",
 "in 2023", resolved against the reference time ``now``; those episodes are also
 searched on their own, so that they reach the candidates); plus, unless the
@@ -38,6 +41,7 @@ import asyncio
 import atexit
 import logging
 import os
+import re
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -143,6 +147,8 @@ class EpisodicMemory:
         recency_weight: Weight of the recency bonus (0 switches it off).
         recency_half_life_days: Age at which the recency bonus halves.
         date_weight: Bonus of episodes inside a date named in the question.
+        speaker_weight: Bonus of episodes whose speaker the question names; those
+            names are also left out of the text search (0 switches both off).
         background: Write recorded episodes in a worker thread (``False``: at once).
         journal: Keep the write-ahead journal (only with ``background``).
         journal_fsync: ``fsync`` the journal on each record (survives power loss).
@@ -182,7 +188,8 @@ class EpisodicMemory:
         min_score: float = DEFAULT_EPISODIC_MIN_SCORE,
         recency_weight: float = 0.05,
         recency_half_life_days: float = 30.0,
-        date_weight: float = 0.15,
+        date_weight: float = 0.5,
+        speaker_weight: float = 0.1,
         background: bool = True,
         journal: bool = True,
         journal_fsync: bool = False,
@@ -229,11 +236,13 @@ class EpisodicMemory:
         self.k, self.min_score = k, min_score
         self.recency_weight, self.recency_half_life_days = recency_weight, recency_half_life_days
         self.date_weight, self.flush_timeout_s = date_weight, flush_timeout_s
+        self.speaker_weight = speaker_weight
         self.auto_record, self.user_id_key = auto_record, user_id_key
         self.max_snippet_chars, self.priority, self.max_tokens = max_snippet_chars, priority, max_tokens
         self.background = background
         self._open_lock = threading.Lock()
         self._last_seq: dict[str, int] = {}
+        self._speakers: dict[str, set[str]] = {}
         self._writer: EpisodeWriter | None = None
         if background:
             journal_dir = self.path / "journal" if journal else None
@@ -455,6 +464,8 @@ class EpisodicMemory:
             by_user.setdefault(entry["user"], {})[entry["meta"]["ep_id"]] = entry
         kb = self.knowledge_base
         for user, items in by_user.items():
+            speakers = {e["meta"]["ep_speaker"] for e in items.values()} - {""}
+            self._speakers.setdefault(user, set()).update(speakers)
             kb.add_documents([to_document(e) for e in items.values()], tenant_id=user)
 
     def _wait_for(self, user: str) -> None:
@@ -547,25 +558,37 @@ class EpisodicMemory:
         found = _temporal.resolve(query, now=now) if resolve_dates else None
         text = found.rest if found is not None and found.rest.strip() else query
         self._wait_for(user)
-        kb = self.knowledge_base
-        base = kb.search(text, k=MAX_K, min_score=0.0, filter=where, tenant_id=user)
+        known = self._speakers.setdefault(user, set()) if self.speaker_weight else set()
+        named = _named(text, known)
+        base = self._kb_search(_strip_names(text, named), user, where)
+        seen = {e.speaker for e in base if e.speaker} - known if self.speaker_weight else set()
+        if seen:  # speakers not known yet (a memory reopened): learn them, search again
+            known |= seen
+            if _named(text, seen):
+                named = _named(text, known)
+                base = self._kb_search(_strip_names(text, named), user, where)
         in_range, span = None, None
         if found is not None:
             span = (found.start.timestamp(), found.end.timestamp())
             dated = _and(where, {"ep_ts": {"$gte": span[0]}}, {"ep_ts": {"$lt": span[1]}})
-            in_range = kb.search(text, k=MAX_K, min_score=0.0, filter=dated, tenant_id=user)
+            in_range = self._kb_search(_strip_names(text, named), user, dated)
         prefer_recent = recency == "on" or (
             recency == "auto" and not _temporal.asks_about_past(query, found=found)
         )
         ranked = rank(
-            [from_document(d, user_id=user) for d in base],
-            [from_document(d, user_id=user) for d in in_range] if in_range is not None else None,
-            span=span, now=now if prefer_recent else None, recency_weight=self.recency_weight,
-            half_life_days=self.recency_half_life_days, date_weight=self.date_weight,
+            base, in_range, span=span, now=now if prefer_recent else None,
+            recency_weight=self.recency_weight, half_life_days=self.recency_half_life_days,
+            date_weight=self.date_weight, named=frozenset(n.casefold() for n in named),
+            speaker_weight=self.speaker_weight,
         )  # fmt: skip
         visible = Visible(exclude)
         kept = [e for e in ranked if e.similarity >= self.min_score and not visible.has(e)]
         return kept[:k]
+
+    def _kb_search(self, text: str, user: str, where: Mapping[str, Any] | None) -> list[Episode]:
+        docs = self.knowledge_base.search(text, k=MAX_K, min_score=0.0, filter=where,
+                                          tenant_id=user)  # fmt: skip
+        return [from_document(d, user_id=user) for d in docs]
 
     async def asearch(self, query: str, **kwargs: Any) -> list[Episode]:
         """Async twin of :meth:`search` (runs in a worker thread)."""
@@ -607,6 +630,22 @@ class EpisodicMemory:
             return format_episodes(items, max_chars=self.max_snippet_chars)
 
         return BlockText.build(episodes, render)
+
+
+def _named(text: str, speakers: set[str]) -> list[str]:
+    """The speakers named in ``text`` (whole words, any case)."""
+    return sorted(
+        (s for s in speakers if re.search(rf"(?<!\w){re.escape(s)}(?!\w)", text, re.IGNORECASE)),
+        key=len, reverse=True,
+    )  # fmt: skip
+
+
+def _strip_names(text: str, names: Sequence[str]) -> str:
+    """``text`` without the speakers' names: they are metadata, matched by ``speaker_weight``."""
+    for name in names:
+        text = re.sub(rf"(?<!\w){re.escape(name)}(?:['’]s)?(?!\w)", " ", text, flags=re.IGNORECASE)
+    stripped = " ".join(text.split())
+    return stripped if re.search(r"\w", stripped) else text
 
 
 def _aware(date: datetime) -> datetime:
