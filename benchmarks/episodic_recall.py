@@ -223,10 +223,12 @@ def main() -> None:
           f"({best}) {arms[best].mean(10):.3f}: {gain:+.3f} (target >= +0.10)")  # fmt: skip
     from langchain_knowledge_inject.episodic import DEFAULT_EPISODIC_MIN_SCORE as floor
 
-    print(f"min_score {floor}: keeps {sum(s >= floor for s in sims) / len(sims):.0%} of the "
-          f"evidence hits in the top 10 (similarity median {statistics.median(sims):.2f}); "
-          f"off-topic questions: best hit median {statistics.median(off):.2f}, "
-          f"nothing recalled for {sum(s < floor for s in off) / len(off):.0%}")  # fmt: skip
+    print(f"min_score (default {floor}): evidence hits in the top 10 kept / off-topic questions "
+          f"with nothing recalled (evidence similarity median {statistics.median(sims):.2f}, "
+          f"off-topic best hit median {statistics.median(off):.2f}):")  # fmt: skip
+    for t in (0.1, 0.15, 0.2, 0.25, 0.3, 0.35):
+        print(f"  {t:.2f}: {sum(s >= t for s in sims) / len(sims):.0%} / "
+              f"{sum(s < t for s in off) / len(off):.0%}")  # fmt: skip
     embeddings.save()
     _speed(tmp, embeddings, convs[0])
     memory.close()

@@ -104,6 +104,8 @@ class EpisodeWriter:
         self._handle: Any = None
         self.path: Path | None = None
         self._orphans: list[tuple[Path, Any]] = []
+        self.replayed = 0
+        """Sequence number of the last entry replayed from a journal (0: none)."""
         if journal_dir is not None:
             self._open_journal(journal_dir, name)
 
@@ -136,6 +138,7 @@ class EpisodeWriter:
                 for entry in replay:
                     self._submitted += 1
                     self._queue.append((self._submitted, entry))
+                self.replayed = self._submitted
             self._start()
 
     def _append(self, entry: Entry) -> None:

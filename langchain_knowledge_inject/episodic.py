@@ -464,13 +464,15 @@ class EpisodicMemory:
             by_user.setdefault(entry["user"], {})[entry["meta"]["ep_id"]] = entry
         kb = self.knowledge_base
         for user, items in by_user.items():
-            speakers = {e["meta"]["ep_speaker"] for e in items.values()} - {""}
+            speakers = {e["meta"].get("ep_speaker") or "" for e in items.values()} - {""}
             self._speakers.setdefault(user, set()).update(speakers)
             kb.add_documents([to_document(e) for e in items.values()], tenant_id=user)
 
     def _wait_for(self, user: str) -> None:
-        seq = self._last_seq.get(user)
-        if self._writer is None or seq is None:
+        if self._writer is None:
+            return
+        seq = max(self._last_seq.get(user, 0), self._writer.replayed)
+        if not seq:
             return
         if not self._writer.wait(seq, timeout=self.flush_timeout_s):
             logger.warning("episodic memory: searching without %d pending episodes",
