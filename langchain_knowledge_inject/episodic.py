@@ -85,9 +85,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_EPISODIC_MIN_SCORE = 0.3
-"""Hybrid score an episode needs to be recalled (all-MiniLM-L6-v2)."""
-MAX_K = 100
+DEFAULT_EPISODIC_MIN_SCORE = 0.15
+"""Hybrid score an episode needs: keeps 98% of the evidence hits of ``benchmarks/episodic_recall.py``."""
+MAX_K = 50
 """Largest ``k``: the candidate pool of every search, so results are stable in ``k``."""
 Recency = Literal["auto", "on", "off"]
 _RECENCY = ("auto", "on", "off")
