@@ -47,18 +47,21 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _dialogue_data as data  # noqa: E402
-import numpy as np  # noqa: E402
-from langchain_core.embeddings import Embeddings  # noqa: E402
+import _dialogue_data as data
+import numpy as np
+from langchain_core.embeddings import Embeddings
 
-from langchain_knowledge_inject.embeddings import default_embeddings  # noqa: E402
-from langchain_knowledge_inject.episodic import EpisodeRecord, EpisodicMemory  # noqa: E402
+from langchain_knowledge_inject.embeddings import default_embeddings
+from langchain_knowledge_inject.episodic import EpisodeRecord, EpisodicMemory
 
 KS = (5, 10)
 OFF_TOPIC = [
-    "How many grams are in an ounce?", "What's the capital of Australia?",
-    "Explain the difference between TCP and UDP.", "Can you summarize the plot of Hamlet?",
-    "How do vaccines train the immune system?", "What is the Pythagorean theorem?",
+    "How many grams are in an ounce?",
+    "What's the capital of Australia?",
+    "Explain the difference between TCP and UDP.",
+    "Can you summarize the plot of Hamlet?",
+    "How do vaccines train the immune system?",
+    "What is the Pythagorean theorem?",
 ]
 CACHE = Path(tempfile.gettempdir()) / "kinject-episodic-recall-vectors.npz"
 
@@ -71,7 +74,9 @@ class CachedEmbeddings(Embeddings):
         self.cache: dict[str, list[float]] = {}
         if CACHE.exists():
             with np.load(CACHE) as stored:
-                self.cache = dict(zip(stored["keys"].tolist(), stored["vectors"].tolist(), strict=True))
+                self.cache = dict(
+                    zip(stored["keys"].tolist(), stored["vectors"].tolist(), strict=True)
+                )
         self.calls = 0
 
     @staticmethod
@@ -161,7 +166,7 @@ def main() -> None:
     kinds = sorted({q.kind for c in convs for q in c.questions})
     n_q = sum(len(c.questions) for c in convs)
     print(f"{len(convs)} conversations, {sum(len(c.turns) for c in convs)} turns, {n_q} questions "
-          f"({', '.join(f'{k} {sum(q.kind == k for c in convs for q in c.questions)}' for k in kinds)})")  # fmt: skip
+          f"({', '.join(f'{k} {sum(q.kind == k for c in convs for q in c.questions)}' for k in kinds)})")  # fmt: skip  # noqa: E501
     embeddings = CachedEmbeddings(default_embeddings())
     tmp = Path(tempfile.mkdtemp(prefix="episodic-recall-"))
     memory = EpisodicMemory(path=tmp, embeddings=embeddings, min_score=0.0)
@@ -189,10 +194,16 @@ def main() -> None:
             for suffix, vectors, bm25 in sides:
                 dense = list(np.argsort(-(vectors @ qv), kind="stable"))
                 sparse = bm25.rank(q.text)
-                for name, order in (("dense", dense), ("bm25", sparse), ("rrf", rrf(dense, sparse))):
+                for name, order in (
+                    ("dense", dense),
+                    ("bm25", sparse),
+                    ("rrf", rrf(dense, sparse)),
+                ):
                     arms[name + suffix].add(q.kind, [ids[i] for i in order[:10]], q.evidence)
             docs = kb.search(q.text, k=10, min_score=0.0, tenant_id=conv.conv_id)
-            arms["kb hybrid, text only"].add(q.kind, [d.metadata["ep_id"] for d in docs], q.evidence)
+            arms["kb hybrid, text only"].add(
+                q.kind, [d.metadata["ep_id"] for d in docs], q.evidence
+            )
             default_speaker = memory.speaker_weight
             for name, opts, speaker in (
                 ("EpisodicMemory", {}, True),
@@ -212,15 +223,25 @@ def main() -> None:
             off.append(found[0].similarity if found else 0.0)
     print(f"evaluated in {time.perf_counter() - t0:.0f} s")
     print()
-    header = f"{'retriever':24s} " + " ".join(f"R@{k:<5d}" for k in KS) + "  | R@10 by kind: " + " ".join(f"{k:>8s}" for k in kinds)
+    header = (
+        f"{'retriever':24s} "
+        + " ".join(f"R@{k:<5d}" for k in KS)
+        + "  | R@10 by kind: "
+        + " ".join(f"{k:>8s}" for k in kinds)
+    )
     print(header)
     for name, rec in arms.items():
         by_kind = " ".join(f"{rec.mean(10, k):8.3f}" for k in kinds)
-        print(f"{name:24s} " + " ".join(f"{rec.mean(k):.3f} " for k in KS) + f"  |                {by_kind}")
+        print(
+            f"{name:24s} "
+            + " ".join(f"{rec.mean(k):.3f} " for k in KS)
+            + f"  |                {by_kind}"
+        )
     best = max(plain, key=lambda n: arms[n].mean(10))
     gain = arms["EpisodicMemory"].mean(10) - arms[best].mean(10)
-    print(f"\nrecall@10: EpisodicMemory {arms['EpisodicMemory'].mean(10):.3f} vs best plain baseline "
-          f"({best}) {arms[best].mean(10):.3f}: {gain:+.3f} (target >= +0.10)")  # fmt: skip
+    mine = arms["EpisodicMemory"].mean(10)
+    print(f"\nrecall@10: EpisodicMemory {mine:.3f} vs best plain baseline ({best}) "
+          f"{arms[best].mean(10):.3f}: {gain:+.3f} (target >= +0.10)")  # fmt: skip
     from langchain_knowledge_inject.episodic import DEFAULT_EPISODIC_MIN_SCORE as floor
 
     print(f"min_score (default {floor}): evidence hits in the top 10 kept / off-topic questions "
@@ -257,11 +278,13 @@ def _speed(tmp: Path, embeddings: CachedEmbeddings, conv: data.Conversation) -> 
           f"background median {ms(bg):.2f} ms, p95 {ms(bg, 0.95):.2f} ms; written at once "
           f"median {ms(fg):.1f} ms (target <= 2 ms)")  # fmt: skip
     kb = live.knowledge_base
-    questions = [q for q in conv.questions][:60]
+    questions = conv.questions[:60]
     ep, kbt = [], []
     for i, q in enumerate(questions):
-        pair = [(lambda: live.search(q.text, user_id="u", k=10, now=q.now), ep),
-                (lambda: kb.search(q.text, k=10, tenant_id="u"), kbt)]
+        pair = [
+            (lambda q=q: live.search(q.text, user_id="u", k=10, now=q.now), ep),
+            (lambda q=q: kb.search(q.text, k=10, tenant_id="u"), kbt),
+        ]
         for fn, out in pair if i % 2 == 0 else pair[::-1]:
             start = time.perf_counter()
             fn()

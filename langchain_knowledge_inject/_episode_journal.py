@@ -243,7 +243,7 @@ class EpisodeWriter:
                 batch = [self._queue[i] for i in range(min(_BATCH, len(self._queue)))]
             try:
                 self._apply([entry for _, entry in batch])
-            except Exception as exc:  # noqa: BLE001 - logged, kept, retried: nothing is lost
+            except Exception as exc:
                 pause = min(_MAX_PAUSE_S, max(0.05, pause * 2))
                 logger.warning(
                     "episodic memory: writing %d episodes failed (%s: %s); kept in the "

@@ -27,7 +27,9 @@ from langchain_knowledge_inject.placement import query_text, strip_injected
 
 EpisodeKind = Literal["exchange", "turn", "memory"]
 _KINDS = ("exchange", "turn", "memory")
-_KB_KEYS = frozenset({"source", "tenant_id", "chunk_id", "chunk_index", "score", "kb_name", "kb_id"})
+_KB_KEYS = frozenset(
+    {"source", "tenant_id", "chunk_id", "chunk_index", "score", "kb_name", "kb_id"}
+)
 _PREFIX = "ep_"
 
 
@@ -197,9 +199,7 @@ def from_document(doc: Document, *, user_id: str) -> Episode:
         speaker=meta.get("ep_speaker") or None,
         reply_speaker=meta.get("ep_reply_speaker") or None,
         turn=meta.get("ep_turn") or None,
-        metadata={
-            k: v for k, v in meta.items() if not k.startswith(_PREFIX) and k not in _KB_KEYS
-        },
+        metadata={k: v for k, v in meta.items() if not k.startswith(_PREFIX) and k not in _KB_KEYS},
     )
 
 

@@ -33,18 +33,35 @@ from datetime import datetime, timedelta, timezone
 
 __all__ = ["DateRange", "asks_about_past", "resolve"]
 
-_MONTHS = (
-    "january february march april may june july august september october november december"
-).split()
+_MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
 _MONTH_ABBR = {m[:3]: i + 1 for i, m in enumerate(_MONTHS)} | {"sept": 9}
-_WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
+_WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 _NUMBERS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
     "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
     "a couple of": 2, "a couple": 2, "couple of": 2, "a few": 3, "few": 3, "several": 4,
 }  # fmt: skip
-_MONTH = r"(?P<month>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
-_NUM = r"(?P<n>\d{1,3}|a couple of|a couple|couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_MONTH = (
+    r"(?P<month>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_NUM = (
+    r"(?P<n>\d{1,3}|a couple of|a couple|couple of|a few|few|several|an?|one|two|three|four"
+    r"|five|six|seven|eight|nine|ten|eleven|twelve)"
+)
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _PAST_WORDS = re.compile(
@@ -134,7 +151,9 @@ def _named_month(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
         year = int(m["year"])
     else:
         strict = (m["which"] or "").lower() in ("last", "this past", "past")
-        year = now.year if month < now.month or (month == now.month and not strict) else now.year - 1
+        year = (
+            now.year if month < now.month or (month == now.month and not strict) else now.year - 1
+        )
     start = _month_start(year, month)
     return start, _month_start(year, month + 1)
 
@@ -171,11 +190,11 @@ _RULES = [
     (rf"\b{_NUM}\s+(?P<unit>days?|weeks?|months?|years?)\s+ago\b", _ago),
     (rf"\b(?:on |in |last |this past |past )?{_MONTH}\.?\s+{_DAY}\b(?:,?\s*{_YEAR})?", _named_day),
     (rf"\b(?:on |in )?(?:the )?{_DAY}\s+(?:of\s+)?{_MONTH}\b(?:,?\s*{_YEAR})?", _named_day),
-    (rf"\b(?P<which>last|this past|past|in|during|back in|early|late|mid|earlier in)[\s-]+{_MONTH}\b(?:\s+{_YEAR})?", _named_month),
+    (rf"\b(?P<which>last|this past|past|in|during|back in|early|late|mid|earlier in)[\s-]+{_MONTH}\b(?:\s+{_YEAR})?", _named_month),  # noqa: E501
     (rf"\b(?P<which>){_MONTH}\s+{_YEAR}\b", _named_month),
     (r"\b(?:earlier )?(?P<which>last|this)\s+(?P<unit>week|weekend|month|year)\b", _relative),
     (r"\bover the (?P<which>)(?P<unit>weekend)\b", _relative),
-    (r"\b(?:last |this past |on )(?P<weekday>monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", _weekday),
+    (r"\b(?:last |this past |on )(?P<weekday>monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", _weekday),  # noqa: E501
     (rf"\b(?:in|during|back in|from|of)\s+{_YEAR}\b", _year),
 ]  # fmt: skip
 _COMPILED = [(re.compile(p, re.IGNORECASE), fn) for p, fn in _RULES]
@@ -215,4 +234,3 @@ def asks_about_past(question: str, *, found: DateRange | None = None) -> bool:
         (True, False)
     """
     return found is not None or bool(_PAST_WORDS.search(question))
-

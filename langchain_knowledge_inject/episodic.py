@@ -86,7 +86,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 DEFAULT_EPISODIC_MIN_SCORE = 0.15
-"""Hybrid score an episode needs: keeps 98% of the evidence hits of ``benchmarks/episodic_recall.py``."""
+"""Hybrid score an episode needs (keeps 98% of the evidence hits of ``episodic_recall.py``)."""
 MAX_K = 50
 """Largest ``k``: the candidate pool of every search, so results are stable in ``k``."""
 Recency = Literal["auto", "on", "off"]
@@ -238,7 +238,11 @@ class EpisodicMemory:
         self.date_weight, self.flush_timeout_s = date_weight, flush_timeout_s
         self.speaker_weight = speaker_weight
         self.auto_record, self.user_id_key = auto_record, user_id_key
-        self.max_snippet_chars, self.priority, self.max_tokens = max_snippet_chars, priority, max_tokens
+        self.max_snippet_chars, self.priority, self.max_tokens = (
+            max_snippet_chars,
+            priority,
+            max_tokens,
+        )
         self.background = background
         self._open_lock = threading.Lock()
         self._last_seq: dict[str, int] = {}
@@ -246,8 +250,10 @@ class EpisodicMemory:
         self._writer: EpisodeWriter | None = None
         if background:
             journal_dir = self.path / "journal" if journal else None
-            self._writer = EpisodeWriter(self._apply, journal_dir=journal_dir,
-                                         name=self.collection_prefix, fsync=journal_fsync)  # fmt: skip
+            self._writer = EpisodeWriter(
+                self._apply, journal_dir=journal_dir, name=self.collection_prefix,
+                fsync=journal_fsync,
+            )  # fmt: skip
             ref = weakref.ref(self)
             atexit.register(_flush_at_exit, ref)
 
@@ -336,7 +342,9 @@ class EpisodicMemory:
                            thread_id=thread_id, turn=turn, date=date, metadata=metadata,
                            kind="exchange")  # fmt: skip
 
-    async def arecord_exchange(self, user_message: str, assistant_reply: str = "", **kwargs: Any) -> str | None:
+    async def arecord_exchange(
+        self, user_message: str, assistant_reply: str = "", **kwargs: Any
+    ) -> str | None:
         """Async twin of :meth:`record_exchange`."""
         return self.record_exchange(user_message, assistant_reply, **kwargs)
 
@@ -645,7 +653,9 @@ def _named(text: str, speakers: set[str]) -> list[str]:
 def _strip_names(text: str, names: Sequence[str]) -> str:
     """``text`` without the speakers' names: they are metadata, matched by ``speaker_weight``."""
     for name in names:
-        text = re.sub(rf"(?<!\w){re.escape(name)}(?:['’]s)?(?!\w)", " ", text, flags=re.IGNORECASE)
+        text = re.sub(
+            rf"(?<!\w){re.escape(name)}(?:['\u2019]s)?(?!\w)", " ", text, flags=re.IGNORECASE
+        )
     stripped = " ".join(text.split())
     return stripped if re.search(r"\w", stripped) else text
 
@@ -701,6 +711,6 @@ def _flush_at_exit(ref: weakref.ReferenceType[EpisodicMemory]) -> None:
         return
     try:
         memory._writer.close(timeout=memory.flush_timeout_s)
-    except Exception as exc:  # noqa: BLE001 - at exit: say so, the journal keeps the rest
+    except Exception as exc:
         logger.warning("episodic memory: not everything was written at exit (%s); the journal "
                        "keeps it for the next start", exc)  # fmt: skip

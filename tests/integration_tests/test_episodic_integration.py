@@ -28,7 +28,7 @@ SESSIONS = [
      ("Ben", "I've always wanted to see Porto."),
      ("Ana", "Also I cooked a mushroom risotto for friends on Saturday.")],
     [("Ana", "Ben! I have news."),
-     ("Ana", "I handed in my notice, from Monday I'm working as a nurse at the children's hospital."),
+     ("Ana", "I handed in my notice, from Monday I'm a nurse at the children's hospital."),
      ("Ben", "A nurse, congratulations!"),
      ("Ben", "I sprained my ankle playing five-a-side, so no running for a while.")],
     [("Ben", "Hi Ana, sorry I've been quiet."),
