@@ -110,6 +110,9 @@ def format_episodes(episodes: Sequence[Episode], *, max_chars: int = 300) -> str
     """
     from langchain_knowledge_inject.formatting import neutralize
 
+    def label(name: str) -> str:  # the package's own labels as they are, others neutralized
+        return name if name in ("user", "assistant", "said") else clip(name)
+
     def clip(text: str) -> str:
         text = " ".join(neutralize(text).split())
         return text if len(text) <= max_chars else text[: max_chars - 1].rstrip() + "…"
@@ -122,10 +125,10 @@ def format_episodes(episodes: Sequence[Episode], *, max_chars: int = 300) -> str
         if ep.kind == "memory":
             lines.append(f"- {day} · noted: {clip(ep.user_message)}")
             continue
-        first = clip(ep.speaker or "user") if ep.kind == "exchange" or ep.speaker else "said"
+        first = label(ep.speaker or "user") if ep.kind == "exchange" or ep.speaker else "said"
         line = f"- {day} · {first}: {clip(ep.user_message)}"
         if ep.assistant_reply:
-            line += f" · {clip(ep.reply_speaker or 'assistant')}: {clip(ep.assistant_reply)}"
+            line += f" · {label(ep.reply_speaker or 'assistant')}: {clip(ep.assistant_reply)}"
         lines.append(line)
     return "\n".join(lines)
 
@@ -568,12 +571,14 @@ class EpisodicMemory:
         found = _temporal.resolve(query, now=now) if resolve_dates else None
         text = found.rest if found is not None and found.rest.strip() else query
         self._wait_for(user)
-        known = self._speakers.setdefault(user, set()) if self.speaker_weight else set()
+        # a snapshot: the writer thread adds the speakers of what it writes
+        known = set(self._speakers.get(user, ())) if self.speaker_weight else set()
         named = _named(text, known)
         base = self._kb_search(_strip_names(text, named), user, where)
         seen = {e.speaker for e in base if e.speaker} - known if self.speaker_weight else set()
         if seen:  # speakers not known yet (a memory reopened): learn them, search again
             known |= seen
+            self._speakers.setdefault(user, set()).update(seen)
             if _named(text, seen):
                 named = _named(text, known)
                 base = self._kb_search(_strip_names(text, named), user, where)
