@@ -277,6 +277,11 @@ class EpisodicMemory:
             if self._kb is None:
                 from langchain_knowledge_inject.knowledge_base import KnowledgeBase
 
+                if (self.path / "chroma.sqlite3").is_file():
+                    logger.warning(
+                        "episodic memory: %s holds episodes of an earlier version; "
+                        "EpisodicMemory.import_legacy() copies them", self.path,
+                    )  # fmt: skip
                 self._kb = KnowledgeBase(
                     self.collection_prefix, path=self.path, client=self._client,
                     embeddings=self.embeddings, text_splitter=None,
@@ -450,6 +455,50 @@ class EpisodicMemory:
             self._writer.close(timeout=self.flush_timeout_s)
         if self._kb is not None and self._owns_kb:
             self._kb.close()
+
+    def import_legacy(self, *, prefix: str = "kinject-episodes") -> int:
+        """Import the episodes of the store used before 0.2 (``<store>/episodes/chroma.sqlite3``).
+
+        Earlier versions kept one Chroma collection per user named
+        ``<prefix>-<hash>``; this copies their exchanges and notes (texts,
+        dates, threads, ids) into this memory. Idempotent; the old store is
+        left as it is, for you to delete.
+
+        Returns:
+            How many episodes were imported (0 when there is no old store).
+        """
+        legacy = self.path / "chroma.sqlite3"
+        if not legacy.is_file():
+            return 0
+        import chromadb
+
+        client = chromadb.PersistentClient(path=str(self.path))
+        total = 0
+        for collection in client.list_collections():
+            name = getattr(collection, "name", collection)
+            if not str(name).startswith(f"{prefix}-"):
+                continue
+            got = client.get_collection(str(name)).get(
+                where={"rec": {"$in": ["x", "m"]}}, include=["metadatas"]
+            )
+            by_user: dict[str, list[EpisodeRecord]] = {}
+            for meta in got["metadatas"] or []:
+                kind = "memory" if meta.get("kind") == "memory" else "exchange"
+                by_user.setdefault(str(meta["user_id"]), []).append(
+                    EpisodeRecord(
+                        text=str(meta.get("user_message", "")),
+                        speaker=None if kind == "memory" else "user",
+                        reply=str(meta.get("assistant_reply", "")),
+                        reply_speaker="assistant" if meta.get("assistant_reply") else None,
+                        thread_id=meta.get("thread_id") or None,
+                        episode_id=str(meta["episode_id"]),
+                        date=datetime.fromtimestamp(float(meta["ts"]), timezone.utc),
+                        kind=kind,
+                    )
+                )
+            for user, records in by_user.items():
+                total += len(self.add_episodes(records, user_id=user))
+        return total
 
     def delete_user(self, user_id: str) -> None:
         """Delete every episode of ``user_id``."""

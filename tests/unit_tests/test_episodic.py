@@ -511,3 +511,31 @@ def test_invalid_options_are_refused(kwargs) -> None:
 def test_docstring_examples() -> None:
     result = doctest.testmod(episodic_module)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_episodes_of_the_old_store_can_be_imported(tmp_path) -> None:
+    old = chromadb.PersistentClient(path=str(tmp_path / "episodes"))
+    col = old.get_or_create_collection("kinject-episodes-0123", embedding_function=None)
+    head = {"user_id": "u1", "thread_id": "t1", "kind": "exchange", "ts": NOW.timestamp()}
+    col.add(
+        ids=["e1:x", "e1:s0", "e2:x"],
+        embeddings=[[0.1, 0.2], [0.2, 0.1], [0.3, 0.3]],
+        documents=["User: I like tea.\nAssistant: Noted.", "I like tea.", "Aisle seats."],
+        metadatas=[
+            {**head, "episode_id": "e1", "rec": "x", "user_message": "I like tea.",
+             "assistant_reply": "Noted."},
+            {**head, "episode_id": "e1", "rec": "s"},
+            {**head, "episode_id": "e2", "rec": "m", "kind": "memory",
+             "user_message": "Aisle seats.", "assistant_reply": ""},
+        ],
+    )  # fmt: skip
+    memory = EpisodicMemory(path=tmp_path, embeddings=DeterministicFakeEmbedding(size=32),
+                            min_score=0)  # fmt: skip
+
+    assert memory.import_legacy() == 2 and memory.import_legacy() == 2  # idempotent
+    found = {e.episode_id: e for e in memory.search("tea", user_id="u1", k=5)}
+    assert found["e1"].assistant_reply == "Noted." and found["e1"].thread_id == "t1"
+    assert found["e1"].date == NOW and found["e2"].kind == "memory"
+    assert memory.count("u1") == 2
+    assert EpisodicMemory(path=tmp_path / "none").import_legacy() == 0
+    memory.close()
