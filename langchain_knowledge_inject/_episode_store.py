@@ -184,8 +184,8 @@ def to_document(entry: Mapping[str, Any]) -> Document:
     return Document(page_content=entry["text"], metadata=dict(entry["meta"]))
 
 
-def from_document(doc: Document, *, user_id: str) -> Episode:
-    """A knowledge-base search result as an :class:`Episode` (scores filled in later)."""
+def from_document(doc: Document, *, user_id: str, score: float | None = None) -> Episode:
+    """A knowledge-base search result as an :class:`Episode`."""
     meta = doc.metadata
     return Episode(
         episode_id=str(meta["ep_id"]),
@@ -196,6 +196,7 @@ def from_document(doc: Document, *, user_id: str) -> Episode:
         user_id=user_id,
         thread_id=meta.get("ep_thread") or None,
         similarity=round(float(meta.get("score", 0.0)), 6),
+        score=round(float(meta.get("score", 0.0)) if score is None else score, 6),
         speaker=meta.get("ep_speaker") or None,
         reply_speaker=meta.get("ep_reply_speaker") or None,
         turn=meta.get("ep_turn") or None,
@@ -242,8 +243,8 @@ def unit(vector: Sequence[float]) -> list[float]:
 
 
 def rank(
-    found: Sequence[Episode],
-    in_range: Sequence[Episode] | None,
+    found: Sequence[Document],
+    in_range: Sequence[Document] | None,
     *,
     span: tuple[float, float] | None,
     now: datetime | None,
@@ -252,38 +253,36 @@ def rank(
     date_weight: float,
     named: frozenset[str] = frozenset(),
     speaker_weight: float = 0.0,
-) -> list[Episode]:
-    """Score and order the candidates of one search, best first.
+) -> list[tuple[float, Document]]:
+    """Score and order the candidates of one search, best first: ``(score, document)`` pairs.
 
     ``found`` is the knowledge base's hybrid search; ``in_range`` the same
     search restricted to the date range ``span`` (epoch seconds) named in the
     question, whose episodes get ``date_weight`` on top of their best hybrid
     score. With ``now``, newer episodes get up to ``recency_weight`` (halving
     every ``half_life_days`` before ``now``); episodes of a speaker named in
-    the question (``named``, casefolded) get ``speaker_weight``. Ties: newer first, then by id,
-    so the order never depends on ``k``.
+    the question (``named``, casefolded) get ``speaker_weight``. Ties: newer
+    first, then by id, so the order never depends on ``k``. Episodes are built
+    later, only for what is returned.
     """
-    best: dict[str, Episode] = {}
-    for episode in [*found, *(in_range or ())]:
-        kept = best.get(episode.episode_id)
-        if kept is None or episode.similarity > kept.similarity:
-            best[episode.episode_id] = episode
-    out = []
-    for episode in best.values():
-        ts = episode.date.timestamp()
-        score = episode.similarity
+    best: dict[str, Document] = {}
+    for doc in [*found, *(in_range or ())]:
+        kept = best.get(doc.metadata["ep_id"])
+        if kept is None or doc.metadata["score"] > kept.metadata["score"]:
+            best[doc.metadata["ep_id"]] = doc
+    rows = []
+    reference = now.timestamp() if now is not None and recency_weight else None
+    for episode_id, doc in best.items():
+        meta = doc.metadata
+        ts = float(meta["ep_ts"])
+        score = float(meta["score"])
         if span is not None and span[0] <= ts < span[1]:
             score += date_weight
-        if episode.speaker and episode.speaker.casefold() in named:
+        if named and (meta.get("ep_speaker") or "").casefold() in named:
             score += speaker_weight
-        if now is not None and recency_weight:
-            age_days = max(0.0, (now.timestamp() - ts) / 86400)
+        if reference is not None:
+            age_days = max(0.0, (reference - ts) / 86400)
             score += recency_weight * 0.5 ** (age_days / half_life_days)
-        out.append(_with_score(episode, round(score, 6)))
-    return sorted(out, key=lambda e: (-e.score, -e.date.timestamp(), e.episode_id))
-
-
-def _with_score(episode: Episode, score: float) -> Episode:
-    from dataclasses import replace
-
-    return replace(episode, score=score)
+        rows.append((-round(score, 6), -ts, str(episode_id), doc))
+    rows.sort(key=lambda row: row[:3])
+    return [(-row[0], row[3]) for row in rows]

@@ -69,6 +69,7 @@ from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.placement import current_user_index, query_text, strip_injected
 
 if TYPE_CHECKING:
+    from langchain_core.documents import Document
     from langchain_core.embeddings import Embeddings
     from langchain_core.runnables import RunnableConfig
 
@@ -624,7 +625,8 @@ class EpisodicMemory:
         known = set(self._speakers.get(user, ())) if self.speaker_weight else set()
         named = _named(text, known)
         base = self._kb_search(_strip_names(text, named), user, where)
-        seen = {e.speaker for e in base if e.speaker} - known if self.speaker_weight else set()
+        seen = {d.metadata.get("ep_speaker") for d in base} - {None, ""} - known
+        seen = seen if self.speaker_weight else set()
         if seen:  # speakers not known yet (a memory reopened): learn them, search again
             known |= seen
             self._speakers.setdefault(user, set()).update(seen)
@@ -646,13 +648,20 @@ class EpisodicMemory:
             speaker_weight=self.speaker_weight,
         )  # fmt: skip
         visible = Visible(exclude)
-        kept = [e for e in ranked if e.similarity >= self.min_score and not visible.has(e)]
-        return kept[:k]
+        kept: list[Episode] = []
+        for score, doc in ranked:
+            if float(doc.metadata["score"]) < self.min_score:
+                continue
+            episode = from_document(doc, user_id=user, score=score)
+            if not visible.has(episode):
+                kept.append(episode)
+                if len(kept) == k:
+                    break
+        return kept
 
-    def _kb_search(self, text: str, user: str, where: Mapping[str, Any] | None) -> list[Episode]:
-        docs = self.knowledge_base.search(text, k=MAX_K, min_score=0.0, filter=where,
+    def _kb_search(self, text: str, user: str, where: Mapping[str, Any] | None) -> list[Document]:
+        return self.knowledge_base.search(text, k=MAX_K, min_score=0.0, filter=where,
                                           tenant_id=user)  # fmt: skip
-        return [from_document(d, user_id=user) for d in docs]
 
     async def asearch(self, query: str, **kwargs: Any) -> list[Episode]:
         """Async twin of :meth:`search` (runs in a worker thread)."""
