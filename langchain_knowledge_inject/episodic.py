@@ -41,7 +41,6 @@ import asyncio
 import atexit
 import logging
 import os
-import re
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -53,6 +52,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_knowledge_inject import _temporal
 from langchain_knowledge_inject._episode_journal import EpisodeWriter
+from langchain_knowledge_inject._episode_query import aware, both, strip_names
+from langchain_knowledge_inject._episode_query import named as names_in
+from langchain_knowledge_inject._episode_query import where as build_where
 from langchain_knowledge_inject._episode_store import (
     Episode,
     EpisodeRecord,
@@ -616,28 +618,28 @@ class EpisodicMemory:
         user = user_key(user_id)
         if not query or not query.strip():
             return []
-        now = _aware(now) if now is not None else datetime.now(timezone.utc)
-        where = _where(thread_id, since, until, speaker, filter)
+        now = aware(now) if now is not None else datetime.now(timezone.utc)
+        where = build_where(thread_id, since, until, speaker, filter)
         found = _temporal.resolve(query, now=now) if resolve_dates else None
         text = found.rest if found is not None and found.rest.strip() else query
         self._wait_for(user)
         # a snapshot: the writer thread adds the speakers of what it writes
         known = set(self._speakers.get(user, ())) if self.speaker_weight else set()
-        named = _named(text, known)
-        base = self._kb_search(_strip_names(text, named), user, where)
+        named = names_in(text, known)
+        base = self._kb_search(strip_names(text, named), user, where)
         seen = {d.metadata.get("ep_speaker") for d in base} - {None, ""} - known
         seen = seen if self.speaker_weight else set()
         if seen:  # speakers not known yet (a memory reopened): learn them, search again
             known |= seen
             self._speakers.setdefault(user, set()).update(seen)
-            if _named(text, seen):
-                named = _named(text, known)
-                base = self._kb_search(_strip_names(text, named), user, where)
+            if names_in(text, seen):
+                named = names_in(text, known)
+                base = self._kb_search(strip_names(text, named), user, where)
         in_range, span = None, None
         if found is not None:
             span = (found.start.timestamp(), found.end.timestamp())
-            dated = _and(where, {"ep_ts": {"$gte": span[0]}}, {"ep_ts": {"$lt": span[1]}})
-            in_range = self._kb_search(_strip_names(text, named), user, dated)
+            dated = both(where, {"ep_ts": {"$gte": span[0]}}, {"ep_ts": {"$lt": span[1]}})
+            in_range = self._kb_search(strip_names(text, named), user, dated)
         prefer_recent = recency == "on" or (
             recency == "auto" and not _temporal.asks_about_past(query, found=found)
         )
@@ -703,69 +705,6 @@ class EpisodicMemory:
             return format_episodes(items, max_chars=self.max_snippet_chars)
 
         return BlockText.build(episodes, render)
-
-
-def _named(text: str, speakers: set[str]) -> list[str]:
-    """The speakers named in ``text`` (whole words, any case)."""
-    return sorted(
-        (s for s in speakers if re.search(rf"(?<!\w){re.escape(s)}(?!\w)", text, re.IGNORECASE)),
-        key=len, reverse=True,
-    )  # fmt: skip
-
-
-def _strip_names(text: str, names: Sequence[str]) -> str:
-    """``text`` without the speakers' names: they are metadata, matched by ``speaker_weight``."""
-    for name in names:
-        text = re.sub(
-            rf"(?<!\w){re.escape(name)}(?:['\u2019]s)?(?!\w)", " ", text, flags=re.IGNORECASE
-        )
-    stripped = " ".join(text.split())
-    return stripped if re.search(r"\w", stripped) else text
-
-
-def _aware(date: datetime) -> datetime:
-    if not isinstance(date, datetime):
-        msg = f"expected a datetime, got {type(date).__name__}"
-        raise ConfigurationError(msg, option="now", value=date)
-    return (date if date.tzinfo else date.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
-
-
-def _and(*clauses: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    parts = [dict(c) for c in clauses if c]
-    if not parts:
-        return None
-    return parts[0] if len(parts) == 1 else {"$and": parts}
-
-
-def _where(
-    thread_id: str | Sequence[str] | None,
-    since: datetime | None,
-    until: datetime | None,
-    speaker: str | None,
-    filter: Mapping[str, Any] | None,
-) -> dict[str, Any] | None:
-    if filter is not None and not isinstance(filter, Mapping):
-        msg = f"filter must be a mapping (Chroma's where language), got {type(filter).__name__}"
-        raise ConfigurationError(msg, option="filter", value=filter)
-    if filter and any(k == "tenant_id" or k.startswith("ep_") for k in filter):
-        msg = "filter is for your own metadata; use user_id, thread_id, since, until, speaker"
-        raise ConfigurationError(msg, option="filter", value=dict(filter))
-    clauses: list[Mapping[str, Any] | None] = [filter]
-    if isinstance(thread_id, str):
-        clauses.append({"ep_thread": {"$eq": thread_id}})
-    elif thread_id is not None:
-        threads = [str(t) for t in thread_id]
-        if not threads:
-            msg = "thread_id must be a thread id, a non-empty list of them, or None"
-            raise ConfigurationError(msg, option="thread_id", value=thread_id)
-        clauses.append({"ep_thread": {"$in": threads}})
-    if since is not None:
-        clauses.append({"ep_ts": {"$gte": _aware(since).timestamp()}})
-    if until is not None:
-        clauses.append({"ep_ts": {"$lt": _aware(until).timestamp()}})
-    if speaker is not None:
-        clauses.append({"ep_speaker": {"$eq": speaker}})
-    return _and(*clauses)
 
 
 def _flush_at_exit(ref: weakref.ReferenceType[EpisodicMemory]) -> None:
