@@ -67,7 +67,11 @@ from langchain_knowledge_inject._episode_store import (
     user_key,
 )
 from langchain_knowledge_inject.blocks import DEFAULT_PRIORITIES, BlockText, config_user_id
-from langchain_knowledge_inject.errors import ConfigurationError
+from langchain_knowledge_inject.errors import (
+    ConfigurationError,
+    KnowledgeBaseOpenError,
+    RetrievalError,
+)
 from langchain_knowledge_inject.placement import current_user_index, query_text, strip_injected
 
 if TYPE_CHECKING:
@@ -662,8 +666,12 @@ class EpisodicMemory:
         return kept
 
     def _kb_search(self, text: str, user: str, where: Mapping[str, Any] | None) -> list[Document]:
-        return self.knowledge_base.search(text, k=MAX_K, min_score=0.0, filter=where,
-                                          tenant_id=user)  # fmt: skip
+        try:
+            kb = self.knowledge_base
+        except KnowledgeBaseOpenError as exc:  # a search fails with a search's error
+            msg = f"episodic memory: its store could not be opened: {exc}"
+            raise RetrievalError(msg, kb_name=self.collection_prefix) from exc
+        return kb.search(text, k=MAX_K, min_score=0.0, filter=where, tenant_id=user)
 
     async def asearch(self, query: str, **kwargs: Any) -> list[Episode]:
         """Async twin of :meth:`search` (runs in a worker thread)."""

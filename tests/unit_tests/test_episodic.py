@@ -491,7 +491,7 @@ def test_a_failing_store_raises_retrieval_error(tmp_path) -> None:
     memory = EpisodicMemory(client=Broken(), path=tmp_path, background=False,
                             embeddings=DeterministicFakeEmbedding(size=8))  # fmt: skip
 
-    with pytest.raises(RetrievalError, match="store down"):
+    with pytest.raises(RetrievalError, match="could not be opened"):
         memory.search("q", user_id="u1")
     memory.close()
 
