@@ -11,6 +11,7 @@ Every exception the package raises on purpose derives from one base class, so
     │   └── StoreError                             disk full, read-only or damaged store
     ├── IngestError                                a file or folder cannot be ingested
     ├── RetrievalError                             a search failed (store down, ...)
+    ├── MemoryWriteError                           episodic memory: recorded turns not written yet
     └── SummarizerError                            restricted mode: the safe summary failed
 
 Each error keeps its context as attributes (``kb_name``, ``path``, ...), so a
@@ -108,6 +109,10 @@ class RetrievalError(KnowledgeInjectError):
     def __init__(self, message: str, *, kb_name: str | None = None) -> None:
         super().__init__(message)
         self.kb_name = kb_name
+
+
+class MemoryWriteError(KnowledgeInjectError):
+    """Episodic memory: recorded episodes could not be written (they stay in its journal)."""
 
 
 class SummarizerError(KnowledgeInjectError):

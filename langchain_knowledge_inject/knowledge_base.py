@@ -618,6 +618,16 @@ class KnowledgeBase:
         """Async twin of :meth:`delete_source` (runs it in a worker thread)."""
         return await asyncio.to_thread(self.delete_source, source, tenant_id=tenant_id)
 
+    def count(self, *, tenant_id: str | None = None) -> int:
+        """How many chunks one partition holds (the shared one when ``tenant_id`` is None)."""
+        return self._catalog.count(self.id, partition_of(tenant_id))
+
+    def delete_tenant(self, tenant_id: str) -> int:
+        """Delete every chunk of one tenant partition; returns how many there were."""
+        partition = partition_of(tenant_id)
+        ids = sorted(self._catalog.partition_ids(self.id, partition))
+        return self.delete(ids, tenant_id=tenant_id) if ids else 0
+
     def drop(self) -> None:
         """Delete the whole knowledge base: its collections, registry and keyword index."""
         self._refuse_if_read_only("dropping the knowledge base")

@@ -99,10 +99,10 @@ def create_store_memory_tool(
         A ``StructuredTool`` taking ``content``.
 
     Example:
-        >>> import chromadb
+        >>> import tempfile
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> from langchain_knowledge_inject.episodic import EpisodicMemory
-        >>> memory = EpisodicMemory(client=chromadb.EphemeralClient(), collection_prefix="tool",
+        >>> memory = EpisodicMemory(path=tempfile.mkdtemp(), background=False,
         ...                         embeddings=DeterministicFakeEmbedding(size=16))
         >>> tool = create_store_memory_tool(memory)
         >>> tool.invoke({"content": "Prefers aisle seats."},

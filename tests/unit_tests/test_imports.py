@@ -37,6 +37,7 @@ EXPECTED_ALL = [
     "Procedure",
     "ProcedureLibrary",
     "ReasonCode",
+    "MemoryWriteError",
     "RetrievalError",
     "RetrievalOutcome",
     "SafeKnowledgeBaseInfo",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tempfile
+
 import doctest
 import uuid
 from typing import Any
@@ -34,7 +36,7 @@ def cfg(user_id: str | None = "u1", **extra: Any) -> dict:
 
 
 def new_memory() -> EpisodicMemory:
-    return EpisodicMemory(client=chromadb.EphemeralClient(), min_score=-1.0,
+    return EpisodicMemory(client=chromadb.EphemeralClient(), path=tempfile.mkdtemp(), min_score=-1.0,
                           collection_prefix=f"tools-{uuid.uuid4().hex[:10]}",
                           embeddings=DeterministicFakeEmbedding(size=32))  # fmt: skip
 

@@ -8,6 +8,8 @@ memory tools in agent loops.
 
 from __future__ import annotations
 
+import tempfile
+
 import uuid
 from types import SimpleNamespace
 from typing import Any
@@ -124,7 +126,7 @@ def procedures(emb) -> ProcedureLibrary:
 
 @pytest.fixture
 def memory(emb) -> EpisodicMemory:
-    return EpisodicMemory(client=chromadb.EphemeralClient(), embeddings=emb, min_score=-1.0,
+    return EpisodicMemory(client=chromadb.EphemeralClient(), path=tempfile.mkdtemp(), embeddings=emb, min_score=-1.0,
                           collection_prefix=f"wire-{uuid.uuid4().hex[:10]}")  # fmt: skip
 
 
@@ -611,6 +613,7 @@ def test_middleware_injects_the_blocks_and_records_after_the_agent(kb, memory, f
 
 
 def test_middleware_memory_tools_in_an_agent_loop(kb, memory, facts) -> None:
+    memory.k = 5  # fake embeddings rank arbitrarily: inject every episode of the user
     model = ScriptedModel(
         script=[
             _call("set_user_fact", {"key": "home_city", "value": "Porto"}, "c1"),

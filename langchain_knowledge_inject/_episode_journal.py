@@ -1,0 +1,265 @@
+"""Recording episodes off the turn's critical path (private to the episodic memory).
+
+:class:`EpisodeWriter` takes prepared episodes (plain JSON-able dicts), appends
+each to a small local write-ahead journal, one JSON line, with one
+``os.write`` on an ``O_APPEND`` file (microseconds, and what a crash of the
+process cannot lose), and queues it for a worker thread that embeds and writes
+batches into the memory's knowledge base. When everything queued has been
+written, the journal is emptied. A memory opened on a journal that is not empty
+(the process died with writes pending) replays it first: writing an episode is
+idempotent, so an entry written before the crash is only checked again.
+
+Each journal is locked (``flock``) by the process that appends to it; a second
+process on the same store gets a journal of its own, and journals left by
+dead processes are replayed and removed. ``fsync=True`` also survives a power
+loss, at the cost of one ``fsync`` per turn.
+
+A failing write (the embedding model or the store is down) is logged and
+retried with a growing pause; nothing is dropped, the entries stay in the
+journal, and :meth:`EpisodeWriter.flush` raises
+:class:`~langchain_knowledge_inject.errors.MemoryWriteError` when it cannot
+get them written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_knowledge_inject.errors import MemoryWriteError
+
+logger = logging.getLogger(__name__)
+
+Entry = dict[str, Any]
+_BATCH = 64
+_MAX_PAUSE_S = 30.0
+
+
+def _lock(handle: Any) -> bool:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: one process per store, documented
+        return True
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def read_journal(path: Path) -> list[Entry]:
+    """The entries of a journal file; a torn or unreadable line (a crash mid-write) is skipped."""
+    entries = []
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return []
+    for line in raw.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            logger.warning("episodic memory: skipped a torn journal line in %s", path)
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries
+
+
+class EpisodeWriter:
+    """A journal plus a worker thread that applies queued episodes in batches.
+
+    Args:
+        apply: Writes a batch of entries (raises on failure; must be idempotent).
+        journal_dir: Where the journal lives, or ``None`` for no journal.
+        name: Base name of the journal file.
+        fsync: ``fsync`` the journal after each append.
+    """
+
+    def __init__(
+        self,
+        apply: Callable[[Sequence[Entry]], None],
+        *,
+        journal_dir: Path | None,
+        name: str,
+        fsync: bool = False,
+    ) -> None:
+        self._apply = apply
+        self._fsync = fsync
+        self._cond = threading.Condition()
+        self._queue: deque[tuple[int, Entry]] = deque()
+        self._submitted = 0
+        self._applied = 0
+        self._failure: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._fd: int | None = None
+        self._handle: Any = None
+        self.path: Path | None = None
+        self._orphans: list[tuple[Path, Any]] = []
+        self.replayed = 0
+        """Sequence number of the last entry replayed from a journal (0: none)."""
+        if journal_dir is not None:
+            self._open_journal(journal_dir, name)
+
+    # -- the journal ---------------------------------------------------------------------------
+    def _open_journal(self, directory: Path, name: str) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        candidates = [directory / f"{name}.jsonl", directory / f"{name}.{os.getpid()}.jsonl"]
+        for path in candidates:
+            handle = path.open("ab")
+            if _lock(handle):
+                self.path, self._handle, self._fd = path, handle, handle.fileno()
+                break
+            handle.close()
+        if self.path is None:
+            msg = f"episodic memory: cannot lock a journal in {directory}"
+            raise MemoryWriteError(msg)
+        replay = read_journal(self.path)
+        for other in sorted(directory.glob(f"{name}.*.jsonl")):
+            if other == self.path:
+                continue
+            handle = other.open("ab")
+            if _lock(handle):  # its process is gone: take over what it left
+                replay += read_journal(other)
+                self._orphans.append((other, handle))
+            else:
+                handle.close()
+        if replay:
+            logger.info("episodic memory: replaying %d journalled episodes", len(replay))
+            with self._cond:
+                for entry in replay:
+                    self._submitted += 1
+                    self._queue.append((self._submitted, entry))
+                self.replayed = self._submitted
+            self._start()
+
+    def _append(self, entry: Entry) -> None:
+        if self._fd is None:
+            return
+        os.write(self._fd, json.dumps(entry, separators=(",", ":")).encode() + b"\n")
+        if self._fsync:
+            os.fsync(self._fd)
+
+    def _truncate_if_idle(self) -> None:
+        # Called with self._cond held: nothing can be appended meanwhile.
+        if self._applied == self._submitted and not self._queue:
+            if self._fd is not None and os.fstat(self._fd).st_size:
+                os.ftruncate(self._fd, 0)
+            for path, handle in self._orphans:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                handle.close()
+            self._orphans.clear()
+
+    # -- submitting and waiting ----------------------------------------------------------------
+    def submit(self, entries: Sequence[Entry]) -> int:
+        """Journal and queue ``entries``; returns the sequence number of the last one."""
+        with self._cond:
+            if self._closed:
+                msg = "episodic memory is closed; nothing more can be recorded"
+                raise MemoryWriteError(msg)
+            for entry in entries:
+                self._append(entry)
+                self._submitted += 1
+                self._queue.append((self._submitted, entry))
+            seq = self._submitted
+            self._cond.notify_all()
+        self._start()
+        return seq
+
+    @property
+    def pending(self) -> int:
+        """Entries queued and not yet written."""
+        with self._cond:
+            return self._submitted - self._applied
+
+    def wait(self, seq: int | None = None, *, timeout: float | None = None) -> bool:
+        """Wait until entry ``seq`` (default: every entry so far) is written; False on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            target = self._submitted if seq is None else seq
+            while self._applied < target:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._cond.wait(left if left is not None else 1.0)
+            return True
+
+    def flush(self, *, timeout: float | None = None) -> None:
+        """Write everything queued so far.
+
+        Raises:
+            MemoryWriteError: It could not be written in ``timeout`` seconds
+                (the entries stay journalled and queued).
+        """
+        if not self.wait(timeout=timeout):
+            failure = self._failure
+            msg = f"episodic memory: {self.pending} episodes are not written yet"
+            if failure is not None:
+                msg += f" (last error: {type(failure).__name__}: {failure})"
+            raise MemoryWriteError(msg)
+
+    def close(self, *, timeout: float | None = None) -> None:
+        """Flush, then stop the worker and close the journal (entries not written stay in it)."""
+        try:
+            self.flush(timeout=timeout)
+        finally:
+            with self._cond:
+                self._closed = True
+                self._cond.notify_all()
+            thread = self._thread
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout=1.0)
+            if self._handle is not None:
+                self._handle.close()
+                self._handle, self._fd = None, None
+
+    # -- the worker ----------------------------------------------------------------------------
+    def _start(self) -> None:
+        with self._cond:
+            if self._thread is not None and self._thread.is_alive():
+                return
+            self._thread = threading.Thread(
+                target=self._run, name="kinject-episodic-writer", daemon=True
+            )
+            self._thread.start()
+
+    def _run(self) -> None:
+        pause = 0.0
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                batch = [self._queue[i] for i in range(min(_BATCH, len(self._queue)))]
+            try:
+                self._apply([entry for _, entry in batch])
+            except Exception as exc:
+                pause = min(_MAX_PAUSE_S, max(0.05, pause * 2))
+                logger.warning(
+                    "episodic memory: writing %d episodes failed (%s: %s); kept in the "
+                    "journal, retrying in %.2f s", len(batch), type(exc).__name__, exc, pause,
+                )  # fmt: skip
+                with self._cond:
+                    self._failure = exc
+                    if self._closed:
+                        return
+                    self._cond.wait(pause)
+                continue
+            pause = 0.0
+            with self._cond:
+                for _ in batch:
+                    self._queue.popleft()
+                self._applied = batch[-1][0]
+                self._failure = None
+                self._truncate_if_idle()
+                self._cond.notify_all()
