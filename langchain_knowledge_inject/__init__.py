@@ -13,6 +13,7 @@ from langchain_knowledge_inject.blocks import BlockText, ContextBlock, assemble_
 from langchain_knowledge_inject.episodic import Episode, EpisodicMemory
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
+    ForkedProcessError,
     IngestError,
     KnowledgeBaseError,
     KnowledgeBaseNotFoundError,
@@ -21,6 +22,7 @@ from langchain_knowledge_inject.errors import (
     MemoryWriteError,
     RetrievalError,
     StoreError,
+    StoreTimeoutError,
     SummarizerError,
 )
 from langchain_knowledge_inject.facts import UserFacts
@@ -91,6 +93,7 @@ __all__ = [
     "ContextBlock",
     "Episode",
     "EpisodicMemory",
+    "ForkedProcessError",
     "IngestError",
     "IngestReport",
     "InjectionConfig",
@@ -120,6 +123,7 @@ __all__ = [
     "SafeKnowledgeBaseInfo",
     "SafeSummary",
     "StoreError",
+    "StoreTimeoutError",
     "SummarizerError",
     "SummaryBounds",
     "TurnContext",

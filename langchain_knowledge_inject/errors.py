@@ -8,9 +8,11 @@ Every exception the package raises on purpose derives from one base class, so
     ├── KnowledgeBaseError                         a knowledge base cannot be used
     │   ├── KnowledgeBaseNotFoundError (also a LookupError)
     │   ├── KnowledgeBaseOpenError                 corrupt store, embedding model failure
-    │   └── StoreError                             disk full, read-only or damaged store
+    │   ├── StoreError                             disk full, read-only or damaged store
+    │   └── ForkedProcessError                     used in a process forked after opening
     ├── IngestError                                a file or folder cannot be ingested
     ├── RetrievalError                             a search failed (store down, ...)
+    │   └── StoreTimeoutError (also a TimeoutError) a Chroma call exceeded the timeout
     ├── MemoryWriteError                           episodic memory: recorded turns not written yet
     └── SummarizerError                            restricted mode: the safe summary failed
 
@@ -125,3 +127,44 @@ class SummarizerError(KnowledgeInjectError):
     def __init__(self, message: str, *, reason: str = "summarizer_error") -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class ForkedProcessError(KnowledgeBaseError):
+    """A knowledge base opened in one process was used in a child forked from it.
+
+    Its SQLite connection, its worker threads and the Chroma client's
+    connections do not survive ``fork``: open the knowledge base in each
+    worker after the fork instead.
+
+    Attributes:
+        opened_in: The pid of the process that opened the knowledge base.
+    """
+
+    def __init__(self, message: str, *, kb_name: str | None = None, opened_in: int = 0) -> None:
+        super().__init__(message, kb_name=kb_name)
+        self.opened_in = opened_in
+
+
+class StoreTimeoutError(RetrievalError, TimeoutError):
+    """A call to the Chroma store did not finish within the knowledge base's ``timeout``.
+
+    Raised by searches and by writes (``add_documents``, ``delete``). A write
+    that timed out may or may not have reached the server: running it again
+    converges.
+
+    Attributes:
+        operation: What was called (``"query"``, ``"upsert"``, ...).
+        seconds: The time allowed.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kb_name: str | None = None,
+        operation: str = "",
+        seconds: float = 0.0,
+    ) -> None:
+        super().__init__(message, kb_name=kb_name)
+        self.operation = operation
+        self.seconds = seconds

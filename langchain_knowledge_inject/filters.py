@@ -8,6 +8,12 @@ metadata in the registry with :func:`matches`.
 
 ``tenant_id`` is not a metadata filter here: it selects the tenant partition
 (one Chroma collection per tenant), see :func:`split_tenant`.
+
+Every filter is validated before it reaches Chroma or :func:`matches`, without
+recursion: a wrong shape, an unknown operator, a value of the wrong type, a
+filter nested deeper than :data:`MAX_FILTER_DEPTH` or larger than
+:data:`MAX_FILTER_CLAUSES` raises :class:`ConfigurationError` naming what is
+allowed, never a raw Python or chromadb error.
 """
 
 from __future__ import annotations
@@ -19,6 +25,13 @@ from langchain_knowledge_inject.errors import ConfigurationError
 
 _COMPARISONS = {"$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte"}
 _LOGICAL = {"$and", "$or"}
+_ORDERED = {"$gt", "$gte", "$lt", "$lte"}
+_LISTS = {"$in", "$nin"}
+
+MAX_FILTER_DEPTH = 32
+"""Deepest nesting of ``$and`` / ``$or`` a filter may have."""
+MAX_FILTER_CLAUSES = 1000
+"""Most conditions and lists items one filter may hold."""
 
 
 def split_tenant(
@@ -37,6 +50,12 @@ def split_tenant(
         ConfigurationError: The filter's tenant is not a plain string, or it
             disagrees with ``tenant_id``.
     """
+    if filter is not None and not isinstance(filter, Mapping):
+        msg = (
+            "filter must be a dict in Chroma's where language (for example "
+            f"{{'category': 'hr'}}) or None, got {type(filter).__name__}"
+        )
+        raise ConfigurationError(msg, option="filter", value=_short(filter))
     rest = dict(filter or {})
     raw = rest.pop("tenant_id", None)
     if isinstance(raw, Mapping) and set(raw) == {"$eq"}:
@@ -59,37 +78,98 @@ def split_tenant(
 
 
 def validate(where: Mapping[str, Any]) -> None:
-    """Raise ConfigurationError when ``where`` is not a filter this module understands."""
-    for key, value in where.items():
-        if key in _LOGICAL:
-            if not isinstance(value, list) or not value:
-                msg = f"{key} takes a non-empty list of filters, got {value!r}"
-                raise ConfigurationError(msg, option="filter", value=where)
-            for sub in value:
-                if not isinstance(sub, Mapping):
-                    msg = f"{key} takes a list of filters (dicts), got {sub!r}"
-                    raise ConfigurationError(msg, option="filter", value=where)
-                validate(sub)
-        elif key.startswith("$"):
-            allowed = ", ".join(sorted(_LOGICAL))
-            msg = f"Unknown filter operator {key!r} at the top level; allowed: {allowed}"
-            raise ConfigurationError(msg, option="filter", value=where)
-        elif isinstance(value, Mapping):
-            unknown = set(value) - _COMPARISONS
-            if unknown or len(value) != 1:
-                allowed = ", ".join(sorted(_COMPARISONS))
-                msg = f"Filter on {key!r} must be one of {allowed}, got {dict(value)!r}"
-                raise ConfigurationError(msg, option="filter", value=where)
+    """Raise ConfigurationError when ``where`` is not a filter this module understands.
+
+    Iterative, so a filter nested thousands deep is refused with a clear error
+    rather than a ``RecursionError``.
+    """
+    clauses = 0
+    stack: list[tuple[Any, int]] = [(where, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_FILTER_DEPTH:
+            msg = f"filter is nested deeper than {MAX_FILTER_DEPTH} levels of $and/$or"
+            raise ConfigurationError(msg, option="filter", value=_short(where))
+        for key, value in node.items():
+            clauses += 1 + (len(value) if isinstance(value, (list, tuple)) else 0)
+            if clauses > MAX_FILTER_CLAUSES:
+                msg = f"filter has more than {MAX_FILTER_CLAUSES} conditions and list items"
+                raise ConfigurationError(msg, option="filter", value=_short(where))
+            if not isinstance(key, str) or not key:
+                msg = f"filter keys must be non-empty strings, got {key!r}"
+                raise ConfigurationError(msg, option="filter", value=_short(where))
+            if key in _LOGICAL:
+                if not isinstance(value, list) or not value:
+                    msg = f"{key} takes a non-empty list of filters, got {_short(value)!r}"
+                    raise ConfigurationError(msg, option="filter", value=_short(where))
+                for sub in value:
+                    if not isinstance(sub, Mapping) or not sub:
+                        msg = (
+                            f"{key} takes a list of non-empty filters (dicts), got {_short(sub)!r}"
+                        )
+                        raise ConfigurationError(msg, option="filter", value=_short(where))
+                    stack.append((sub, depth + 1))
+            elif key.startswith("$"):
+                allowed = ", ".join(sorted(_LOGICAL))
+                msg = f"Unknown filter operator {key!r} at the top level; allowed: {allowed}"
+                raise ConfigurationError(msg, option="filter", value=_short(where))
+            elif isinstance(value, Mapping):
+                unknown = set(value) - _COMPARISONS
+                if unknown or len(value) != 1:
+                    allowed = ", ".join(sorted(_COMPARISONS))
+                    msg = f"Filter on {key!r} must be one of {allowed}, got {_short(value)!r}"
+                    raise ConfigurationError(msg, option="filter", value=_short(where))
+                ((op, target),) = value.items()
+                _check_operand(key, op, target, where)
+            else:
+                _check_operand(key, "$eq", value, where)
+
+
+def _check_operand(key: str, op: str, target: Any, where: Mapping[str, Any]) -> None:
+    if op in _LISTS:
+        ok = isinstance(target, list) and bool(target) and all(_scalar(t) for t in target)
+        allowed = "a non-empty list of strings, numbers or booleans"
+    elif op in _ORDERED:
+        ok = isinstance(target, (int, float)) and not isinstance(target, bool)
+        allowed = "a number"
+    else:
+        ok = _scalar(target)
+        allowed = "a string, number or boolean"
+    if not ok:
+        msg = f"Filter {op} on {key!r} takes {allowed}, got {_short(target)!r}"
+        raise ConfigurationError(msg, option="filter", value=_short(where))
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool)) and value == value
+
+
+def _short(value: Any, limit: int = 200) -> Any:
+    """A value small enough to carry in an error: long or deep ones become a cut repr."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value if not isinstance(value, str) or len(value) <= limit else value[:limit] + "..."
+    try:
+        text = repr(value)
+    except RecursionError:
+        text = f"<{type(value).__name__} nested too deep to show>"
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def to_chroma(where: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """Turn a filter into Chroma's ``where`` (several keys become an ``$and``)."""
+    """Turn a (validated) filter into Chroma's ``where``.
+
+    Several keys become an ``$and``; an ``$and`` / ``$or`` of one filter becomes
+    that filter (Chroma wants at least two).
+    """
     if not where:
         return None
-    clauses = [
-        {k: v} if k in _LOGICAL else {k: dict(v) if isinstance(v, Mapping) else {"$eq": v}}
-        for k, v in where.items()
-    ]
+    clauses = []
+    for key, value in where.items():
+        if key in _LOGICAL:
+            subs = [to_chroma(sub) for sub in value]
+            clauses.append(subs[0] if len(subs) == 1 else {key: subs})
+        else:
+            clauses.append({key: dict(value) if isinstance(value, Mapping) else {"$eq": value}})
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 

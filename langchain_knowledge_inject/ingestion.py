@@ -5,10 +5,12 @@ Loaders and splitters, and why:
 * **PDF**: ``pypdf`` (pure Python, actively maintained, no system libraries),
   text extracted page by page; each page is split on its own so every chunk
   keeps an exact 1-based ``page`` number.
-* **HTML**: ``BeautifulSoup`` with the standard-library ``html.parser`` (no
-  compiled parser needed). Scripts, styles and ``<head>`` are dropped, block
-  elements become line breaks and ``<h1>``...``<h6>`` become Markdown headings,
-  so HTML goes through the same heading-aware splitting as Markdown.
+* **HTML**: one linear streaming pass of the standard library's HTML parser
+  (:mod:`langchain_knowledge_inject.html_text`; BeautifulSoup's tree grew
+  quadratically on unclosed tags: ``benchmarks/html_parse.py``). Scripts,
+  styles and ``<head>`` are dropped, block elements become line breaks and
+  ``<h1>``...``<h6>`` become Markdown headings, so HTML goes through the same
+  heading-aware splitting as Markdown.
 * **Markdown**: sectioned at ATX headings (``#``...``######``, fence-aware) by a
   small function here, then split with ``langchain_text_splitters``
   ``RecursiveCharacterTextSplitter`` using its Markdown separators. Each chunk
@@ -17,8 +19,11 @@ Loaders and splitters, and why:
   and indentation (even inside code blocks) and ends lines with two spaces,
   so paragraph boundaries are lost before the character splitter needs them.
 * **Plain text**: ``RecursiveCharacterTextSplitter`` (paragraphs, then lines,
-  then words). Bytes are decoded as UTF-8 (BOM honoured), else with
-  BeautifulSoup's ``UnicodeDammit`` encoding detection.
+  then words). Bytes are decoded as UTF-8 (BOM honoured), else (HTML) with the
+  page's declared charset, else with ``charset-normalizer`` detection
+  (:mod:`langchain_knowledge_inject.text_decoding`); a file that was not UTF-8
+  is named in the report's ``warnings``, flagged "low confidence" when other
+  encodings fit as well.
 
 A section's heading lines (or a short title line ahead of a blank line) open
 its first chunk rather than forming a chunk of their own, which the recursive
@@ -59,6 +64,7 @@ import codecs
 import hashlib
 import io
 import json
+import logging
 import os
 import re
 import sys
@@ -72,7 +78,11 @@ from langchain_core.documents import Document
 from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
 
 from langchain_knowledge_inject.errors import ConfigurationError, IngestError
+from langchain_knowledge_inject.html_text import html_to_text
+from langchain_knowledge_inject.text_decoding import decode_bytes
 from langchain_knowledge_inject.write_plan import SOURCE_PATH_KEY
+
+logger = logging.getLogger(__name__)
 
 FileType = Literal["text", "markdown", "html", "pdf"]
 
@@ -96,11 +106,7 @@ _BATCH_CHUNKS = 256
 _ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _TITLE_LINE = re.compile(r"\s*([^\n]+)\n[ \t]*\n")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_WIDE_ENCODINGS = ["utf-16", "utf-16-be", "utf-16-le", "utf-32", "utf-32-be", "utf-32-le"]
-_BLOCK_TAGS = re.compile(
-    r"^(p|div|section|article|header|footer|nav|aside|main|li|tr|table|ul|ol|dl|dt|dd|pre"
-    r"|blockquote|figure|figcaption|form|hr)$"
-)
+_TEXT_BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)  # UTF-32's start alike
 
 
 class _Ingestible(Protocol):
@@ -132,6 +138,8 @@ class IngestReport:
         chunks_updated: Chunks already stored whose metadata changed (for example
             a new ``category``); relabelled, not embedded again.
         chunks_replaced: Old chunks removed because their file changed.
+        warnings: ``(path, message)`` for files read with a caveat: not UTF-8
+            (the encoding used, and "low confidence" when another fits as well).
         seconds: Wall-clock time of the whole call.
     """
 
@@ -142,6 +150,7 @@ class IngestReport:
     chunks_unchanged: int = 0
     chunks_updated: int = 0
     chunks_replaced: int = 0
+    warnings: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
 
     def summary(self) -> str:
@@ -165,6 +174,9 @@ class IngestReport:
         if self.files_skipped:
             lines.append(f"Skipped {len(self.files_skipped)}:")
             lines.extend(f"  {path}: {reason}" for path, reason in self.files_skipped)
+        if self.warnings:
+            lines.append(f"Warnings ({len(self.warnings)}):")
+            lines.extend(f"  {path}: {message}" for path, message in self.warnings)
         return "\n".join(lines)
 
 
@@ -516,10 +528,14 @@ def _prepare_file(
         report.chunks_unchanged += _stored_chunk_count(stored)
         return None
     try:
-        chunks = _load_and_split(path, data, file_type, extra, chunk_size, chunk_overlap, name=name)
+        notes: list[str] = []
+        chunks = _load_and_split(
+            path, data, file_type, extra, chunk_size, chunk_overlap, name=name, notes=notes
+        )
     except _SkipFile as exc:
         report.files_skipped.append((source, str(exc)))
         return None
+    report.warnings.extend((source, note) for note in notes)
     return chunks, f"{prefix}chunks:{len(chunks)}"
 
 
@@ -532,8 +548,13 @@ def _load_and_split(
     chunk_overlap: int,
     *,
     name: str | None = None,
+    notes: list[str] | None = None,
 ) -> list[Document]:
-    """Turn one file's bytes into chunks, or raise ``_SkipFile`` with the reason."""
+    """Turn one file's bytes into chunks, or raise ``_SkipFile`` with the reason.
+
+    Caveats worth a warning in the report (a guessed encoding) go to ``notes``.
+    """
+    notes = notes if notes is not None else []
     if not data:
         raise _SkipFile("empty file")
     base: dict[str, Any] = {
@@ -547,10 +568,10 @@ def _load_and_split(
         pages = _pdf_pages(data)
         docs = [Document(text, metadata={**base, "page": page}) for page, text in pages]
     elif file_type == "html":
-        title, text = _html_to_text(_decode(data))
+        title, text = _html_to_text(_decode(data, notes, html=True))
         docs = [Document(text, metadata={**base, "title": title} if title else base)]
     else:
-        docs = [Document(_decode(data), metadata=base)]
+        docs = [Document(_decode(data, notes), metadata=base)]
     docs = [doc for doc in docs if doc.page_content.strip()]
     if not docs:
         raise _SkipFile("no text found" + (" (scanned PDF?)" if file_type == "pdf" else ""))
@@ -559,27 +580,24 @@ def _load_and_split(
     )
 
 
-def _decode(data: bytes) -> str:
-    for bom, encoding in ((codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
-        if data.startswith(bom):
-            return data.decode(encoding, errors="replace")
-    if b"\x00" in data[:8192]:
+def _decode(data: bytes, notes: list[str], *, html: bool = False) -> str:
+    """A text file's bytes as text; a guessed encoding is noted, an unsure guess logged."""
+    if not data.startswith(_TEXT_BOMS) and b"\x00" in data[:8192]:
         raise _SkipFile("binary content (not text)")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        from bs4 import UnicodeDammit
-
-        # UTF-16/32 without a BOM were ruled out above (NUL bytes); excluding
-        # them stops the detector from reading short Latin-1 text as UTF-16.
-        guessed = UnicodeDammit(data, exclude_encodings=_WIDE_ENCODINGS).unicode_markup
-        if guessed is None:
-            raise _SkipFile("cannot decode text (unknown encoding)") from None
-        text = guessed
+    decoded = decode_bytes(data, html=html)
+    if decoded is None:
+        raise _SkipFile("cannot decode text (unknown encoding)")
+    text = decoded.text
     sample = text[:8192]
     controls = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\t\n\r\f")
     if sample and controls / len(sample) > 0.05:
         raise _SkipFile("binary content (not text)")
+    if decoded.detected:
+        note = f"not UTF-8: read as {decoded.encoding}"
+        if not decoded.confident:
+            note += " (low confidence: other encodings fit as well; save the file as UTF-8)"
+            logger.warning("%s", note)
+        notes.append(note)
     return text
 
 
@@ -600,24 +618,7 @@ def _pdf_pages(data: bytes) -> list[tuple[int, str]]:
 
 def _html_to_text(markup: str) -> tuple[str | None, str]:
     """Return (title, text) with headings rewritten as Markdown headings."""
-    from bs4 import BeautifulSoup
-
-    soup = BeautifulSoup(markup, "html.parser")
-    title = " ".join(soup.title.get_text(" ").split()) if soup.title else None
-    for tag in soup(["head", "script", "style", "noscript", "template", "svg"]):
-        tag.decompose()
-    for br in soup.find_all("br"):
-        br.replace_with("\n")
-    for level in range(1, 7):
-        for heading in soup.find_all(f"h{level}"):
-            heading.string = f"\n\n{'#' * level} {' '.join(heading.get_text().split())}\n\n"
-    for tag in soup.find_all(_BLOCK_TAGS):
-        if tag.name == "li":
-            tag.insert(0, "- ")
-        tag.insert_after("\n")
-    lines = (" ".join(line.split()) for line in soup.get_text().splitlines())
-    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
-    return title or None, text
+    return html_to_text(markup)
 
 
 def _markdown_sections(text: str) -> list[tuple[list[str], str, str]]:

@@ -24,8 +24,10 @@ override, anything invalid raises ``ConfigurationError``):
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.messages import BaseMessage
@@ -48,13 +50,18 @@ from langchain_knowledge_inject.blocks import (
     _check_blocks,
     _record_turn,
 )
-from langchain_knowledge_inject.errors import ConfigurationError, RetrievalError
+from langchain_knowledge_inject.errors import (
+    ConfigurationError,
+    ForkedProcessError,
+    RetrievalError,
+)
 from langchain_knowledge_inject.formatting import KnowledgeBlockTemplate
 from langchain_knowledge_inject.knowledge_base import MAX_QUERY_CHARS
 from langchain_knowledge_inject.manifest import (
     InjectionManifest,
     aemit_manifest,
     emit_manifest,
+    error_record,
     hash_messages,
 )
 from langchain_knowledge_inject.placement import (
@@ -348,12 +355,24 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         query = self._query(messages, settings)
         if query is None:
             return RetrievalOutcome(query=None)
-        try:
-            found = [
-                kb.search(query, **self._search_kwargs(settings)) for kb in self.knowledge_bases
-            ]
-        except Exception as exc:
-            return self._failed(query, exc, settings)
+        kwargs = self._search_kwargs(settings)
+
+        def search(kb: Any) -> list[Document] | Exception:
+            try:
+                return kb.search(query, **kwargs)
+            except Exception as exc:  # degraded or raised in _failed
+                return exc
+
+        kbs = self.knowledge_bases
+        if len(kbs) == 1:
+            results = [search(kbs[0])]
+        else:  # side by side: a slow or frozen store does not delay the others
+            with ThreadPoolExecutor(max_workers=len(kbs), thread_name_prefix="kinject") as pool:
+                results = list(pool.map(search, kbs))
+        found = [r for r in results if not isinstance(r, Exception)]
+        failed = [r for r in results if isinstance(r, Exception)]
+        if failed:
+            return self._failed(query, failed, settings, found)
         return RetrievalOutcome(query=query, documents=self._merge(found, settings))
 
     async def aretrieve(self, messages: Any, settings: InjectionConfig) -> RetrievalOutcome:
@@ -361,13 +380,17 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         query = self._query(messages, settings)
         if query is None:
             return RetrievalOutcome(query=None)
-        try:
-            found = [
-                await kb.asearch(query, **self._search_kwargs(settings))
-                for kb in self.knowledge_bases
-            ]
-        except Exception as exc:
-            return self._failed(query, exc, settings)
+        results = await asyncio.gather(
+            *(kb.asearch(query, **self._search_kwargs(settings)) for kb in self.knowledge_bases),
+            return_exceptions=True,
+        )
+        found = [r for r in results if not isinstance(r, BaseException)]
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, Exception):
+                raise result  # cancellation, KeyboardInterrupt
+        failed = [r for r in results if isinstance(r, Exception)]
+        if failed:
+            return self._failed(query, failed, settings, found)
         return RetrievalOutcome(query=query, documents=self._merge(found, settings))
 
     @staticmethod
@@ -392,16 +415,28 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
             docs.sort(key=lambda d: -float(d.metadata.get("score", 0.0)))
         return docs[: settings.top_k]
 
-    def _failed(self, query: str, exc: Exception, settings: InjectionConfig) -> RetrievalOutcome:
-        if isinstance(exc, ConfigurationError):
-            raise exc  # a wrong setting is the caller's to fix, not a store fault to ride out
+    def _failed(
+        self,
+        query: str,
+        failed: Sequence[Exception],
+        settings: InjectionConfig,
+        found: list[list[Document]],
+    ) -> RetrievalOutcome:
+        """Raise, or go on with the knowledge bases that answered (``on_error="degrade"``)."""
+        for exc in failed:  # a wrong setting or a forked process is the caller's to fix
+            if isinstance(exc, (ConfigurationError, ForkedProcessError)):
+                raise exc
+        exc = failed[0]
         if settings.on_error == "raise":
             if isinstance(exc, RetrievalError):
                 raise exc
             msg = f"Knowledge retrieval failed: {exc}"
             raise RetrievalError(msg) from exc
-        logger.warning("knowledge retrieval failed, continuing without knowledge: %s", exc)
-        return RetrievalOutcome(query=query, error=f"{type(exc).__name__}: {exc}")
+        logger.warning("knowledge retrieval failed, continuing without it: %s", exc)
+        return RetrievalOutcome(
+            query=query, documents=self._merge(found, settings) if found else [],
+            error=f"{type(exc).__name__}: {exc}",
+        )  # fmt: skip
 
     # -- building the context ------------------------------------------------------------
     def build_context(
@@ -597,6 +632,7 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
             summary_decision=built.decision,
             summary_reason=built.reason,
             blocks=list(built.blocks),
+            errors=_turn_errors(outcome, built),
         )
         return TurnContext(
             messages=out, query=outcome.query, documents=list(built.used),
@@ -627,3 +663,14 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
     ) -> list[BaseMessage]:
         """Async twin of :meth:`invoke`."""
         return await self._acall_with_config(self._amessages_out, input, ensure_config(config))
+
+
+def _turn_errors(outcome: RetrievalOutcome, built: BuiltContext) -> list[dict[str, str]]:
+    """The manifest's ``errors``: what failed and was gone on without, by class only."""
+    errors = [error_record("retrieval", outcome.error)] if outcome.error else []
+    errors += [
+        error_record("block", str(item.get("error", "")), block=str(item.get("block", "")))
+        for item in built.dropped
+        if item.get("reason") == "error" and "block" in item
+    ]
+    return errors

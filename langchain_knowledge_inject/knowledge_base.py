@@ -34,6 +34,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject import fusion
+from langchain_knowledge_inject._store_calls import (
+    DEFAULT_TIMEOUT,
+    BoundedCalls,
+    BoundedCollection,
+    WorkerPool,
+    apply_http_timeout,
+)
 from langchain_knowledge_inject.catalog import Catalog, ChunkRow
 from langchain_knowledge_inject.embeddings import (
     QueryEmbeddingCache,
@@ -41,11 +48,13 @@ from langchain_knowledge_inject.embeddings import (
 )
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
+    ForkedProcessError,
     KnowledgeBaseNotFoundError,
     KnowledgeBaseOpenError,
     KnowledgeInjectError,
     RetrievalError,
     StoreError,
+    StoreTimeoutError,
 )
 from langchain_knowledge_inject.filters import matches, split_tenant, to_chroma
 from langchain_knowledge_inject.keyword import KeywordIndex, query_terms
@@ -61,6 +70,13 @@ from langchain_knowledge_inject.storage import (
     record_collection_name,
     store_error,
     store_is_writable,
+)
+from langchain_knowledge_inject.sync import (
+    DEFAULT_SYNC_INTERVAL,
+    WRITE_MARK,
+    KeywordSync,
+    strip_mark,
+    write_mark,
 )
 from langchain_knowledge_inject.write_plan import (
     WritePlan,
@@ -90,6 +106,9 @@ _RESERVED_KEYS = ("score", "chunk_id", "kb_name", "kb_id")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _DEFAULT_SPLITTER: Any = object()
 _HEAL_INTERVAL = 60.0
+SERVER_WRITE_BATCH = 256
+"""Most chunks per write request to a Chroma server, so each request fits in the timeout."""
+_LOCAL_GRACE_S = 1.0  # asearch with a server: local work (embedding, keyword) past the timeout
 
 
 @dataclass(frozen=True)
@@ -251,6 +270,21 @@ class KnowledgeBase:
         sensitive_sources: Hide source names from the main model in restricted mode (stored).
         routing_hint: Restricted mode routing hint (stored).
         routing_keywords: Restricted mode routing keywords (stored).
+        timeout: Seconds a call to a Chroma server (``client=``) may take, for a
+            search as a whole and for each write batch; past it the call fails
+            with :class:`StoreTimeoutError` (a turn goes on without knowledge).
+            None waits without limit. The embedded store is not bounded: no
+            network stands between it and its files.
+        sync_interval: Server mode: at most this many seconds after another
+            process writes to the server, this one's keyword index has its
+            chunks (see :mod:`langchain_knowledge_inject.sync`). None turns the
+            catch-up off.
+
+    Fork safety: a knowledge base belongs to the process that opened it. Used in
+    a child forked afterwards (a Gunicorn worker with ``--preload``, a
+    ``multiprocessing`` worker under the ``fork`` start method) it raises
+    :class:`ForkedProcessError` instead of sharing its SQLite connection and
+    Chroma client with the parent. Open it in each worker after the fork.
     """
 
     id: str
@@ -276,7 +310,12 @@ class KnowledgeBase:
         sensitive_sources: bool | None = None,
         routing_hint: str | None = None,
         routing_keywords: Sequence[str] | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        sync_interval: float | None = DEFAULT_SYNC_INTERVAL,
     ) -> None:
+        _check_seconds("timeout", timeout)
+        _check_seconds("sync_interval", sync_interval, zero=True)
+        self._pid = os.getpid()
         if not isinstance(name, str) or not _NAME.match(name):
             msg = (
                 f"Invalid knowledge-base name {name!r}: use 1-63 letters, digits, '.', '_' or '-',"
@@ -316,6 +355,15 @@ class KnowledgeBase:
             }
             self._collections: dict[str, Any] = {}
             self._verified: set[str] = set()
+            self._server = client is not None
+            self.timeout = timeout if self._server else None
+            if self._server and timeout is not None:
+                apply_http_timeout(self._client, timeout)
+            self._calls = BoundedCalls(self.timeout, kb_name=name)
+            self._async_pool = (
+                WorkerPool(32, f"kinject-{name}-search") if self._server else None
+            )
+            self._sync = KeywordSync(self, interval=sync_interval) if self._server else None
             from langchain_knowledge_inject._open import open_knowledge_base
 
             open_knowledge_base(
@@ -372,6 +420,7 @@ class KnowledgeBase:
         """This knowledge base's catalog row; a damaged catalog is healed once first."""
         from langchain_knowledge_inject._open import refresh_record
 
+        self._check_process()
         try:
             with self._store_errors("reading its metadata"):
                 row = self._catalog.get_kb(self.name)
@@ -426,6 +475,7 @@ class KnowledgeBase:
 
     def get_source_fingerprint(self, source: str, *, tenant_id: str | None = None) -> str | None:
         """The fingerprint stored with ``source`` by the last ``add_documents``, or None."""
+        self._check_process()
         return self._catalog.get_fingerprint(self.id, partition_of(tenant_id), source)
 
     # -- writing -----------------------------------------------------------
@@ -454,7 +504,12 @@ class KnowledgeBase:
 
         Returns:
             What was added, left unchanged, updated and replaced.
+
+        Raises:
+            StoreTimeoutError: A Chroma server call took longer than ``timeout``
+                (nothing is recorded locally; running the same add again converges).
         """
+        self._check_process()
         self._refuse_if_read_only("adding documents")
         chunks = self._split(documents, tenant_id)
         for attempt in (1, 2):
@@ -483,7 +538,8 @@ class KnowledgeBase:
         fingerprints: Mapping[str, str] | None = None,
     ) -> AddResult:
         """Async twin of :meth:`add_documents` (runs it in a worker thread)."""
-        return await asyncio.to_thread(
+        self._check_process()
+        return await self._in_thread(
             self.add_documents, documents, tenant_id=tenant_id, fingerprints=fingerprints
         )
 
@@ -538,7 +594,9 @@ class KnowledgeBase:
         by_partition: dict[str, list[tuple[ChunkRow, Sequence[float]]]] = {}
         for row, vec in zip(plan.to_embed, vectors, strict=True):
             by_partition.setdefault(row.partition, []).append((row, vec))
-        batch = self._client.get_max_batch_size()
+        batch = self._calls.call("get_max_batch_size", self._client.get_max_batch_size)
+        if self._server:  # each call must finish within the timeout: keep requests small
+            batch = min(batch, SERVER_WRITE_BATCH)
         for partition, items in by_partition.items():
             collection = self._collection(partition, create=True)
             for start in range(0, len(items), batch):
@@ -547,13 +605,15 @@ class KnowledgeBase:
                     ids=[r.chunk_id for r, _ in part],
                     embeddings=[list(v) for _, v in part],
                     documents=[r.text for r, _ in part],
-                    metadatas=[chroma_metadata(r.metadata) for r, _ in part],
+                    metadatas=[self._marked(r.metadata) for r, _ in part],
                 )
         for partition, rows in group_by_partition(plan.to_update).items():
-            self._collection(partition, create=True).update(
-                ids=[r.chunk_id for r in rows],
-                metadatas=[chroma_metadata(r.metadata) for r in rows],
-            )
+            collection = self._collection(partition, create=True)
+            for start in range(0, len(rows), batch):
+                collection.update(
+                    ids=[r.chunk_id for r in rows[start : start + batch]],
+                    metadatas=[self._marked(r.metadata) for r in rows[start : start + batch]],
+                )
         for partition, ids in plan.stale.items():
             collection = self._collection(partition, create=False)
             if collection is not None and ids:
@@ -578,6 +638,7 @@ class KnowledgeBase:
 
     def delete(self, ids: Sequence[str], *, tenant_id: str | None = None) -> int:
         """Delete chunks by id from one partition; returns how many existed."""
+        self._check_process()
         partition = partition_of(tenant_id)
         self._refuse_if_read_only("deleting chunks")
         with self._lock, self._store_errors("deleting chunks"):
@@ -601,6 +662,7 @@ class KnowledgeBase:
         ``source`` is the source's identity: for a file added by ``ingest``, its
         full path (``metadata["source_path"]``), not the short ``source`` name.
         """
+        self._check_process()
         partition = partition_of(tenant_id)
         self._refuse_if_read_only("deleting a source")
         ids = list(self._catalog.chunk_ids_for_source(self.id, partition, source))
@@ -612,11 +674,13 @@ class KnowledgeBase:
 
     async def adelete(self, ids: Sequence[str], *, tenant_id: str | None = None) -> int:
         """Async twin of :meth:`delete` (runs it in a worker thread)."""
-        return await asyncio.to_thread(self.delete, ids, tenant_id=tenant_id)
+        self._check_process()
+        return await self._in_thread(self.delete, ids, tenant_id=tenant_id)
 
     async def adelete_source(self, source: str, *, tenant_id: str | None = None) -> int:
         """Async twin of :meth:`delete_source` (runs it in a worker thread)."""
-        return await asyncio.to_thread(self.delete_source, source, tenant_id=tenant_id)
+        self._check_process()
+        return await self._in_thread(self.delete_source, source, tenant_id=tenant_id)
 
     def count(self, *, tenant_id: str | None = None) -> int:
         """How many chunks one partition holds (the shared one when ``tenant_id`` is None)."""
@@ -630,12 +694,13 @@ class KnowledgeBase:
 
     def drop(self) -> None:
         """Delete the whole knowledge base: its collections, registry and keyword index."""
+        self._check_process()
         self._refuse_if_read_only("dropping the knowledge base")
         with self._lock, self._store_errors("dropping the knowledge base"):
             names = [collection_name(self.id, p) for p in self._catalog.partitions(self.id)]
             for name in [*names, record_collection_name(self.id)]:
                 try:
-                    self._client.delete_collection(name)
+                    self._calls.call("delete_collection", self._client.delete_collection, name)
                 except Exception:
                     logger.debug("collection %r already gone", name)
             self._forget_collections()
@@ -674,7 +739,10 @@ class KnowledgeBase:
         Raises:
             ConfigurationError: An argument has a value that is not allowed.
             RetrievalError: The store could not be searched.
+            StoreTimeoutError: A Chroma server did not answer within ``timeout``.
+            ForkedProcessError: Used in a process forked after it was opened.
         """
+        self._check_process()
         k, min_score, mode = _check_search_args(k, min_score, mode)
         tenant, where = split_tenant(filter, tenant_id)
         partition = partition_of(tenant)
@@ -685,14 +753,22 @@ class KnowledgeBase:
         try:
             if partition not in self._verified:  # the catalog still describes this collection
                 self._collection(partition, create=False)
-            dense = self._dense(partition, text, depth, where) if mode != "keyword" else []
-            keyword = self._keyword_hits(partition, text, depth, where) if mode != "dense" else []
+            if self._sync is not None and mode != "dense":
+                with self._calls.per_call():  # a catch-up may be long: each call is bounded
+                    self._sync.maybe_catch_up(partition)
+            with self._calls.operation():  # one deadline for the Chroma calls of the search
+                dense = self._dense(partition, text, depth, where) if mode != "keyword" else []
+                keyword = (
+                    self._keyword_hits(partition, text, depth, where) if mode != "dense" else []
+                )
+        except (RetrievalError, ConfigurationError):
+            raise
         except Exception as exc:
             if self._heal_damaged_catalog(exc):  # rebuilt from Chroma: search again
                 return self.search(
                     query, k=k, min_score=min_score, filter=filter, mode=mode, tenant_id=tenant_id
                 )
-            msg = f"Search of knowledge base {self.name!r} failed: {exc}"
+            msg = f"Search of knowledge base {self.name!r} failed: {type(exc).__name__}: {exc}"
             raise RetrievalError(msg, kb_name=self.name) from exc
         if mode == "dense":
             ranked = dense
@@ -702,13 +778,19 @@ class KnowledgeBase:
             ranked = fusion.fuse(dense, keyword)
         ranked = [(cid, s) for cid, s in ranked if s >= min_score][:k]
         try:
-            return self._documents(partition, ranked)
+            with self._calls.operation():
+                return self._documents(partition, ranked)
+        except (RetrievalError, ConfigurationError):
+            raise
         except sqlite3.DatabaseError as exc:
             if self._heal_damaged_catalog(exc):
                 return self.search(
                     query, k=k, min_score=min_score, filter=filter, mode=mode, tenant_id=tenant_id
                 )
             msg = f"Search of knowledge base {self.name!r} failed: {exc}"
+            raise RetrievalError(msg, kb_name=self.name) from exc
+        except Exception as exc:
+            msg = f"Search of knowledge base {self.name!r} failed: {type(exc).__name__}: {exc}"
             raise RetrievalError(msg, kb_name=self.name) from exc
 
     async def asearch(
@@ -721,8 +803,14 @@ class KnowledgeBase:
         mode: SearchMode = "hybrid",
         tenant_id: str | None = None,
     ) -> list[Document]:
-        """Async twin of :meth:`search` (runs it in a worker thread: Chroma's client is sync)."""
-        return await asyncio.to_thread(
+        """Async twin of :meth:`search` (runs it in a worker thread: Chroma's client is sync).
+
+        With a Chroma server the thread is one of this knowledge base's own, and
+        the wait is bounded by ``timeout``: a frozen server never takes a thread
+        from the event loop's default executor, so other knowledge bases are not slowed.
+        """
+        self._check_process()
+        return await self._in_thread(
             self.search,
             query,
             k=k,
@@ -793,7 +881,7 @@ class KnowledgeBase:
             return {}
         got = collection.get(ids=list(ids), include=["documents", "metadatas"])
         return {
-            cid: ChunkRow(cid, partition, source_key(meta or {}), text or "", dict(meta or {}))
+            cid: ChunkRow(cid, partition, source_key(meta or {}), text or "", strip_mark(meta))
             for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
         }
 
@@ -926,14 +1014,16 @@ class KnowledgeBase:
         vectors = self.embeddings.embed_documents([r.text for r in rows])
         with self._lock, self._store_errors("adding documents"):
             collection = self._collection(partition, create=True)
-            batch = self._client.get_max_batch_size()
+            batch = self._calls.call("get_max_batch_size", self._client.get_max_batch_size)
+            if self._server:  # each call must finish within the timeout: keep requests small
+                batch = min(batch, SERVER_WRITE_BATCH)
             for start in range(0, len(rows), batch):
                 part = rows[start : start + batch]
                 collection.upsert(
                     ids=[r.chunk_id for r in part],
                     embeddings=[list(v) for v in vectors[start : start + batch]],
                     documents=[r.text for r in part],
-                    metadatas=[chroma_metadata(r.metadata) or None for r in part],
+                    metadatas=[self._marked(r.metadata) or None for r in part],
                 )
             try:
                 self._catalog.put_chunks(self.id, rows)
@@ -966,19 +1056,28 @@ class KnowledgeBase:
             try:
                 if create:
                     self._catalog.add_partition(self.id, partition)
-                    found = self._client.get_or_create_collection(
+                    found = self._calls.call(
+                        "get_or_create_collection",
+                        self._client.get_or_create_collection,
                         name,
                         metadata={"hnsw:space": "cosine", "kinject_partition": partition},
                         embedding_function=None,
                     )
                 else:
-                    found = self._client.get_collection(name, embedding_function=None)
+                    found = self._calls.call(
+                        "get_collection",
+                        self._client.get_collection,
+                        name,
+                        embedding_function=None,
+                    )
             except Exception as exc:
                 if not create and is_not_found(exc):
                     self._verify_collection(partition, None)
                     return None
                 raise
             self._verify_collection(partition, found)
+            if self._server:
+                found = BoundedCollection(found, self._calls)
             self._collections[partition] = found
             return found
 
@@ -1076,21 +1175,70 @@ class KnowledgeBase:
         """
         from langchain_knowledge_inject.consistency import check_knowledge_base
 
+        self._check_process()
         return check_knowledge_base(self, repair=repair)
 
     def close(self) -> None:
         """Close the catalog connection and release the store lock.
 
-        The Chroma client is left to its owner.
+        The Chroma client is left to its owner. In a process forked after the
+        knowledge base was opened this does nothing: the connection and the lock
+        are the parent's.
         """
+        if os.getpid() != self._pid:
+            return
         with self._lock:
             self._conn.close()
         self._release_store_lock()
 
     def _release_store_lock(self) -> None:
         lock = getattr(self, "_store_lock", None)
-        if lock is not None:
+        if lock is not None and getattr(self, "_pid", None) == os.getpid():
             lock.release()
+
+    # -- process and thread boundaries ---------------------------------------
+    def _check_process(self) -> None:
+        """Raise :class:`ForkedProcessError` in a child forked after opening."""
+        if os.getpid() != self._pid:
+            msg = (
+                f"Knowledge base {self.name!r} was opened in process {self._pid} and is used in "
+                f"process {os.getpid()}, forked from it. Its SQLite connection, threads and "
+                "Chroma client do not survive a fork: open the KnowledgeBase in each worker "
+                "after the fork (Gunicorn: without --preload, or in post_fork; multiprocessing: "
+                "the 'spawn' start method, or open it inside the worker function)."
+            )
+            raise ForkedProcessError(msg, kb_name=self.name, opened_in=self._pid)
+
+    async def _in_thread(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """Run blocking ``fn`` off the event loop.
+
+        Embedded store: the loop's default executor. Chroma server: this knowledge
+        base's own threads, waited on for at most ``timeout`` (plus a second for
+        the local work), so a frozen server holds none of the shared threads.
+        """
+        if self._async_pool is None:
+            return await asyncio.to_thread(fn, *args, **kwargs)
+        if self.timeout is None or fn != self.search:
+            return await asyncio.wrap_future(self._async_pool.submit(fn, *args, **kwargs))
+        with self._calls.operation():  # the deadline runs from now, queued or not
+            future = asyncio.wrap_future(self._async_pool.submit(fn, *args, **kwargs))
+        try:
+            return await asyncio.wait_for(future, self.timeout + _LOCAL_GRACE_S)
+        except asyncio.TimeoutError:
+            msg = (
+                f"Search of knowledge base {self.name!r} did not finish within its "
+                f"timeout of {self.timeout:g} s"
+            )
+            raise StoreTimeoutError(
+                msg, kb_name=self.name, operation="search", seconds=self.timeout
+            ) from None
+
+    def _marked(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
+        """Metadata as Chroma stores it, with the write mark other processes catch up from."""
+        out = chroma_metadata(metadata)
+        if self._server:
+            out[WRITE_MARK] = write_mark()
+        return out
 
     def __del__(self) -> None:
         self._release_store_lock()
@@ -1107,6 +1255,21 @@ class KnowledgeBase:
     # Last in the class body, so that ``list`` in the annotations above is the builtin.
     list = staticmethod(list_knowledge_bases)
     """Every knowledge base in a store directory: see :func:`list_knowledge_bases`."""
+
+
+def _check_seconds(option: str, value: Any, *, zero: bool = False) -> None:
+    if value is None:
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (value >= 0 if zero else value > 0)
+        or value != value
+        or value == float("inf")
+    ):
+        bound = ">= 0" if zero else "> 0"
+        msg = f"{option} must be a number of seconds {bound}, or None; got {value!r}"
+        raise ConfigurationError(msg, option=option, value=value)
 
 
 def _check_search_args(k: Any, min_score: Any, mode: Any) -> tuple[int, float, SearchMode]:

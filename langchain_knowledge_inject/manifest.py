@@ -31,6 +31,7 @@ __all__ = [
     "InjectionManifest",
     "aemit_manifest",
     "emit_manifest",
+    "error_record",
     "hash_messages",
 ]
 
@@ -65,6 +66,10 @@ class InjectionManifest:
         summary_reason: Restricted mode: the machine-readable reason.
         blocks: Names of the blocks in the injected message, in order
             (``"kb_meta"``, ``"knowledge"``, ``"extra"``, ...).
+        errors: Every failure the turn went on without, as
+            ``{"stage": "retrieval" | "block", "error": <exception class>}`` (plus
+            ``"block"``: its name); the class only, never the error's text. Empty
+            when nothing failed.
     """
 
     injected: bool = False
@@ -82,6 +87,7 @@ class InjectionManifest:
     summary_decision: str | None = None
     summary_reason: str | None = None
     blocks: list[str] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The manifest as a JSON-serializable dict.
@@ -94,7 +100,30 @@ class InjectionManifest:
         for name in ("chunk_ids", "scores", "citation_ids", "sources", "blocks"):
             data[name] = list(data[name])
         data["dropped"] = [dict(item) for item in self.dropped]
+        data["errors"] = [dict(item) for item in self.errors]
         return data
+
+
+def error_record(stage: str, error: str | BaseException, **fields: str) -> dict[str, str]:
+    """One entry of :attr:`InjectionManifest.errors`: the stage and the exception class.
+
+    Args:
+        stage: Where the turn failed (``"retrieval"``, ``"block"``).
+        error: The exception, or its text as recorded (``"ClassName: message"``);
+            only the class name is kept.
+        **fields: Other short fields (for example ``block``).
+
+    Example:
+        >>> error_record("retrieval", "StoreTimeoutError: no answer within 5 s")
+        {'stage': 'retrieval', 'error': 'StoreTimeoutError'}
+    """
+    if isinstance(error, BaseException):
+        name = type(error).__name__
+    else:
+        name = str(error).split(":", 1)[0].strip()
+        if not name.isidentifier():
+            name = "Error"
+    return {"stage": stage, "error": name, **fields}
 
 
 def _message_key(message: BaseMessage) -> dict[str, Any]:

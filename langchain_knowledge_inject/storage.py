@@ -320,16 +320,30 @@ class StoreLock:
     """
 
     _held: ClassVar[dict[str, tuple[Any, int]]] = {}
+    _held_by = os.getpid()
     _guard = threading.Lock()
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.key = str(path.resolve())
         self._released = False
         with self._guard:
+            self._forget_inherited()
             handle, count = self._held.get(self.key, (None, 0))
             if handle is None:
                 handle = self._acquire_shared(path) if read_only else self._acquire(path)
             self._held[self.key] = (handle, count + 1)
+
+    @classmethod
+    def _forget_inherited(cls) -> None:
+        """In a child forked from the holder, the parent's locks are not this process's.
+
+        Their file handles are left open (closing them could not release the
+        parent's ``flock`` anyway); the child must take its own lock, which the
+        parent still holds, so it gets the "open in another process" error.
+        """
+        if cls._held_by != os.getpid():
+            cls._held = {}
+            cls._held_by = os.getpid()
 
     @staticmethod
     def _acquire(path: Path) -> Any:
@@ -380,7 +394,10 @@ class StoreLock:
             return
         self._released = True
         with self._guard:
+            self._forget_inherited()
             handle, count = self._held.get(self.key, (None, 0))
+            if handle is None:
+                return
             if count <= 1:
                 self._held.pop(self.key, None)
                 if handle is not None and hasattr(handle, "close"):

@@ -5,18 +5,16 @@
 * ingestion while queries run: no error, no half-written chunk ever returned,
   and afterwards the three records agree and every new chunk is found;
 * a second process on the same embedded store is refused, and the store stays intact;
-* a 1 MB message costs about what a normal question costs (the query is cut).
+* a 1 MB message is cut to the query the model reads (its cost: benchmarks/huge_message.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import statistics
 import subprocess
 import sys
 import textwrap
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -33,6 +31,7 @@ from langchain_knowledge_inject import (
     KnowledgeInjector,
     create_knowledge_graph,
 )
+from langchain_knowledge_inject.knowledge_base import MAX_QUERY_CHARS
 from langchain_knowledge_inject.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
 
 pytestmark = pytest.mark.integration
@@ -253,26 +252,13 @@ def test_second_process_on_the_same_store_is_refused(store, real_embeddings):
         assert kb.check().clean
 
 
-def _median(fn, args: list[Any]) -> float:
-    times = []
-    for arg in args:
-        start = time.perf_counter()
-        fn(arg)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def test_one_megabyte_message_costs_about_a_normal_question(store, real_embeddings):
+def test_one_megabyte_message_is_cut_to_what_the_model_reads(store, real_embeddings):
+    """The query is cut: the turn still injects. Its cost next to a normal question is
+    measured in ``benchmarks/huge_message.py`` (no wall-clock assertion here)."""
     with _fresh_kb(store, real_embeddings) as kb:
-        injector = KnowledgeInjector(kb, min_score=0.0)  # both kinds of turn inject
-        injector.invoke([HumanMessage("warm up the model")])
-        normal = [[HumanMessage(f"How many days of annual leave in year {i}?")] for i in range(5)]
-        # distinct 1 MB messages (the query cache must not help), each 1 MiB of real words
-        huge = [
-            [HumanMessage((f"Year {i}: how many days of annual leave? " * 30_000)[: 1 << 20])]
-            for i in range(5)
-        ]
-        normal_s = _median(injector.invoke, normal)
-        huge_s = _median(injector.invoke, huge)
-        assert injector.prepare(huge[0]).manifest.injected
-    assert huge_s < 5 * normal_s + 0.05, (huge_s, normal_s)
+        injector = KnowledgeInjector(kb, min_score=0.0)
+        huge = [HumanMessage(("How many days of annual leave? " * 40_000)[: 1 << 20])]
+        turn = injector.prepare(huge)
+        assert turn.manifest.injected
+        assert len(turn.manifest.query or "") <= MAX_QUERY_CHARS
+        assert turn.messages[-1].content == huge[0].content  # the message itself is kept

@@ -14,8 +14,6 @@ Two halves:
 from __future__ import annotations
 
 import os
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -266,17 +264,7 @@ def test_tool_rejects_a_none_query_as_a_validation_error(kb):
         tool.invoke({"query": None})
 
 
-def _median_seconds(fn: Callable[[], Any], runs: int = 5) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def test_one_megabyte_message_is_cut_and_not_slow(kb, emb):
-    normal = [HumanMessage("How many days of annual leave per year?")]
+def test_one_megabyte_message_is_cut(kb, emb):
     huge = [HumanMessage(ONE_MB)]
     injector = KnowledgeInjector(kb, min_score=0.0)
     tool = create_knowledge_base_search_tool(kb, min_score=0.0)
@@ -290,23 +278,7 @@ def test_one_megabyte_message_is_cut_and_not_slow(kb, emb):
     assert graph.invoke({"messages": huge})["messages"][-1].content == "ok"
     assert 0 < emb.longest_query <= MAX_QUERY_CHARS
 
-    for label, run_normal, run_huge in [
-        ("injector", lambda: injector.invoke(normal), lambda: injector.invoke(huge)),
-        (
-            "tool",
-            lambda: tool.invoke({"query": normal[0].content}),
-            lambda: tool.invoke({"query": ONE_MB}),
-        ),
-        (
-            "graph",
-            lambda: graph.invoke({"messages": normal}),
-            lambda: graph.invoke({"messages": huge}),
-        ),
-    ]:
-        run_normal(), run_huge()  # warm the query cache and lazy imports
-        emb_calls = (_median_seconds(run_normal), _median_seconds(run_huge))
-        # generous: 5x plus 20 ms of slack for timer noise on a loaded machine
-        assert emb_calls[1] <= 5 * emb_calls[0] + 0.02, (label, emb_calls)
+    # how long it takes next to a normal question: benchmarks/huge_message.py
 
 
 def test_one_megabyte_message_through_the_agent_middleware(kb, emb):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import doctest
 import json
 import logging
-import time
 from typing import Any
 
 import pytest
@@ -314,23 +313,23 @@ def test_no_chunks_refuses_without_calling_the_model() -> None:
 
 
 @pytest.mark.parametrize("structured", [False, True], ids=["json", "structured"])
-def test_sync_timeout_returns_quickly(structured: bool) -> None:
+def test_sync_timeout_returns_without_waiting_for_the_model(structured: bool) -> None:
     model = make_summarizer("slow", structured=structured)
-    start = time.perf_counter()
     result = summarize_chunks(QUESTION, RESTRICTED_DOCUMENTS, model=model, timeout=FAST_TIMEOUT)
-    elapsed = time.perf_counter() - start
+    answered = model.release.is_set()  # still blocked: the call did not wait for it
     model.release.set()
     assert result.reason == "summarizer_error"
-    assert elapsed < 2.0
+    assert not answered
     assert len(model.requests) == 1  # it was called, and abandoned
 
 
-async def test_async_timeout_returns_quickly() -> None:
+async def test_async_timeout_returns_without_waiting_for_the_model() -> None:
     model = make_summarizer("slow")
-    start = time.perf_counter()
     result = await asummarize_chunks(QUESTION, RESTRICTED_DOCUMENTS, model=model, timeout=0.05)
+    answered = model.release.is_set()
+    model.release.set()
     assert result.reason == "summarizer_error"
-    assert time.perf_counter() - start < 2.0
+    assert not answered
 
 
 def test_no_timeout_runs_inline() -> None:

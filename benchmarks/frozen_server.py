@@ -1,0 +1,103 @@
+"""A frozen Chroma server (SIGSTOP): how long a turn takes, and whether a healthy KB slows.
+
+A real ``chroma run`` server holds knowledge base ``remote`` (timeout = the
+bound, default 5 s); an embedded knowledge base ``local`` lives in the same
+process; both hold the sample HR documents, with the real embedding model.
+The server is frozen with ``kill -STOP``. Measured, side by side in one run:
+
+* a sync turn (``KnowledgeInjector([remote, local]).prepare``) and an async
+  turn (``aprepare``) against the frozen server, vs the bound (target: <= bound + 1 s);
+* ``local.asearch`` before the freeze and during it, while ``--crowd``
+  concurrent ``remote.asearch`` calls wait on the frozen server (target: ratio ~1).
+
+Run: ``OMP_NUM_THREADS=1 python benchmarks/frozen_server.py [--timeout 5] [--crowd 32]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from _server import chroma_server, client
+from langchain_core.messages import HumanMessage
+
+from langchain_knowledge_inject import KnowledgeBase, KnowledgeInjector
+from langchain_knowledge_inject.embeddings import default_embeddings
+from langchain_knowledge_inject.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
+
+QUESTIONS = [q.question for q in SAMPLE_QUESTIONS]
+
+
+async def local_search_times(local: KnowledgeBase, rounds: int, phase: str) -> list[float]:
+    times = []
+    for i in range(rounds):  # distinct questions: the query-embedding cache never answers
+        start = time.perf_counter()
+        await local.asearch(f"{QUESTIONS[i % len(QUESTIONS)]} ({phase} {i})")
+        times.append(time.perf_counter() - start)
+    return times
+
+
+async def during_freeze(remote, local, crowd: int, rounds: int) -> tuple[list[float], float]:
+    start = time.perf_counter()
+    stuck = [asyncio.ensure_future(remote.asearch(QUESTIONS[0])) for _ in range(crowd)]
+    await asyncio.sleep(0.05)
+    times = await local_search_times(local, rounds, "during")
+    await asyncio.gather(*stuck, return_exceptions=True)
+    return times, time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--timeout", type=float, default=5.0, help="the bound (KB timeout=)")
+    parser.add_argument("--crowd", type=int, default=32, help="concurrent frozen asearch calls")
+    parser.add_argument("--rounds", type=int, default=20, help="healthy searches per phase")
+    args = parser.parse_args()
+    embeddings = default_embeddings()
+    tmp = Path(tempfile.mkdtemp(prefix="kinject-frozen-"))
+    with chroma_server(tmp / "server") as (process, port):
+        remote = KnowledgeBase("remote", path=tmp / "catalog", client=client(port),
+                               embeddings=embeddings, timeout=args.timeout)  # fmt: skip
+        remote.add_documents(SAMPLE_DOCUMENTS)
+        local = KnowledgeBase("local", path=tmp / "local", embeddings=embeddings)
+        local.add_documents(SAMPLE_DOCUMENTS)
+        injector = KnowledgeInjector([remote, local])
+        injector.prepare([HumanMessage(QUESTIONS[0])])  # warm up
+        asyncio.run(local_search_times(local, args.rounds, "warm-up"))
+        before = asyncio.run(local_search_times(local, args.rounds, "before"))
+
+        os.kill(process.pid, signal.SIGSTOP)
+        try:
+            start = time.perf_counter()
+            turn = injector.prepare([HumanMessage(QUESTIONS[1])])
+            sync_turn = time.perf_counter() - start
+            start = time.perf_counter()
+            aturn = asyncio.run(injector.aprepare([HumanMessage(QUESTIONS[2])]))
+            async_turn = time.perf_counter() - start
+            during, crowd_s = asyncio.run(during_freeze(remote, local, args.crowd, args.rounds))
+        finally:
+            os.kill(process.pid, signal.SIGCONT)
+        after = asyncio.run(local_search_times(local, args.rounds, "after"))
+        load = os.getloadavg()[0]
+    print(f"load average (1 min): {load:.2f}")
+    print(f"bound (timeout=): {args.timeout:.1f} s; target: turn <= {args.timeout + 1:.1f} s")
+    print(f"sync turn, frozen server:  {sync_turn:6.2f} s  errors={turn.manifest.errors} "
+          f"injected={turn.manifest.injected}")  # fmt: skip
+    print(f"async turn, frozen server: {async_turn:6.2f} s  errors={aturn.manifest.errors} "
+          f"injected={aturn.manifest.injected}")  # fmt: skip
+    print(f"{args.crowd} concurrent frozen asearch calls all returned after {crowd_s:.2f} s")
+    b, d, a = statistics.median(before), statistics.median(during), statistics.median(after)
+    print(f"healthy embedded asearch, median of {args.rounds}: before the freeze "
+          f"{b * 1000:.1f} ms, during {d * 1000:.1f} ms (ratio {d / b:.2f}), after "
+          f"{a * 1000:.1f} ms; max during {max(during) * 1000:.1f} ms")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+r"""Decoding the bytes of a text or HTML file: never a silent mis-decoding.
+
+Order: a byte-order mark (UTF-8, UTF-16, UTF-32); strict UTF-8; for HTML, the
+charset the page declares (``<meta charset>``) when the bytes decode with it;
+then detection with ``charset-normalizer`` (a maintained, pure-Python detector;
+``requests`` depends on it too). Short or Western European text is ambiguous
+for any detector: the same bytes decode without error in a dozen single-byte
+code pages (``r\\xe8gle`` is "règle" in cp1252 and "rčgle" in cp1250). So
+among the candidates that fit about as well as the best one, Windows-1252
+(a superset of Latin-1, by far the most common of them) is preferred.
+
+The result says whether the choice is sure. It is not when the text is not
+UTF-8 and other encodings fit as well and give another text, unless every
+non-ASCII character it holds is a common Western European letter or sign.
+``ingest`` lists every file that was not UTF-8 in its report's ``warnings``
+(with the encoding used, and "low confidence" when unsure) and logs a warning
+for the unsure ones.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+
+__all__ = ["Decoded", "decode_bytes"]
+
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+_META_CHARSET = re.compile(
+    rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]{1,40})""", re.IGNORECASE
+)
+_WESTERN = frozenset(
+    "àáâãäåæçèéêëìíîïñòóôõöøùúûüýÿœšžßÀÁÂÃÄÅÆÇÈÉÊËÌÍÎÏÑÒÓÔÕÖØÙÚÛÜÝŸŒŠŽ"
+    "\u201c\u201d\u2018\u2019\u201a\u201e\u2013\u2014\u2026\u20ac"  # quotes, dashes, ..., euro
+    "«»°§©®™·¿¡¢£¥ªº±\u00d7÷¹²³¼½¾µ¶•\u00a0"
+)
+_TIE = 0.05  # candidates within this mess ratio of the best fit as well
+_PREFER_WITHIN = 0.1  # cp1252 is kept when it fits within this of the best
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """A file's text and how it was decoded."""
+
+    text: str
+    """The decoded text."""
+    encoding: str
+    """The encoding used (``utf-8``, ``cp1252``, ...)."""
+    confident: bool
+    """False when another encoding fits the bytes as well and gives another text."""
+    detected: bool
+    """True when the encoding was guessed (not a BOM, UTF-8 or a declared charset)."""
+
+
+def decode_bytes(data: bytes, *, html: bool = False) -> Decoded | None:
+    """Decode a file's bytes; None when no encoding fits.
+
+    Args:
+        data: The bytes.
+        html: Honour a ``<meta charset>`` declaration.
+
+    Example:
+        >>> decode_bytes("La règle".encode("latin-1")).text
+        'La règle'
+        >>> decode_bytes("déjà".encode()).encoding
+        'utf-8'
+    """
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return Decoded(data.decode(encoding, errors="replace"), encoding, True, False)
+    try:
+        return Decoded(data.decode("utf-8"), "utf-8", True, False)
+    except UnicodeDecodeError:
+        pass
+    if html:
+        declared = _META_CHARSET.search(data[:4096])
+        if declared:
+            name = declared.group(1).decode("ascii", "ignore")
+            try:
+                return Decoded(data.decode(name), name.lower(), True, False)
+            except (LookupError, UnicodeDecodeError):
+                pass
+    return _detect(data)
+
+
+def _detect(data: bytes) -> Decoded | None:
+    from charset_normalizer import from_bytes
+
+    matches = list(from_bytes(data))
+    if not matches:
+        return None
+    best = min(m.chaos for m in matches)
+    western = any(
+        "cp1252" in m.could_be_from_charset and m.chaos <= best + _PREFER_WITHIN for m in matches
+    )
+    if western:
+        encoding, text = "cp1252", data.decode("cp1252", errors="replace")
+    else:
+        chosen = matches[0]
+        encoding, text = chosen.encoding, str(chosen)
+    rivals = {str(m) for m in matches if m.chaos <= best + _TIE} - {text}
+    sure = not rivals or (
+        encoding == "cp1252" and all(ch in _WESTERN for ch in text if ord(ch) > 127)
+    )
+    return Decoded(text, encoding, sure, True)

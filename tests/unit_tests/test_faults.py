@@ -1,0 +1,459 @@
+"""Faults, offline: bounded store calls, a forked process, filters, catch-up, manifest errors.
+
+The real frozen ``chroma run`` server and two real processes on one server are
+in ``tests/integration_tests/test_reliability_faults.py``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import uuid
+
+import chromadb
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.messages import HumanMessage
+
+from langchain_knowledge_inject import (
+    ConfigurationError,
+    ForkedProcessError,
+    KnowledgeBase,
+    KnowledgeBaseOpenError,
+    KnowledgeInjector,
+    RetrievalError,
+    StoreTimeoutError,
+)
+from langchain_knowledge_inject._store_calls import BoundedCalls, WorkerPool
+from langchain_knowledge_inject.filters import MAX_FILTER_DEPTH
+from langchain_knowledge_inject.sync import WRITE_MARK
+
+HANG_GUARD = 60  # seconds: only against a hang, never a measurement
+
+DOCS = [
+    Document("Employees receive 25 days of annual leave.", metadata={"source": "leave.md"}),
+    Document("Expenses above 50 euros need a receipt.", metadata={"source": "expenses.md"}),
+]
+
+
+@pytest.fixture
+def emb() -> DeterministicFakeEmbedding:
+    return DeterministicFakeEmbedding(size=16)
+
+
+# -- bounded calls -----------------------------------------------------------------------
+
+
+def test_a_stuck_call_raises_store_timeout_and_frees_the_caller():
+    release = threading.Event()
+    calls = BoundedCalls(0.05, kb_name="kb")
+    with pytest.raises(StoreTimeoutError) as info:
+        calls.call("query", release.wait, HANG_GUARD)
+    assert isinstance(info.value, TimeoutError) and isinstance(info.value, RetrievalError)
+    assert info.value.operation == "query" and info.value.kb_name == "kb"
+    release.set()
+    calls.timeout = HANG_GUARD  # no race with the released thread on a loaded machine
+    assert calls.call("query", lambda: 42) == 42  # the pool serves again
+
+
+def test_calls_queued_behind_stuck_ones_never_run():
+    release = threading.Event()
+    ran: list[int] = []
+    calls = BoundedCalls(0.05, kb_name="kb", size=1)
+    with pytest.raises(StoreTimeoutError):
+        calls.call("query", release.wait, HANG_GUARD)
+    with pytest.raises(StoreTimeoutError):  # the one worker is stuck: this one waits, then gives up
+        calls.call("query", ran.append, 1)
+    release.set()
+    calls.timeout = HANG_GUARD
+    assert calls.call("query", lambda: "ok") == "ok"
+    assert ran == []  # cancelled while queued
+
+
+def test_one_deadline_covers_every_call_of_an_operation():
+    release = threading.Event()
+    calls = BoundedCalls(0.1, kb_name="kb")
+    with calls.operation(), pytest.raises(StoreTimeoutError):
+        calls.call("get", release.wait, 0.06)
+        calls.call("get", release.wait, 0.06)  # 0.12 s in all: past the one deadline
+    release.set()
+
+
+def test_no_timeout_runs_inline():
+    calls = BoundedCalls(None, kb_name="kb")
+    assert calls.call("query", threading.get_ident) == threading.get_ident()
+
+
+def test_worker_pool_threads_are_daemons_and_bounded():
+    pool = WorkerPool(2, "test")
+    release = threading.Event()
+    futures = [pool.submit(release.wait, HANG_GUARD) for _ in range(5)]
+    names = [t for t in threading.enumerate() if t.name.startswith("test-")]
+    assert len(names) == 2 and all(t.daemon for t in names)
+    release.set()
+    assert all(f.result(timeout=HANG_GUARD) for f in futures)
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "5", True])
+def test_invalid_timeout_is_a_configuration_error(tmp_path, emb, bad):
+    with pytest.raises(ConfigurationError, match="timeout"):
+        KnowledgeBase("hr", path=tmp_path, embeddings=emb, timeout=bad)
+
+
+class _FrozenCollection:
+    """A collection whose every data call blocks until released (a frozen server)."""
+
+    def __init__(self, inner, release: threading.Event) -> None:
+        self._inner = inner
+        self._release = release
+
+    def __getattr__(self, name):
+        attr = getattr(self._inner, name)
+        if name in ("query", "get", "upsert", "count"):
+
+            def frozen(*args, **kwargs):
+                self._release.wait(HANG_GUARD)
+                return attr(*args, **kwargs)
+
+            return frozen
+        return attr
+
+
+class _FreezableClient:
+    """An in-process Chroma client that can be frozen like a stopped server."""
+
+    def __init__(self) -> None:
+        self._inner = chromadb.EphemeralClient()
+        self.frozen = threading.Event()
+        self.release = threading.Event()
+
+    def __getattr__(self, name):
+        attr = getattr(self._inner, name)
+        if name in ("get_collection", "get_or_create_collection"):
+
+            def wrapped(*args, **kwargs):
+                found = attr(*args, **kwargs)
+                return _Gate(found, self)
+
+            return wrapped
+        return attr
+
+
+class _Gate:
+    def __init__(self, inner, client: _FreezableClient) -> None:
+        self._inner = inner
+        self._client = client
+
+    def __getattr__(self, name):
+        attr = getattr(self._inner, name)
+        if not callable(attr) or name.startswith("_"):
+            return attr
+
+        def gated(*args, **kwargs):
+            if self._client.frozen.is_set():
+                self._client.release.wait(HANG_GUARD)
+            return attr(*args, **kwargs)
+
+        return gated
+
+
+def _server_kb(tmp_path, emb, name: str, client) -> KnowledgeBase:
+    return KnowledgeBase(
+        name, path=tmp_path / name, client=client, embeddings=emb, timeout=HANG_GUARD
+    )
+
+
+def _bound(kb: KnowledgeBase, seconds: float) -> None:
+    """Set the timeout of an open knowledge base: short only while the server is frozen,
+    so that no call of a healthy server can fail on a loaded machine."""
+    kb.timeout = seconds
+    kb._calls.timeout = seconds
+
+
+def test_frozen_server_degrades_the_turn_and_records_the_error(tmp_path, emb):
+    client = _FreezableClient()
+    frozen = _server_kb(tmp_path, emb, f"srv-{uuid.uuid4().hex[:8]}", client)
+    frozen.add_documents(DOCS)
+    healthy = KnowledgeBase("local", path=tmp_path / "local", embeddings=emb)
+    healthy.add_documents(DOCS)
+    injector = KnowledgeInjector([frozen, healthy], min_score=0.0)
+    client.frozen.set()
+    _bound(frozen, 0.2)
+    try:
+        turn = injector.prepare([HumanMessage("annual leave days")])
+        assert {"stage": "retrieval", "error": "StoreTimeoutError"} in turn.manifest.errors
+        assert turn.manifest.retrieval_error
+        # the healthy knowledge base still answered: its chunks were injected
+        assert turn.manifest.injected
+        assert {d.metadata["kb_name"] for d in turn.documents} == {"local"}
+        with pytest.raises(StoreTimeoutError):
+            frozen.search("annual leave", min_score=0.0)
+        with pytest.raises(StoreTimeoutError):
+            frozen.add_documents([Document("New rule.", metadata={"source": "new.md"})])
+        with pytest.raises(RetrievalError):
+            KnowledgeInjector(frozen, on_error="raise").prepare([HumanMessage("leave")])
+    finally:
+        client.release.set()
+        client.frozen.clear()
+        _bound(frozen, HANG_GUARD)
+    assert frozen.search("annual leave", min_score=0.0, mode="keyword")  # thawed: answers again
+    assert frozen.check().clean  # the timed-out write left nothing half done locally
+
+
+async def test_frozen_server_async_turn_degrades_and_healthy_kb_answers(tmp_path, emb):
+    client = _FreezableClient()
+    frozen = _server_kb(tmp_path, emb, f"srv-{uuid.uuid4().hex[:8]}", client)
+    frozen.add_documents(DOCS)
+    healthy = KnowledgeBase("local", path=tmp_path / "local", embeddings=emb)
+    healthy.add_documents(DOCS)
+    client.frozen.set()
+    _bound(frozen, 0.2)
+    try:
+        import asyncio
+
+        stuck = [asyncio.ensure_future(frozen.asearch("leave", min_score=0.0)) for _ in range(20)]
+        assert await healthy.asearch("annual leave", min_score=0.0)  # not queued behind them
+        results = await asyncio.gather(*stuck, return_exceptions=True)
+        assert all(isinstance(r, StoreTimeoutError) for r in results)
+        turn = await KnowledgeInjector([frozen, healthy], min_score=0.0).aprepare(
+            [HumanMessage("annual leave days")]
+        )
+        assert turn.manifest.errors == [{"stage": "retrieval", "error": "StoreTimeoutError"}]
+        assert turn.manifest.injected
+    finally:
+        client.release.set()
+
+
+def test_a_healthy_turn_records_no_error(tmp_path, emb):
+    kb = KnowledgeBase("hr", path=tmp_path, embeddings=emb)
+    kb.add_documents(DOCS)
+    turn = KnowledgeInjector(kb, min_score=0.0).prepare([HumanMessage("annual leave")])
+    assert turn.manifest.injected and turn.manifest.errors == []
+    assert turn.manifest.to_dict()["errors"] == []
+
+
+def test_the_manifest_error_names_the_class_never_the_text(tmp_path, emb):
+    class Broken:
+        name = "broken"
+
+        def search(self, query, **kwargs):
+            msg = f"secret text {query}"
+            raise RuntimeError(msg)
+
+        async def asearch(self, query, **kwargs):
+            return self.search(query)
+
+    turn = KnowledgeInjector(Broken(), min_score=0.0).prepare([HumanMessage("hello")])
+    assert turn.manifest.errors == [{"stage": "retrieval", "error": "RuntimeError"}]
+    assert "secret" not in str(turn.manifest.errors)
+
+
+# -- fork safety --------------------------------------------------------------------------
+
+
+def _use_in_child(kb: KnowledgeBase, path, queue) -> None:
+    outcome = []
+    for attempt in (
+        lambda: kb.search("annual leave", min_score=0.0),
+        lambda: kb.add_documents([Document("x", metadata={"source": "x.md"})]),
+        lambda: kb.info,
+    ):
+        try:
+            attempt()
+            outcome.append("ran")
+        except ForkedProcessError as exc:
+            outcome.append("forked" if str(os.getppid()) in str(exc) else "wrong-pid")
+    try:
+        KnowledgeBase("hr", path=path, embeddings=kb.embeddings)
+        outcome.append("opened")
+    except KnowledgeBaseOpenError:
+        outcome.append("refused")
+    kb.close()  # must not close the parent's connection or release its lock
+    queue.put(outcome)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_gets_a_clear_error_and_never_hangs(tmp_path, emb):
+    kb = KnowledgeBase("hr", path=tmp_path, embeddings=emb)
+    kb.add_documents(DOCS)
+    before = [d.id for d in kb.search("annual leave", min_score=0.0)]
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_use_in_child, args=(kb, tmp_path, queue))
+    child.start()
+    try:
+        outcome = queue.get(timeout=HANG_GUARD)
+    finally:
+        child.join(HANG_GUARD)
+        if child.is_alive():
+            child.kill()
+    assert outcome == ["forked", "forked", "forked", "refused"]
+    # the parent is untouched: same results, lock still held, records consistent
+    assert [d.id for d in kb.search("annual leave", min_score=0.0)] == before
+    assert kb.check().clean
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_os_fork_child_search_raises(tmp_path, emb):
+    kb = KnowledgeBase("hr", path=tmp_path, embeddings=emb)
+    kb.add_documents(DOCS)
+    pid = os.fork()
+    if pid == 0:  # the child: exit code 3 on the expected error
+        code = 1
+        try:
+            kb.search("annual leave", min_score=0.0)
+        except ForkedProcessError:
+            code = 3
+        except BaseException:
+            code = 2
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 3
+
+
+# -- filters ------------------------------------------------------------------------------
+
+
+def _nested(depth: int) -> dict:
+    where: dict = {"category": "hr"}
+    for _ in range(depth):
+        where = {"$and": [where]}
+    return where
+
+
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        (_nested(5000), "nested deeper"),
+        (_nested(MAX_FILTER_DEPTH + 1), "nested deeper"),
+        ("category = 'hr'", "must be a dict"),
+        (["category", "hr"], "must be a dict"),
+        ({"category": ["hr", "ops"]}, "string, number or boolean"),
+        ({"category": None}, "string, number or boolean"),
+        ({"year": {"$gt": "2020"}}, "number"),
+        ({"category": {"$in": []}}, "non-empty list"),
+        ({"category": {"$in": "hr"}}, "non-empty list"),
+        ({"$or": [{"a": 1}, "b"]}, "list of non-empty filters"),
+        ({"$not": {"a": 1}}, "Unknown filter operator"),
+        ({"a": {"$regex": "x"}}, "must be one of"),
+        ({"$or": [{"a": i} for i in range(5000)]}, "more than"),
+    ],
+)
+def test_bad_filters_are_configuration_errors_on_every_mode(tmp_path, emb, bad, match):
+    kb = KnowledgeBase("hr", path=tmp_path, embeddings=emb)
+    kb.add_documents(DOCS)
+    for mode in ("dense", "keyword", "hybrid"):
+        with pytest.raises(ConfigurationError, match=match):
+            kb.search("annual leave", filter=bad, mode=mode)
+
+
+def test_a_filter_at_the_depth_limit_still_works(tmp_path, emb):
+    kb = KnowledgeBase("hr", path=tmp_path, embeddings=emb)
+    kb.add_documents(
+        [Document("Annual leave rules.", metadata={"source": "a.md", "category": "hr"})]
+    )
+    hits = kb.search("annual leave", filter=_nested(MAX_FILTER_DEPTH - 1), min_score=0.0)
+    assert [d.metadata["category"] for d in hits] == ["hr"]
+
+
+def test_a_bad_filter_in_the_injector_raises_rather_than_degrades(tmp_path, emb):
+    kb = KnowledgeBase("hr", path=tmp_path, embeddings=emb)
+    kb.add_documents(DOCS)
+    injector = KnowledgeInjector(kb, min_score=0.0)
+    with pytest.raises(ConfigurationError):
+        kb.as_retriever().invoke("leave", filter="category = hr")
+    assert injector.prepare([HumanMessage("annual leave")]).manifest.injected
+
+
+# -- keyword catch-up in server mode (two catalogs on one Chroma) ------------------------
+
+
+def test_another_catalogs_writes_reach_the_keyword_index(tmp_path, emb):
+    client = chromadb.EphemeralClient()
+    name = f"shared-{uuid.uuid4().hex[:8]}"
+    first = KnowledgeBase(name, path=tmp_path / "a", client=client, embeddings=emb)
+    second = KnowledgeBase(name, path=tmp_path / "b", client=client, embeddings=emb,
+                           sync_interval=0)  # fmt: skip
+    first.add_documents(DOCS)
+    hits = second.search("receipt euros", k=1, mode="keyword", min_score=0.0)
+    assert hits and hits[0].metadata["source"] == "expenses.md"
+    assert WRITE_MARK not in hits[0].metadata
+    # incremental: a new write, an update of metadata, then a delete
+    first.add_documents([Document("Parking badges are issued by security.",
+                                  metadata={"source": "parking.md"})])  # fmt: skip
+    assert (
+        second.search("parking badge", k=1, mode="hybrid", min_score=0.0)[0].metadata["source"]
+        == "parking.md"
+    )
+    first.add_documents([Document(DOCS[0].page_content,
+                                  metadata={"source": "leave.md", "category": "hr"})])  # fmt: skip
+    hits = second.search("annual leave", k=1, mode="keyword", filter={"category": "hr"},
+                         min_score=0.0)  # fmt: skip
+    assert hits and hits[0].metadata["source"] == "leave.md"
+    first.delete_source("parking.md")
+    assert not second.search("parking badge", k=3, mode="keyword", min_score=0.0)
+    assert second.check().clean
+
+
+def test_catch_up_is_rate_limited_by_the_interval(tmp_path, emb):
+    client = chromadb.EphemeralClient()
+    name = f"shared-{uuid.uuid4().hex[:8]}"
+    first = KnowledgeBase(name, path=tmp_path / "a", client=client, embeddings=emb)
+    second = KnowledgeBase(name, path=tmp_path / "b", client=client, embeddings=emb,
+                           sync_interval=3600)  # fmt: skip
+    first.add_documents(DOCS[:1])
+    assert second.search("annual leave", mode="keyword", min_score=0.0)  # first catch-up
+    first.add_documents(DOCS[1:])
+    assert not second.search("receipt euros", mode="keyword", min_score=0.0)  # not yet due
+    assert second._sync.catch_up("") == 1  # what the next due catch-up does
+    assert second.search("receipt euros", mode="keyword", min_score=0.0)
+
+
+def test_sync_interval_none_never_catches_up(tmp_path, emb):
+    client = chromadb.EphemeralClient()
+    name = f"shared-{uuid.uuid4().hex[:8]}"
+    first = KnowledgeBase(name, path=tmp_path / "a", client=client, embeddings=emb)
+    second = KnowledgeBase(name, path=tmp_path / "b", client=client, embeddings=emb,
+                           sync_interval=None)  # fmt: skip
+    first.add_documents(DOCS)
+    assert not second.search("receipt euros", mode="keyword", min_score=0.0)
+
+
+def test_every_surface_records_the_failure_class_in_the_manifest(tmp_path, emb):
+    from langchain.agents import create_agent
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    from langchain_knowledge_inject import KnowledgeInjectionMiddleware, create_knowledge_graph
+
+    class Down:
+        name = "down"
+
+        def search(self, query, **kwargs):
+            msg = "connection refused to 10.0.0.7 (secret host)"
+            raise ConnectionError(msg)
+
+        async def asearch(self, query, **kwargs):
+            return self.search(query)
+
+    healthy = KnowledgeBase("local", path=tmp_path / "local", embeddings=emb)
+    healthy.add_documents(DOCS)
+    expected = [{"stage": "retrieval", "error": "ConnectionError"}]
+
+    def model():
+        return GenericFakeChatModel(messages=iter([AIMessage("ok")] * 3))
+
+    graph = create_knowledge_graph(model(), [Down(), healthy], min_score=0.0)
+    state = graph.invoke({"messages": [HumanMessage("annual leave days")]})
+    assert state["knowledge_manifest"]["errors"] == expected
+    assert state["knowledge_manifest"]["injected"]  # the healthy knowledge base answered
+    agent = create_agent(
+        model(),
+        tools=[],
+        middleware=[KnowledgeInjectionMiddleware([Down(), healthy], min_score=0.0)],
+    )
+    result = agent.invoke({"messages": [HumanMessage("annual leave days")]})
+    assert result["knowledge_manifest"]["errors"] == expected
+    assert "secret" not in str(result["knowledge_manifest"]["errors"])
