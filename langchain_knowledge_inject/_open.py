@@ -66,7 +66,7 @@ def read_record(kb: KnowledgeBase) -> tuple[dict[str, Any] | None, bool]:
     """The record of ``kb`` in Chroma, and whether Chroma could be asked at all."""
     kb._record_checked_at = time.monotonic()
     try:
-        return read_kb_record(kb._client, kb.id), True
+        return kb._calls.call("read_record", read_kb_record, kb._client, kb.id), True
     except Exception as exc:
         logger.warning(
             "Knowledge base %r: its settings record in Chroma could not be read (%s); it is "
@@ -127,7 +127,7 @@ def open_knowledge_base(
         if known and (
             record is None or any(record[k] != bool(settings.get(k)) for k in RECORD_KEYS)
         ):
-            write_kb_record(kb._client, kb.id, kb.name, merged)
+            kb._calls.call("write_record", write_kb_record, kb._client, kb.id, kb.name, merged)
     except Exception as exc:
         if classify_store_error(exc) not in ("disk_full", "read_only"):
             raise
@@ -154,7 +154,7 @@ def _open_without_row(
             "Open it again once the Chroma server answers."
         )
         raise KnowledgeBaseOpenError(msg, kb_name=kb.name)
-    partitions = chroma_partitions(kb._client, kb.id)
+    partitions = kb._calls.call("list_collections", chroma_partitions, kb._client, kb.id)
     if record is None and not partitions:
         if not create:
             names = ", ".join(r["name"] for r in kb._catalog.list_kbs()) or "none"
@@ -162,7 +162,7 @@ def _open_without_row(
             raise KnowledgeBaseNotFoundError(msg, kb_name=kb.name)
         _refuse_read_only(kb, "create it")
         row = _create_row(kb, description or "", list(topics or []), model_name, dict(given))
-        write_kb_record(kb._client, kb.id, kb.name, row)
+        kb._calls.call("write_record", write_kb_record, kb._client, kb.id, kb.name, row)
         kb._pinned = {key: bool(given.get(key)) for key in RECORD_KEYS}
         return
     if record is not None and record["embedding_model"] not in ("", model_name):
@@ -192,7 +192,7 @@ def _open_without_row(
         settings,
     )
     rebuild_from_chroma(kb)
-    write_kb_record(kb._client, kb.id, kb.name, row)
+    kb._calls.call("write_record", write_kb_record, kb._client, kb.id, kb.name, row)
     kb._pinned = {key: bool(settings.get(key)) for key in RECORD_KEYS}
 
 
