@@ -332,7 +332,9 @@ class KnowledgeBase:
             self._store_lock = StoreLock(self.path, read_only=self.read_only)
         try:
             self._open_catalog()
-            self.embeddings = embeddings if embeddings is not None else default_embeddings()
+            self.embeddings = (
+                embeddings if embeddings is not None else default_embeddings(cache_dir=self.path)
+            )
             try:  # fail here, not on the first question, when the model cannot embed
                 self.embeddings.embed_query("knowledge base open check")
             except Exception as exc:

@@ -19,7 +19,7 @@ from langchain_knowledge_inject.sample_data import SAMPLE_QUESTIONS
 def fake_default_model(monkeypatch):
     """Every KnowledgeBase opened without ``embeddings=`` gets the same fake model."""
     fake = DeterministicFakeEmbedding(size=64)
-    monkeypatch.setattr(knowledge_base, "default_embeddings", lambda: fake)
+    monkeypatch.setattr(knowledge_base, "default_embeddings", lambda **_: fake)
     return fake
 
 

@@ -13,7 +13,7 @@ from langchain_knowledge_inject.cli import main
 @pytest.fixture(autouse=True)
 def fake_default_model(monkeypatch):
     fake = DeterministicFakeEmbedding(size=64)
-    monkeypatch.setattr(knowledge_base, "default_embeddings", lambda: fake)
+    monkeypatch.setattr(knowledge_base, "default_embeddings", lambda **_: fake)
     return fake
 
 

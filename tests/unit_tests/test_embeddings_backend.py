@@ -1,0 +1,71 @@
+"""Choosing the default model's inference backend (no model is loaded here)."""
+
+from __future__ import annotations
+
+import pytest
+
+from langchain_knowledge_inject import embeddings as emb
+from langchain_knowledge_inject.errors import ConfigurationError, KnowledgeBaseOpenError
+
+
+def test_auto_is_onnx_exactly_when_the_extra_is_installed(monkeypatch):
+    monkeypatch.delenv("KINJECT_EMBEDDINGS_BACKEND", raising=False)
+    monkeypatch.setattr(emb, "onnx_available", lambda: True)
+    assert emb.resolve_backend() == "onnx"
+    assert emb.resolve_backend("auto") == "onnx"
+    monkeypatch.setattr(emb, "onnx_available", lambda: False)
+    assert emb.resolve_backend() == "torch"
+    assert emb.resolve_backend("onnx-int8") == "onnx-int8"
+
+
+def test_environment_variable_picks_the_backend(monkeypatch):
+    monkeypatch.setenv("KINJECT_EMBEDDINGS_BACKEND", "torch")
+    monkeypatch.setattr(emb, "onnx_available", lambda: True)
+    assert emb.resolve_backend() == "torch"
+    assert emb.resolve_backend("onnx") == "onnx"  # an explicit argument wins
+
+
+@pytest.mark.parametrize("name", ["cuda", "ONNX", "", "int8"])
+def test_unknown_backend_is_refused_naming_the_allowed_ones(monkeypatch, name):
+    monkeypatch.setenv("KINJECT_EMBEDDINGS_BACKEND", "auto")
+    with pytest.raises(ConfigurationError, match="auto, torch, onnx, onnx-int8"):
+        emb.resolve_backend(name)
+    monkeypatch.setenv("KINJECT_EMBEDDINGS_BACKEND", name)
+    with pytest.raises(ConfigurationError):
+        emb.default_embeddings()
+
+
+def test_onnx_without_the_extra_names_the_install(monkeypatch, tmp_path):
+    monkeypatch.setattr(emb, "onnx_available", lambda: False)
+    with pytest.raises(KnowledgeBaseOpenError, match=r"langchain-knowledge-inject\[onnx\]"):
+        emb.default_embeddings(backend="onnx", cache_dir=tmp_path)
+    assert not (tmp_path / "models").exists()
+
+
+def test_export_folder_lives_in_the_store_directory(tmp_path):
+    assert emb._export_folder(tmp_path) == tmp_path / "models" / emb.ONNX_EXPORT_DIR
+
+
+def test_onnx_file_finds_the_export_and_the_quantized_file(tmp_path):
+    assert emb._onnx_file(tmp_path, None) is None
+    assert emb._onnx_file(tmp_path, "avx2") is None
+    (tmp_path / "onnx").mkdir()
+    (tmp_path / "onnx" / "model.onnx").write_bytes(b"x")
+    assert emb._onnx_file(tmp_path, None) == "onnx/model.onnx"
+    assert emb._onnx_file(tmp_path, "avx2") is None
+    (tmp_path / "onnx" / "model_quint8_avx2.onnx").write_bytes(b"x")
+    assert emb._onnx_file(tmp_path, "avx2") == "onnx/model_quint8_avx2.onnx"
+    assert emb._onnx_file(tmp_path, "avx512_vnni") is None
+
+
+def test_thread_count_follows_the_environment(monkeypatch):
+    monkeypatch.setenv("KINJECT_TORCH_THREADS", "3")
+    assert emb.embedding_threads() == 3
+    monkeypatch.setenv("KINJECT_TORCH_THREADS", "0")
+    assert emb.embedding_threads() == 1
+    monkeypatch.delenv("KINJECT_TORCH_THREADS")
+    assert emb.embedding_threads() >= 1
+
+
+def test_quantization_target_is_a_name_sentence_transformers_accepts():
+    assert emb._quantization_target() in ("arm64", "avx2", "avx512", "avx512_vnni")
