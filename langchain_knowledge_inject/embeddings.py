@@ -327,6 +327,45 @@ def _export_onnx(source: Path, folder: Path, *, quantize: str | None) -> None:
     logger.info("exported the default embedding model to ONNX in %s", folder)
 
 
+MODEL_WINDOW_TOKENS = 256
+"""Word pieces all-MiniLM-L6-v2 reads; it ignores the rest of a longer text."""
+
+_token_counter: Callable[[str], int] | None = None
+
+
+def default_token_counter() -> Callable[[str], int]:
+    """Count the default model's word pieces in a text (special tokens excluded).
+
+    Uses the model's own ``tokenizer.json`` through the ``tokenizers`` package,
+    so it needs no model load; counts of repeated strings are cached.
+
+    Raises:
+        KnowledgeBaseOpenError: The tokenizer cannot be loaded.
+    """
+    global _token_counter
+    with _default_lock:
+        if _token_counter is None:
+            import functools
+
+            from tokenizers import Tokenizer
+
+            path = _model_path() / "tokenizer.json"
+            try:
+                tokenizer = Tokenizer.from_file(str(path))
+            except Exception as exc:
+                msg = f"Could not load the default model's tokenizer from {path}: {exc}"
+                raise KnowledgeBaseOpenError(msg) from exc
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
+
+            @functools.lru_cache(maxsize=65_536)
+            def count(text: str) -> int:
+                return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+            _token_counter = count
+        return _token_counter
+
+
 def embedding_model_name(embeddings: Embeddings) -> str:
     """A stable name for an embedding model, recorded with each knowledge base.
 

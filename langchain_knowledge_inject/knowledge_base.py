@@ -43,8 +43,12 @@ from langchain_knowledge_inject._store_calls import (
 )
 from langchain_knowledge_inject.catalog import Catalog, ChunkRow
 from langchain_knowledge_inject.embeddings import (
+    DEFAULT_MODEL_NAME,
+    MODEL_WINDOW_TOKENS,
     QueryEmbeddingCache,
     default_embeddings,
+    default_token_counter,
+    embedding_model_name,
 )
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
@@ -262,8 +266,13 @@ class KnowledgeBase:
         description: What the knowledge base holds (stored; None keeps the stored one).
         topics: Its topics (stored; None keeps the stored ones, or derives them).
         text_splitter: Splits documents longer than a chunk before storing.
-            Defaults to a ``RecursiveCharacterTextSplitter`` of 1000 characters with
-            150 overlap; None stores every document as one chunk.
+            Defaults, with the default model, to a ``RecursiveCharacterTextSplitter``
+            measuring word pieces: chunks of at most 254 (the model reads 256,
+            including two special tokens) with 32 overlap; with another model, 1000
+            characters with 150 overlap. None stores every document as one chunk.
+            Hybrid search scores each chunk by its own match and its document's
+            (chunks sharing a ``source``), so splitting does not cost whole-document
+            ranking quality.
         create: Create the knowledge base when it does not exist; False raises
             :class:`KnowledgeBaseNotFoundError` instead.
         restricted: Restricted mode by default for this knowledge base (stored).
@@ -383,7 +392,9 @@ class KnowledgeBase:
             raise
         self._query_vector = QueryEmbeddingCache(self.embeddings.embed_query)
         self._text_splitter = (
-            _default_splitter() if text_splitter is _DEFAULT_SPLITTER else text_splitter
+            _default_splitter(self.embeddings)
+            if text_splitter is _DEFAULT_SPLITTER
+            else text_splitter
         )
         self._derived_topics: list[str] | None = None
 
@@ -777,7 +788,8 @@ class KnowledgeBase:
         elif mode == "keyword":
             ranked = fusion.keyword_unit_scores(keyword)
         else:
-            ranked = fusion.fuse(dense, keyword)
+            parents = self._parents(partition, {cid for cid, _ in [*dense, *keyword]})
+            ranked = fusion.fuse_with_documents(dense, keyword, parents)
         ranked = [(cid, s) for cid, s in ranked if s >= min_score][:k]
         try:
             with self._calls.operation():
@@ -860,6 +872,23 @@ class KnowledgeBase:
         hits = self._keyword.search(self.id, partition, text, k=depth * 4)
         rows = self._catalog.get_chunks(self.id, partition, [cid for cid, _ in hits])
         return [(c, s) for c, s in hits if c in rows and matches(rows[c].metadata, where)][:depth]
+
+    def _parents(self, partition: str, ids: set[str]) -> dict[str, str]:
+        """Chunk id -> source, for the chunks of the registry (others are their own document)."""
+        found: dict[str, str] = {}
+        batch = list(ids)
+        with self._lock:
+            for start in range(0, len(batch), 500):
+                part = batch[start : start + 500]
+                marks = ",".join("?" * len(part))
+                found.update(
+                    self._conn.execute(
+                        "SELECT chunk_id, source FROM chunks WHERE kb_id = ? AND partition = ?"
+                        f" AND chunk_id IN ({marks}) AND source != ''",
+                        (self.id, partition, *part),
+                    ).fetchall()
+                )
+        return found
 
     def _documents(self, partition: str, ranked: Sequence[tuple[str, float]]) -> list[Document]:
         ids = [cid for cid, _ in ranked]
@@ -1293,9 +1322,27 @@ def _check_search_args(k: Any, min_score: Any, mode: Any) -> tuple[int, float, S
     return k, float(min_score), mode
 
 
-def _default_splitter() -> TextSplitter:
+WINDOW_CHUNK_TOKENS = MODEL_WINDOW_TOKENS - 2
+"""Default chunk size with the default model: its window less the [CLS] and [SEP] tokens."""
+WINDOW_OVERLAP_TOKENS = 32
+"""Default overlap of consecutive chunks with the default model, in word pieces."""
+
+
+def _default_splitter(embeddings: Embeddings) -> TextSplitter:
+    """Chunks that fit the default model's window; 1000 characters for any other model."""
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
+    if embedding_model_name(embeddings) == DEFAULT_MODEL_NAME:
+        try:
+            counter = default_token_counter()
+        except KnowledgeBaseOpenError:
+            logger.warning("no tokenizer for the default model: splitting by characters")
+        else:
+            return RecursiveCharacterTextSplitter(
+                chunk_size=WINDOW_CHUNK_TOKENS,
+                chunk_overlap=WINDOW_OVERLAP_TOKENS,
+                length_function=counter,
+            )
     return RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=150)
 
 

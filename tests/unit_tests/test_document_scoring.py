@@ -1,0 +1,105 @@
+"""Document-aware hybrid scoring and the default splitter that fits the model's window."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from langchain_knowledge_inject import KnowledgeBase, fusion
+from langchain_knowledge_inject.fusion import fuse, fuse_with_documents
+
+ids = st.sampled_from([f"c{i}" for i in range(10)])
+dense_lists = st.lists(st.tuples(ids, st.floats(0, 1)), max_size=10, unique_by=lambda x: x[0]).map(
+    lambda hits: sorted(hits, key=lambda h: -h[1])
+)
+keyword_lists = st.lists(
+    st.tuples(ids, st.floats(0.01, 1e4)), max_size=10, unique_by=lambda x: x[0]
+).map(lambda hits: sorted(hits, key=lambda h: -h[1]))
+parent_maps = st.dictionaries(ids, st.sampled_from(["A", "B", "C", ""]), max_size=10)
+
+
+@given(dense_lists, keyword_lists, parent_maps, st.sampled_from(["sum", "max"]))
+def test_scores_stay_in_unit_interval_over_the_union(dense, keyword, parents, pool):
+    ranked = fuse_with_documents(dense, keyword, parents, keyword_pool=pool)
+    assert {c for c, _ in ranked} == {c for c, _ in dense} | {c for c, _ in keyword}
+    assert all(0.0 <= s <= 1.0 + 1e-9 for _, s in ranked)
+    assert [s for _, s in ranked] == sorted((s for _, s in ranked), reverse=True)
+
+
+@given(dense_lists, keyword_lists, parent_maps)
+def test_document_weight_zero_is_plain_fusion(dense, keyword, parents):
+    assert fuse_with_documents(dense, keyword, parents, document_weight=0.0) == fuse(
+        dense, keyword
+    )
+
+
+@given(dense_lists, keyword_lists)
+def test_chunks_without_parents_are_their_own_documents(dense, keyword):
+    # every chunk its own document: the document part equals the chunk part
+    ranked = fuse_with_documents(dense, keyword, {}, keyword_pool="max")
+    plain = dict(fuse(dense, keyword))
+    for chunk_id, score in ranked:
+        assert score == pytest.approx(plain[chunk_id])
+
+
+def test_keyword_evidence_spread_over_a_document_adds_up():
+    parents = {"a1": "A", "a2": "A", "b1": "B"}
+    dense = [("b1", 0.5), ("a1", 0.5), ("a2", 0.5)]
+    keyword = [("b1", 8.0), ("a1", 5.0), ("a2", 5.0)]  # A matches more words, in two chunks
+    assert fuse(dense, keyword)[0][0] == "b1"
+    ranked = fuse_with_documents(dense, keyword, parents, keyword_pool="sum", document_weight=1.0)
+    assert ranked[0][0] in ("a1", "a2")
+    best_only = fuse_with_documents(dense, keyword, parents, keyword_pool="max")
+    assert best_only[0][0] == "b1"
+
+
+def test_module_defaults_are_read_at_call_time(monkeypatch):
+    parents = {"a1": "A", "a2": "A", "b1": "B"}
+    dense = [("b1", 0.5), ("a1", 0.5), ("a2", 0.5)]
+    keyword = [("b1", 8.0), ("a1", 5.0), ("a2", 5.0)]
+    monkeypatch.setattr(fusion, "DOCUMENT_WEIGHT", 0.0)
+    assert fuse_with_documents(dense, keyword, parents) == fuse(dense, keyword)
+
+
+def test_hybrid_search_ranks_by_document_and_keeps_chunks(tmp_path):
+    emb = DeterministicFakeEmbedding(size=16)
+    kb = KnowledgeBase("docs", path=tmp_path, embeddings=emb, text_splitter=None)
+    kb.add_documents(
+        [
+            Document("Parental leave lasts sixteen weeks.", metadata={"source": "leave.md"}),
+            Document("Parental leave can be split.", metadata={"source": "leave.md"}),
+            Document("Expenses are reimbursed monthly.", metadata={"source": "money.md"}),
+        ]
+    )
+    found = kb.search("parental leave weeks", k=3, min_score=0.0)
+    assert [d.metadata["source"] for d in found[:2]] == ["leave.md", "leave.md"]
+    assert all(d.metadata["chunk_id"] == d.id for d in found)
+    kb.close()
+
+
+def test_default_splitter_with_another_model_counts_characters(tmp_path):
+    kb = KnowledgeBase("chars", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=8))
+    assert kb._text_splitter._chunk_size == 1000
+    kb.close()
+
+
+def test_default_splitter_with_the_default_model_fits_its_window(tmp_path, monkeypatch):
+    from langchain_knowledge_inject import embeddings as emb_module
+    from langchain_knowledge_inject import knowledge_base
+
+    fake = DeterministicFakeEmbedding(size=8)
+    monkeypatch.setattr(emb_module, "_defaults", [fake])  # stands in for the default model
+    kb = KnowledgeBase("window", path=tmp_path, embeddings=fake)
+    splitter = kb._text_splitter
+    assert splitter._chunk_size == knowledge_base.WINDOW_CHUNK_TOKENS == 254
+    count = emb_module.default_token_counter()
+    text = " ".join(f"word{i} immunohistochemistry" for i in range(400))
+    pieces = splitter.split_text(text)
+    assert len(pieces) > 1
+    assert all(count(piece) <= 254 for piece in pieces)
+    assert {w for piece in pieces for w in piece.split()} == set(text.split())  # nothing dropped
+    assert max(count(piece) for piece in pieces) > 200  # chunks use the window
+    kb.close()
