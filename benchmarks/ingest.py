@@ -109,7 +109,8 @@ class OurSide:
     """KnowledgeBase.add_documents with the default embedding model."""
 
     def __init__(self, embeddings, store: Path) -> None:
-        self.kb = KnowledgeBase("bench", path=store, embeddings=embeddings)
+        # the chunks arrive split as ingest() splits them: no second split
+        self.kb = KnowledgeBase("bench", path=store, embeddings=embeddings, text_splitter=None)
 
     def add(self, chunks: list[Document]) -> float:
         start = time.perf_counter()

@@ -27,6 +27,17 @@ sequential dependence model): on SciFact train it lifts hybrid nDCG@10 from
 diacritics folded (FTS5's ``porter unicode61 remove_diacritics 2``); the
 stemmer adds 0.03 nDCG@10 over ``unicode61`` alone.
 
+Large partitions: the cost of an FTS5 BM25 query grows with the postings of
+every query term, and a frequent word has a posting per few chunks. When the
+query's terms hold more than :data:`POSTING_BUDGET` postings together, only
+the rarest terms that fit the budget select candidates; every term still
+scores them, exactly (the query ``(all terms) AND (selecting terms)`` ranked by
+``bm25()``, less the selecting terms' own ``bm25()``). A chunk that matches
+only frequent words is then not found; at 1M synthetic chunks 98.9% of the top
+100 stayed the same and a query took half the time
+(``benchmarks/scale.py``). Small partitions (up to the budget in chunks) are
+searched exactly as before.
+
 Example:
     >>> import sqlite3
     >>> index = KeywordIndex(sqlite3.connect(":memory:"))
@@ -39,6 +50,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import heapq
 import re
 import sqlite3
 import threading
@@ -47,6 +59,7 @@ from collections.abc import Iterator, Sequence
 __all__ = [
     "MAX_QUERY_TERMS",
     "PHRASE_WEIGHT",
+    "POSTING_BUDGET",
     "STOPWORDS",
     "TOKENIZER",
     "KeywordIndex",
@@ -63,6 +76,10 @@ MAX_QUERY_TERMS = 64
 PHRASE_WEIGHT = 0.3
 """Weight of the adjacent-word-pair phrases in the score (tuned on SciFact train)."""
 
+POSTING_BUDGET = 20_000
+"""Most postings that the terms selecting a keyword query's candidates may hold together."""
+
+_DF_CACHE_MAX = 100_000
 _MAX_QUERY_CHARS = 20_000
 _MAX_TERM_CHARS = 64
 _WORD = re.compile(r"[^\W_]+")
@@ -165,6 +182,18 @@ def _match_expression(terms: Sequence[str]) -> str:
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
 
 
+def _varint(data: bytes) -> int:
+    """Decode an SQLite varint (big-endian 7-bit groups; a ninth byte holds 8 bits)."""
+    value = 0
+    for position, byte in enumerate(data[:9]):
+        if position == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value
+    return value
+
+
 def _table_name(kb_id: str, partition: str) -> str:
     digest = hashlib.sha256(f"{kb_id}\x00{partition}".encode()).hexdigest()[:24]
     return f"kw_fts_{digest}"
@@ -197,6 +226,8 @@ class KeywordIndex:
     def __init__(self, conn: sqlite3.Connection, *, lock: threading.RLock | None = None) -> None:
         self._conn = conn
         self._lock = lock if lock is not None else threading.RLock()
+        # (fts table, term) -> (chunks holding the term, chunks in the table when counted)
+        self._df_cache: dict[tuple[str, str], tuple[int, int]] = {}
         with self._lock:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS kw_partitions ("
@@ -259,6 +290,7 @@ class KeywordIndex:
                 self._conn.execute(f"DROP TABLE IF EXISTS {table}")
             self._conn.execute("DELETE FROM kw_partitions WHERE kb_id = ?", (kb_id,))
             self._conn.execute("DELETE FROM kw_rows WHERE kb_id = ?", (kb_id,))
+            self._df_cache.clear()
 
     def search(self, kb_id: str, partition: str, query: str, *, k: int) -> list[tuple[str, float]]:
         """Rank a partition's chunks by BM25 against a free-text query.
@@ -281,7 +313,7 @@ class KeywordIndex:
             table = self._table(kb_id, partition)
             if table is None:
                 return []
-            scores = dict(self._ranked(table, terms, k))
+            scores = dict(self._ranked_terms(table, terms, k))
             phrases = query_phrases(query)
             if phrases and scores:
                 for row_id, score in self._ranked(table, phrases, 4 * k):
@@ -333,6 +365,60 @@ class KeywordIndex:
             " ORDER BY score DESC LIMIT ?",
             (_match_expression(phrases), limit),
         ).fetchall()
+
+    def _ranked_terms(self, table: str, terms: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        """The best rows for the OR of ``terms``; bounded work on a large table (module doc)."""
+        rows = self._row_total(table)
+        if len(terms) < 2 or rows <= POSTING_BUDGET:
+            return self._ranked(table, terms, limit)
+        frequency = {term: self._document_frequency(table, term, rows) for term in terms}
+        present = [term for term in terms if frequency[term] > 0]
+        if not present:
+            return []
+        if sum(frequency[term] for term in present) <= POSTING_BUDGET:
+            return self._ranked(table, present, limit)
+        selecting: list[str] = []
+        total = 0
+        for term in sorted(present, key=frequency.__getitem__):
+            if selecting and total + frequency[term] > POSTING_BUDGET:
+                break
+            selecting.append(term)
+            total += frequency[term]
+        everything, chosen = _match_expression(present), _match_expression(selecting)
+        # bm25() sums over the phrases of the expression, so the selecting terms count
+        # twice in the first query; their own scores, subtracted, leave the exact BM25.
+        both = self._conn.execute(
+            f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ?",
+            (f"({everything}) AND ({chosen})",),
+        ).fetchall()
+        own = dict(
+            self._conn.execute(
+                f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ?", (chosen,)
+            ).fetchall()
+        )
+        exact = [(row_id, score - own.get(row_id, 0.0)) for row_id, score in both]
+        return heapq.nlargest(limit, exact, key=lambda item: item[1])
+
+    def _row_total(self, table: str) -> int:
+        """Rows in an FTS5 table, from its averages record (no scan)."""
+        row = self._conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
+        return _varint(bytes(row[0])) if row is not None and row[0] else 0
+
+    def _document_frequency(self, table: str, term: str, rows: int) -> int:
+        """Rows holding ``term``; cached until the table's size moves by 10%.
+
+        A stale count only shifts which terms select candidates, never a score.
+        """
+        cached = self._df_cache.get((table, term))
+        if cached is not None and abs(rows - cached[1]) * 10 <= cached[1]:
+            return cached[0]
+        count = self._conn.execute(
+            f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (_match_expression([term]),)
+        ).fetchone()[0]
+        if len(self._df_cache) >= _DF_CACHE_MAX:
+            self._df_cache.clear()
+        self._df_cache[(table, term)] = (int(count), rows)
+        return int(count)
 
     def _chunk_ids(self, row_ids: list[int]) -> dict[int, str]:
         found: dict[int, str] = {}
