@@ -29,14 +29,14 @@ stemmer adds 0.03 nDCG@10 over ``unicode61`` alone.
 
 Large partitions: the cost of an FTS5 BM25 query grows with the postings of
 every query term, and a frequent word has a posting per few chunks. When the
-query's terms hold more than :data:`POSTING_BUDGET` postings together, only
-the rarest terms that fit the budget select candidates; every term still
+query's terms hold more than :data:`BOUNDED_ABOVE` times
+:data:`POSTING_BUDGET` postings together, only the rarest terms that fit the
+budget select candidates; every term still
 scores them, exactly (the query ``(all terms) AND (selecting terms)`` ranked by
 ``bm25()``, less the selecting terms' own ``bm25()``). A chunk that matches
 only frequent words is then not found; at 1M synthetic chunks 98.9% of the top
-100 stayed the same and a query took half the time
-(``benchmarks/scale.py``). Small partitions (up to the budget in chunks) are
-searched exactly as before.
+100 stayed the same and a query took half the time. Partitions of up to
+100,000 chunks are searched exactly as before.
 
 Example:
     >>> import sqlite3
@@ -57,6 +57,7 @@ import threading
 from collections.abc import Iterator, Sequence
 
 __all__ = [
+    "BOUNDED_ABOVE",
     "MAX_QUERY_TERMS",
     "PHRASE_WEIGHT",
     "POSTING_BUDGET",
@@ -78,6 +79,9 @@ PHRASE_WEIGHT = 0.3
 
 POSTING_BUDGET = 20_000
 """Most postings that the terms selecting a keyword query's candidates may hold together."""
+
+BOUNDED_ABOVE = 5
+"""Queries whose terms hold more than this many budgets of postings take the bounded path."""
 
 _DF_CACHE_MAX = 100_000
 _MAX_QUERY_CHARS = 20_000
@@ -369,14 +373,14 @@ class KeywordIndex:
     def _ranked_terms(self, table: str, terms: Sequence[str], limit: int) -> list[tuple[int, float]]:
         """The best rows for the OR of ``terms``; bounded work on a large table (module doc)."""
         rows = self._row_total(table)
-        if len(terms) < 2 or rows <= POSTING_BUDGET:
+        if len(terms) < 2 or rows <= BOUNDED_ABOVE * POSTING_BUDGET:
             return self._ranked(table, terms, limit)
         frequency = {term: self._document_frequency(table, term, rows) for term in terms}
         present = [term for term in terms if frequency[term] > 0]
         if not present:
             return []
-        if sum(frequency[term] for term in present) <= POSTING_BUDGET:
-            return self._ranked(table, present, limit)
+        if sum(frequency[term] for term in present) <= BOUNDED_ABOVE * POSTING_BUDGET:
+            return self._ranked(table, present, limit)  # the plain query costs little more
         selecting: list[str] = []
         total = 0
         for term in sorted(present, key=frequency.__getitem__):

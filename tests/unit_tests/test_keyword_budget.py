@@ -41,6 +41,7 @@ def test_bounded_scores_are_exact_bm25(index, monkeypatch, query):
     monkeypatch.setattr(keyword, "PHRASE_WEIGHT", 0.0)
     exact = dict(_exact(index, query, 2000))
     monkeypatch.setattr(keyword, "POSTING_BUDGET", 400)
+    monkeypatch.setattr(keyword, "BOUNDED_ABOVE", 1)
     bounded = index.search("kb", "", query, k=50)
     assert bounded
     for chunk_id, score in bounded:
@@ -53,18 +54,19 @@ def test_bounded_scores_are_exact_bm25(index, monkeypatch, query):
 
 
 def test_small_tables_take_the_plain_query(index, monkeypatch):
-    monkeypatch.setattr(keyword, "POSTING_BUDGET", 10_000)
+    monkeypatch.setattr(keyword, "POSTING_BUDGET", 400)  # 5 x 400 = all 2,000 rows
     calls = []
     original = index._document_frequency
     monkeypatch.setattr(
         index, "_document_frequency", lambda *a: calls.append(a) or original(*a)
     )
     assert index.search("kb", "", "w0 w1 w2", k=5)
-    assert calls == []  # 2,000 rows: no frequency lookups at all
+    assert calls == []  # 2,000 rows, not above 5 budgets: no frequency lookups at all
 
 
 def test_absent_words_neither_select_nor_hide_matches(index, monkeypatch):
     monkeypatch.setattr(keyword, "POSTING_BUDGET", 100)
+    monkeypatch.setattr(keyword, "BOUNDED_ABOVE", 1)
     found = index.search("kb", "", "zzzunknown w0", k=5)
     assert len(found) == 5  # the frequent word still finds chunks
     assert index.search("kb", "", "zzzunknown qqqabsent", k=5) == []
