@@ -29,7 +29,8 @@ Threads: on a small machine more intra-op threads than cores makes encoding
 many times slower under load, so loading the default model caps torch's thread
 count, and ONNX Runtime's intra-op threads, at the number of cores this process
 may run on (override with the environment variable ``KINJECT_TORCH_THREADS``);
-ONNX Runtime runs operators sequentially (one inter-op thread).
+ONNX Runtime runs operators sequentially (one inter-op thread) and its idle
+intra-op threads sleep rather than spin.
 """
 
 from __future__ import annotations
@@ -233,6 +234,9 @@ def _onnx_session_options() -> Any:
     options.intra_op_num_threads = embedding_threads()
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    # idle intra-op threads sleep instead of spinning: on a small shared machine a
+    # spinning pool takes cores from the other threads of the process (Chroma, SQLite)
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return options
 
 
