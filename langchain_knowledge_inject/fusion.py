@@ -61,11 +61,18 @@ CANDIDATE_DEPTH = 100
 DENSE_WEIGHT = 0.75
 """Weight ``w`` of the cosine in a hybrid score; the keyword side gets ``1 - w``."""
 
-DOCUMENT_WEIGHT = 0.5
-"""Share of a chunk's hybrid score that comes from its whole document (:func:`fuse_with_documents`)."""
+DOCUMENT_WEIGHT = 0.75
+"""Share of a chunk's hybrid score that comes from its whole document (:func:`fuse_with_documents`).
 
-KEYWORD_POOL: KeywordPool = "sum"
-"""Default pooling of a document's chunk BM25 scores (tuned on SciFact train)."""
+Chosen on the 809 SciFact train queries through the default ingest path
+(chunks of at most 254 word pieces), keyword pooling ``"max"``: hybrid
+nDCG@10 0.7304 at 0, 0.7327 at 0.25, 0.7334 at 0.5, 0.7344 at 0.75, 0.7345 at
+1 (0.75 keeps a chunk's own match in its score). ``"sum"`` pooling lowered it
+(0.7235 at 0.5).
+"""
+
+KEYWORD_POOL: KeywordPool = "max"
+"""Default pooling of a document's chunk BM25 scores (chosen on SciFact train, see above)."""
 
 DEFAULT_MIN_SCORE = 0.47
 """Default ``min_score``: keeps 95% of the relevant top-10 hybrid hits on SciFact train."""
@@ -163,9 +170,9 @@ def fuse_with_documents(
     A document is what ``parents`` maps chunk ids to (the ``source`` of a
     chunk); a chunk without a parent is a document of its own. A document's
     cosine is the best cosine among its chunks; its keyword score pools its
-    chunks' BM25 scores (``"sum"``: evidence spread over several chunks adds
-    up, as it would in one long document; ``"max"``: the best chunk), scaled
-    by the best document's. Each chunk then scores ``document_weight *
+    chunks' BM25 scores (``"max"``: the best chunk, the default; ``"sum"``:
+    evidence spread over several chunks adds up, which overlapping chunks
+    overcount), scaled by the best document's. Each chunk then scores ``document_weight *
     document_score + (1 - document_weight) * chunk_score``, both parts fused as
     :func:`fuse` does, so a chunk of a document that matches the query as a
     whole rises even when the words are spread over several chunks.
@@ -187,7 +194,7 @@ def fuse_with_documents(
         >>> parents = {"a1": "A", "a2": "A", "b1": "B"}
         >>> ranked = fuse_with_documents(
         ...     [("b1", 0.58), ("a1", 0.55), ("a2", 0.5)], [("b1", 7.0), ("a1", 6.0), ("a2", 6.0)],
-        ...     parents)
+        ...     parents, document_weight=0.5, keyword_pool="sum")
         >>> [chunk_id for chunk_id, _ in ranked]
         ['a1', 'b1', 'a2']
     """

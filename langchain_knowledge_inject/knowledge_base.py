@@ -271,8 +271,7 @@ class KnowledgeBase:
             including two special tokens) with 32 overlap; with another model, 1000
             characters with 150 overlap. None stores every document as one chunk.
             Hybrid search scores each chunk by its own match and its document's
-            (chunks sharing a ``source``), so splitting does not cost whole-document
-            ranking quality.
+            (chunks sharing a source; see ``fusion.fuse_with_documents``).
         create: Create the knowledge base when it does not exist; False raises
             :class:`KnowledgeBaseNotFoundError` instead.
         restricted: Restricted mode by default for this knowledge base (stored).
