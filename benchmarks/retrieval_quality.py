@@ -48,9 +48,8 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from langchain_core.documents import Document
-
 from _embedding_cache import DiskCachedEmbeddings
+from langchain_core.documents import Document
 
 from langchain_knowledge_inject import KnowledgeBase, fusion
 from langchain_knowledge_inject.embeddings import DEFAULT_MODEL_NAME, default_embeddings

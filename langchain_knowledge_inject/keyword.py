@@ -370,7 +370,9 @@ class KeywordIndex:
             (_match_expression(phrases), limit),
         ).fetchall()
 
-    def _ranked_terms(self, table: str, terms: Sequence[str], limit: int) -> list[tuple[int, float]]:
+    def _ranked_terms(
+        self, table: str, terms: Sequence[str], limit: int
+    ) -> list[tuple[int, float]]:
         """The best rows for the OR of ``terms``; bounded work on a large table (module doc)."""
         rows = self._row_total(table)
         if len(terms) < 2 or rows <= BOUNDED_ABOVE * POSTING_BUDGET:
