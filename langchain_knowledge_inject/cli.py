@@ -20,7 +20,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from langchain_knowledge_inject._version import __version__
 from langchain_knowledge_inject.errors import (
@@ -155,8 +155,11 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         chunk_overlap = min(chunk_overlap, chunk_size // 2)
     # Missing paths and empty folders fail before the knowledge base is created.
     _collect_files(args.paths, recursive=not args.no_recursive, report=IngestReport())
-    # ingest() has split the files already: store its chunks as they are.
-    with KnowledgeBase(args.kb, path=args.path, text_splitter=None) as kb:
+    # ingest() splits the files. With the default chunk size the knowledge base's own
+    # splitter then cuts what exceeds the embedding model's window (the default ingest
+    # path); a chunk size the user chose is stored as it is.
+    splitter: dict[str, Any] = {} if args.chunk_size is None else {"text_splitter": None}
+    with KnowledgeBase(args.kb, path=args.path, **splitter) as kb:
         report = ingest(
             kb,
             args.paths,

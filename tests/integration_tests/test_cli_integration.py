@@ -98,3 +98,22 @@ def test_installed_console_script(tmp_path) -> None:
     assert found.returncode == 0, found.stderr
     assert "faq.txt" in found.stdout
     assert [info.name for info in KnowledgeBase.list(store)] == ["faq"]
+
+
+def test_cli_ingest_fits_chunks_to_the_default_models_window(tmp_path) -> None:
+    from langchain_knowledge_inject.embeddings import default_token_counter
+    from langchain_knowledge_inject.knowledge_base import WINDOW_CHUNK_TOKENS, KnowledgeBase
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    # Dense technical prose: about 1000 characters hold well over 254 word pieces.
+    sentence = "Immunohistochemical quantification of CD8+ T-cell infiltration (p<0.001). "
+    (docs / "long.txt").write_text(sentence * 60, encoding="utf-8")
+    store = str(tmp_path / "store")
+
+    assert main(["ingest", str(docs), "--kb", "papers", "--path", store]) == 0
+    count = default_token_counter()
+    with KnowledgeBase("papers", path=store) as kb:
+        docs_found = kb.search("CD8 T-cell infiltration", k=50, min_score=0.0, mode="keyword")
+    assert len(docs_found) > 1  # the file was cut into several chunks
+    assert max(count(doc.page_content) for doc in docs_found) <= WINDOW_CHUNK_TOKENS
