@@ -370,9 +370,7 @@ class KnowledgeBase:
             if self._server and timeout is not None:
                 apply_http_timeout(self._client, timeout)
             self._calls = BoundedCalls(self.timeout, kb_name=name)
-            self._async_pool = (
-                WorkerPool(32, f"kinject-{name}-search") if self._server else None
-            )
+            self._async_pool = WorkerPool(32, f"kinject-{name}-search") if self._server else None
             self._sync = KeywordSync(self, interval=sync_interval) if self._server else None
             from langchain_knowledge_inject._open import open_knowledge_base
 

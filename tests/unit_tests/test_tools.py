@@ -171,9 +171,9 @@ async def test_async_twin_matches_sync():
 @pytest.mark.parametrize(
     ("option", "value"),
     [
-        ("k", 0),
-        ("k", 51),
-        ("k", True),
+        ("top_k", 0),
+        ("top_k", 51),
+        ("top_k", True),
         ("min_score", 1.5),
         ("mode", "fuzzy"),
         ("name", "bad name!"),
@@ -183,6 +183,16 @@ def test_invalid_options_raise(option, value):
     with pytest.raises(ConfigurationError) as info:
         create_knowledge_base_search_tool(_kb(), **{option: value})
     assert info.value.option == option
+
+
+def test_k_is_a_deprecated_alias_of_top_k():
+    with pytest.warns(DeprecationWarning, match="top_k"):
+        tool = create_knowledge_base_search_tool(_kb(), k=1)
+    _, artifact = _call(tool, query="annual leave")
+    assert len(artifact) == 1
+    with pytest.raises(ConfigurationError) as info, pytest.warns(DeprecationWarning):
+        create_knowledge_base_search_tool(_kb(), k=1, top_k=2)
+    assert info.value.option == "k"
 
 
 def test_model_supplied_k_is_validated():
