@@ -245,6 +245,7 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         self.summarizer_model = summarizer_model
         self.blocks: tuple[ContextBlock, ...] = _check_blocks(blocks)
         self._parts = ContextParts(self)
+        self._warned_node = False
 
     def __repr__(self) -> str:
         names = ", ".join(str(getattr(kb, "name", kb)) for kb in self.knowledge_bases)
@@ -590,14 +591,29 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         )  # fmt: skip
 
     # -- Runnable ----------------------------------------------------------------------
+    def _warn_if_graph_node(self, input: Any, config: RunnableConfig) -> None:
+        """``injector | model`` as a graph node returns a bare message that LangGraph drops."""
+        node = (config.get("metadata") or {}).get("langgraph_node")
+        if node is None or not isinstance(input, dict) or self._warned_node:
+            return
+        self._warned_node = True
+        logger.warning(
+            "KnowledgeInjector got the graph state of node %r as input: if `injector | model` "
+            "is the node, its reply is a bare message that LangGraph drops and never reaches "
+            "'messages'; use create_knowledge_node(model, knowledge_base) as the node instead",
+            node,
+        )
+
     def _messages_out(
         self, input: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig
     ) -> list[BaseMessage]:
+        self._warn_if_graph_node(input, config)
         return self.prepare(input, config).messages
 
     async def _amessages_out(
         self, input: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
     ) -> list[BaseMessage]:
+        self._warn_if_graph_node(input, config)
         return (await self.aprepare(input, config)).messages
 
     def invoke(

@@ -984,6 +984,10 @@ class KnowledgeBase:
     def as_retriever(self, **kwargs: Any) -> KnowledgeBaseRetriever:
         """A LangChain retriever over this knowledge base.
 
+        Pure top-k by default (``min_score=0.0``: ``k`` chunks whenever the base
+        holds that many), as LangChain retrievers are expected to be; pass
+        ``min_score`` (``None``: the calibrated default) to drop weak matches.
+
         Args:
             **kwargs: ``k``, ``min_score``, ``mode``, ``filter``, ``tenant_id``.
         """

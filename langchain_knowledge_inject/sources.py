@@ -299,15 +299,26 @@ def as_sources(value: Any) -> tuple[Any, ...]:
 
 
 def merge_results(found: Sequence[Sequence[Document]], top_k: int) -> list[Document]:
-    """Merge the results of several sources: by score when all have one, else rank by rank."""
+    """Merge the results of several sources, best first, without repeats, cut to ``top_k``.
+
+    By score when every result has one, else rank by rank (the first of each
+    source, then the second, ...). A chunk found by two sources (same id) is kept once.
+    """
     if len(found) == 1:
         return list(found[0][:top_k])
     docs = [d for ds in found for d in ds]
     if all(_numeric(d.metadata.get("score")) for d in docs):
-        docs.sort(key=lambda d: -float(d.metadata["score"]))
-        return docs[:top_k]
-    ranked = itertools.zip_longest(*found)
-    return [d for row in ranked for d in row if d is not None][:top_k]
+        ordered = sorted(docs, key=lambda d: -float(d.metadata["score"]))
+    else:
+        ordered = [d for row in itertools.zip_longest(*found) for d in row if d is not None]
+    seen: set[str] = set()
+    merged = []
+    for doc in ordered:
+        key = str(doc.id or doc.metadata.get("chunk_id") or id(doc))
+        if key not in seen:
+            seen.add(key)
+            merged.append(doc)
+    return merged[:top_k]
 
 
 def _numeric(value: Any) -> bool:
