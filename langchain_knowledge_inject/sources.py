@@ -137,13 +137,21 @@ class VectorStoreSource:
         filter: Mapping[str, Any] | None = None,
         mode: str = "hybrid",
         tenant_id: str | None = None,
+        quiet: bool = False,
     ) -> list[Document]:
-        """Similarity search, with relevance scores where the store offers them."""
+        """Similarity search, with relevance scores where the store offers them.
+
+        ``quiet=True`` (restricted mode) skips LangChain's warning about scores
+        outside ``[0, 1]``, whose message carries the documents' text.
+        """
         _refuse_tenant(self.name, tenant_id)
         fetch = k * _FILTER_FETCH if filter else k
         if self._scored is not False:
             try:
-                pairs = self.store.similarity_search_with_relevance_scores(query, k=fetch)
+                if quiet:  # the public method warns with the documents' text on odd scores
+                    pairs = self.store._similarity_search_with_relevance_scores(query, k=fetch)  # noqa: SLF001
+                else:
+                    pairs = self.store.similarity_search_with_relevance_scores(query, k=fetch)
                 self._scored = True
                 docs = [_with_identity(d, self.name, s) for d, s in pairs]
                 return _keep(docs, k=k, min_score=min_score, where=filter)
@@ -163,13 +171,21 @@ class VectorStoreSource:
         filter: Mapping[str, Any] | None = None,
         mode: str = "hybrid",
         tenant_id: str | None = None,
+        quiet: bool = False,
     ) -> list[Document]:
         """Async twin of :meth:`search` (the store's async methods)."""
         _refuse_tenant(self.name, tenant_id)
         fetch = k * _FILTER_FETCH if filter else k
         if self._scored is not False:
             try:
-                pairs = await self.store.asimilarity_search_with_relevance_scores(query, k=fetch)
+                if quiet:
+                    pairs = await self.store._asimilarity_search_with_relevance_scores(  # noqa: SLF001
+                        query, k=fetch
+                    )
+                else:
+                    pairs = await self.store.asimilarity_search_with_relevance_scores(
+                        query, k=fetch
+                    )
                 self._scored = True
                 docs = [_with_identity(d, self.name, s) for d, s in pairs]
                 return _keep(docs, k=k, min_score=min_score, where=filter)
@@ -357,6 +373,8 @@ class TracedSearch(BaseRetriever):
         if isinstance(self.source, RetrieverSource):
             child: RunnableConfig = {"callbacks": run_manager.get_child()}
             found = self.source.search(query, **search, config=child, traced=not restricted)
+        elif isinstance(self.source, VectorStoreSource):
+            found = self.source.search(query, **search, quiet=restricted)
         else:
             found = self.source.search(query, **search)
         sink.extend(found)
@@ -369,6 +387,8 @@ class TracedSearch(BaseRetriever):
         if isinstance(self.source, RetrieverSource):
             child: RunnableConfig = {"callbacks": run_manager.get_child()}
             found = await self.source.asearch(query, **search, config=child, traced=not restricted)
+        elif isinstance(self.source, VectorStoreSource):
+            found = await self.source.asearch(query, **search, quiet=restricted)
         else:
             found = await self.source.asearch(query, **search)
         sink.extend(found)
