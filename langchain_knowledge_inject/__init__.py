@@ -52,7 +52,6 @@ from langchain_knowledge_inject.injector import (
 )
 from langchain_knowledge_inject.knowledge_base import AddResult, KnowledgeBase, KnowledgeBaseInfo
 from langchain_knowledge_inject.manifest import InjectionManifest
-from langchain_knowledge_inject.node import create_knowledge_node
 from langchain_knowledge_inject.memory_tools import (
     create_memory_tools,
     create_store_memory_tool,
@@ -62,6 +61,7 @@ from langchain_knowledge_inject.middleware import (
     KnowledgeInjectionMiddleware,
     KnowledgeInjectionState,
 )
+from langchain_knowledge_inject.node import create_knowledge_node
 from langchain_knowledge_inject.placement import Placement, is_injected, strip_injected
 from langchain_knowledge_inject.procedures import Procedure, ProcedureLibrary
 from langchain_knowledge_inject.restriction import (

@@ -54,22 +54,22 @@ from langchain_knowledge_inject.injector import (
     TurnContext,
     injector_for,
 )
-from langchain_knowledge_inject.settings import KnowledgeSettings
 from langchain_knowledge_inject.manifest import MANIFEST_EVENT, aemit_manifest, emit_manifest
 from langchain_knowledge_inject.placement import (
     extend_system_message,
     place_context,
     strip_injected,
 )
+from langchain_knowledge_inject.settings import KnowledgeSettings
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
+    from langchain_core.tools import BaseTool
+    from langgraph.graph.state import CompiledStateGraph
     from typing_extensions import Unpack
 
     from langchain_knowledge_inject.blocks import ContextBlock
     from langchain_knowledge_inject.settings import SettingsOptions
-    from langchain_core.tools import BaseTool
-    from langgraph.graph.state import CompiledStateGraph
 
 __all__ = [
     "KnowledgeState",
@@ -164,7 +164,7 @@ FROM_SETTINGS = _FromSettings()
 
 
 def _prompt(
-    injector: KnowledgeInjector, knowledge_prompt: str | None | _FromSettings
+    injector: KnowledgeInjector, knowledge_prompt: str | _FromSettings | None
 ) -> str | None:
     if isinstance(knowledge_prompt, _FromSettings):
         return injector.settings.knowledge_prompt
@@ -330,7 +330,7 @@ def make_build_context_node(
     injector: KnowledgeInjector,
     *,
     system_prompt: str | None = None,
-    knowledge_prompt: str | None | _FromSettings = FROM_SETTINGS,
+    knowledge_prompt: str | _FromSettings | None = FROM_SETTINGS,
 ) -> Runnable[Any, dict[str, Any]]:
     """The ``build_context`` node: the dynamic_context text and the turn's manifest.
 
@@ -406,7 +406,7 @@ def make_call_model_node(
     injector: KnowledgeInjector,
     *,
     system_prompt: str | None = None,
-    knowledge_prompt: str | None | _FromSettings = FROM_SETTINGS,
+    knowledge_prompt: str | _FromSettings | None = FROM_SETTINGS,
 ) -> Runnable[Any, dict[str, Any]]:
     """The ``call_model`` node: send system prompt + history + dynamic context; keep the reply.
 

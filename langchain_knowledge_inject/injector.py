@@ -21,7 +21,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
@@ -89,8 +89,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "InjectionConfig",
-    "KnowledgeSettings",
     "KnowledgeInjector",
+    "KnowledgeSettings",
     "RestrictedContext",
     "RetrievalOutcome",
     "TurnContext",

@@ -73,7 +73,6 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.runtime import Runtime
-
     from typing_extensions import Unpack
 
     from langchain_knowledge_inject.blocks import ContextBlock

@@ -35,10 +35,11 @@ Example:
     >>> s = KnowledgeSettings(top_k=2)
     >>> s.with_overrides({"configurable": {"top_k": 6, "mode": "dense"}}).top_k
     6
-    >>> s.with_overrides({"configurable": {"on_error": "raise"}})
+    >>> per_request = {"configurable": {"on_error": "raise"}}
+    >>> s.with_overrides(per_request)  # doctest: +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):
     ...
-    langchain_knowledge_inject.errors.ConfigurationError: configurable['on_error'] cannot be set per request ...
+    ConfigurationError: configurable['on_error'] cannot be set per request
 """
 
 from __future__ import annotations
@@ -167,12 +168,13 @@ class KnowledgeSettings(BaseModel):
         try:
             return KnowledgeSettings(**{**self.model_dump(), **updates})
         except ConfigurationError as exc:
-            key = next((k for k, name in REQUEST_KEYS.items() if name == exc.option), exc.option)
+            option = exc.option or ""
+            key = next((k for k, name in REQUEST_KEYS.items() if name == option), option)
             msg = f"Invalid configurable[{key!r}]: {exc}"
             raise ConfigurationError(msg, option=key, value=exc.value) from exc
 
     def config_specs(self) -> list[ConfigurableFieldSpec]:
-        """The per-request fields as ``ConfigurableFieldSpec``\\ s (a Runnable's ``config_specs``).
+        """The per-request fields as ``ConfigurableFieldSpec`` objects (``config_specs``).
 
         Defaults are these settings' values, so a schema shows what a request gets.
         """

@@ -102,9 +102,8 @@ def _keep(
 ) -> list[Document]:
     kept = []
     for doc in docs:
-        score = doc.metadata.get("score")
-        numeric = isinstance(score, (int, float)) and not isinstance(score, bool)
-        if min_score is not None and numeric and float(score) < min_score:
+        score: Any = doc.metadata.get("score")
+        if min_score is not None and _numeric(score) and float(score) < min_score:
             continue
         if where and not matches(doc.metadata, where):
             continue
@@ -149,7 +148,7 @@ class VectorStoreSource:
         if self._scored is not False:
             try:
                 if quiet:  # the public method warns with the documents' text on odd scores
-                    pairs = self.store._similarity_search_with_relevance_scores(query, k=fetch)  # noqa: SLF001
+                    pairs = self.store._similarity_search_with_relevance_scores(query, k=fetch)
                 else:
                     pairs = self.store.similarity_search_with_relevance_scores(query, k=fetch)
                 self._scored = True
@@ -179,7 +178,7 @@ class VectorStoreSource:
         if self._scored is not False:
             try:
                 if quiet:
-                    pairs = await self.store._asimilarity_search_with_relevance_scores(  # noqa: SLF001
+                    pairs = await self.store._asimilarity_search_with_relevance_scores(
                         query, k=fetch
                     )
                 else:
@@ -229,10 +228,7 @@ class RetrieverSource:
         all, so its run, which carries raw text, is never reported anywhere.
         """
         _refuse_tenant(self.name, tenant_id)
-        if traced:
-            found = self.retriever.invoke(query, config)
-        else:
-            found = _untraced(self.retriever, query)
+        found = self.retriever.invoke(query, config) if traced else _untraced(self.retriever, query)
         docs = [_with_identity(d, self.name, None) for d in found]
         return _keep(docs, k=k, min_score=min_score, where=filter)
 
@@ -259,19 +255,19 @@ class RetrieverSource:
 
 
 def _untraced(retriever: BaseRetriever, query: str) -> list[Document]:
-    if retriever._new_arg_supported:  # noqa: SLF001 - the documented hook, without callbacks
-        return retriever._get_relevant_documents(  # noqa: SLF001
+    if retriever._new_arg_supported:
+        return retriever._get_relevant_documents(
             query, run_manager=CallbackManagerForRetrieverRun.get_noop_manager()
         )
-    return retriever._get_relevant_documents(query)  # type: ignore[call-arg]  # noqa: SLF001
+    return retriever._get_relevant_documents(query)  # type: ignore[call-arg]
 
 
 async def _auntraced(retriever: BaseRetriever, query: str) -> list[Document]:
-    if retriever._new_arg_supported:  # noqa: SLF001
-        return await retriever._aget_relevant_documents(  # noqa: SLF001
+    if retriever._new_arg_supported:
+        return await retriever._aget_relevant_documents(
             query, run_manager=AsyncCallbackManagerForRetrieverRun.get_noop_manager()
         )
-    return await retriever._aget_relevant_documents(query)  # type: ignore[call-arg]  # noqa: SLF001
+    return await retriever._aget_relevant_documents(query)  # type: ignore[call-arg]
 
 
 def _is_source(value: Any) -> bool:

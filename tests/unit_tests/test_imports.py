@@ -88,3 +88,9 @@ def test_all_is_pinned() -> None:
 def test_every_name_is_importable() -> None:
     for name in __all__:
         assert getattr(langchain_knowledge_inject, name) is not None, name
+
+
+def test_the_package_is_marked_typed():
+    from pathlib import Path
+
+    assert (Path(langchain_knowledge_inject.__file__).parent / "py.typed").is_file()

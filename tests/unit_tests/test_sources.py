@@ -166,8 +166,14 @@ def test_a_retriever_is_cut_to_top_k_and_min_score_applies_where_scored():
 
 
 def test_results_merge_by_score_else_rank_by_rank_without_repeats():
-    a = [Document("1", id="a1", metadata={"score": 0.5}), Document("2", id="a2", metadata={"score": 0.4})]
-    b = [Document("3", id="b1", metadata={"score": 0.9}), Document("1", id="a1", metadata={"score": 0.5})]
+    a = [
+        Document("1", id="a1", metadata={"score": 0.5}),
+        Document("2", id="a2", metadata={"score": 0.4}),
+    ]
+    b = [
+        Document("3", id="b1", metadata={"score": 0.9}),
+        Document("1", id="a1", metadata={"score": 0.5}),
+    ]
     assert [d.id for d in merge_results([a, b], 3)] == ["b1", "a1", "a2"]
     unscored = [Document("4", id="u1"), Document("5", id="u2")]
     assert [d.id for d in merge_results([a, unscored], 4)] == ["a1", "u1", "a2", "u2"]
@@ -210,14 +216,17 @@ class RetrieverEvents(BaseCallbackHandler):
         self.ends.append(list(documents))
 
 
-
 async def test_retrieval_is_a_retriever_run_with_its_documents(kb):
     injector = KnowledgeInjector([kb, _store().as_retriever()], top_k=3, min_score=0.0)
-    events = [e async for e in injector.astream_events([HumanMessage("annual leave?")], version="v2")]
+    events = [
+        e async for e in injector.astream_events([HumanMessage("annual leave?")], version="v2")
+    ]
     names = [(e["event"], e["name"]) for e in events if "retriever" in e["event"]]
     assert ("on_retriever_start", "knowledge_retrieval") in names
     assert ("on_retriever_start", "VectorStoreRetriever") in names  # the wrapped one, nested
-    ends = [e for e in events if e["event"] == "on_retriever_end" and e["name"] == "knowledge_retrieval"]
+    ends = [
+        e for e in events if e["event"] == "on_retriever_end" and e["name"] == "knowledge_retrieval"
+    ]
     assert len(ends) == 2
     texts = [d.page_content for e in ends for d in e["data"]["output"]]
     assert TEXTS["leave.md"] in texts
@@ -239,7 +248,9 @@ async def test_restricted_retriever_runs_carry_ids_and_scores_never_text(kb, sur
         runnable = create_knowledge_graph(model, sources, summarizer_model=summarizer, **options)
         arg = {"messages": [HumanMessage("annual leave?")]}
     else:
-        runnable = create_knowledge_base_search_tool(sources, summarizer_model=summarizer, **options)
+        runnable = create_knowledge_base_search_tool(
+            sources, summarizer_model=summarizer, **options
+        )
         arg = {"query": "annual leave?"}
     events = [e async for e in runnable.astream_events(arg, version="v2")]
     ends = [e for e in events if e["event"] == "on_retriever_end"]
