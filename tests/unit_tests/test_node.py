@@ -101,7 +101,7 @@ def test_the_pipeline_nodes_in_a_plain_messages_state_graph_fail_loudly():
     builder.add_edge("retrieve", "build_context")
     builder.add_edge("build_context", "call_model")
     graph = builder.compile()
-    with pytest.raises(ConfigurationError, match="KnowledgeState.*create_knowledge_node"):
+    with pytest.raises(ConfigurationError, match=r"KnowledgeState.*create_knowledge_node"):
         graph.invoke({"messages": [HumanMessage("Leave days?")]})
     alone = StateGraph(MessagesState)
     alone.add_node("call_model", make_call_model_node(RecordingModel(), injector))

@@ -78,7 +78,7 @@ def kb(tmp_path_factory):
     base.close()
 
 
-# --- accepting sources -----------------------------------------------------------------------
+# --- accepting sources ---
 
 
 def test_every_kind_and_a_mix_is_accepted(kb):
@@ -98,7 +98,7 @@ def test_anything_else_is_a_clear_error(bad):
     assert "BaseRetriever" in str(info.value) and "VectorStore" in str(info.value)
 
 
-# --- vector stores -----------------------------------------------------------------------------
+# --- vector stores ---
 
 
 def test_a_store_without_relevance_scores_falls_back_to_similarity_search():
@@ -148,7 +148,7 @@ def test_a_source_without_tenants_refuses_a_tenant(make):
         injector.invoke([HumanMessage("leave?")], {"configurable": {"tenant_id": "acme"}})
 
 
-# --- retrievers -----------------------------------------------------------------------------------
+# --- retrievers ---
 
 
 def test_a_retriever_is_cut_to_top_k_and_min_score_applies_where_scored():
@@ -162,7 +162,7 @@ def test_a_retriever_is_cut_to_top_k_and_min_score_applies_where_scored():
     assert [d.id for d in source.search("q", k=3, min_score=0.5)] == ["a", "c"]
 
 
-# --- several sources -------------------------------------------------------------------------------
+# --- several sources ---
 
 
 def test_results_merge_by_score_else_rank_by_rank_without_repeats():
@@ -201,7 +201,7 @@ def test_the_tool_searches_a_vector_store_and_a_retriever():
     assert "25 days of annual leave" in message.content
 
 
-# --- traces -------------------------------------------------------------------------------------------
+# --- traces ---
 
 
 class RetrieverEvents(BaseCallbackHandler):
