@@ -33,7 +33,7 @@ class TestKnowledgeBaseSearchToolIntegration(ToolsIntegrationTests):
 
     @property
     def tool_constructor(self) -> BaseTool:
-        return create_knowledge_base_search_tool(self._kb, k=2)
+        return create_knowledge_base_search_tool(self._kb, top_k=2)
 
     @property
     def tool_invoke_params_example(self) -> dict[str, Any]:
@@ -42,7 +42,7 @@ class TestKnowledgeBaseSearchToolIntegration(ToolsIntegrationTests):
 
 @pytest.mark.parametrize("sample", SAMPLE_QUESTIONS, ids=lambda s: s.expected_source)
 def test_each_sample_question_finds_its_policy(sample_kb, sample):
-    tool = create_knowledge_base_search_tool(sample_kb, k=3)
+    tool = create_knowledge_base_search_tool(sample_kb, top_k=3)
     message = tool.invoke(
         {"name": tool.name, "args": {"query": sample.question}, "id": "1", "type": "tool_call"}
     )

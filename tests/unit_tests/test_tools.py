@@ -111,7 +111,7 @@ def test_schema_exposes_query_k_category_only():
 
 
 def test_tool_call_returns_text_for_the_model_and_documents_as_artifact():
-    tool = create_knowledge_base_search_tool(_kb(), k=2)
+    tool = create_knowledge_base_search_tool(_kb(), top_k=2)
     message = tool.invoke(
         {"name": tool.name, "args": {"query": "leave"}, "id": "1", "type": "tool_call"}
     )
@@ -225,7 +225,7 @@ def _tool_call(call_id: str, **args: Any) -> AIMessage:
 
 def test_skips_chunks_injected_this_turn_according_to_the_manifest():
     kb = _kb()
-    tool = create_knowledge_base_search_tool(kb, k=2)
+    tool = create_knowledge_base_search_tool(kb, top_k=2)
     state = {
         "messages": [HumanMessage("leave?"), _tool_call("1")],
         "knowledge_manifest": {"chunk_ids": ["c0"]},
@@ -236,7 +236,7 @@ def test_skips_chunks_injected_this_turn_according_to_the_manifest():
 
 
 def test_skips_chunks_this_tool_already_returned_this_turn_but_not_last_turn():
-    tool = create_knowledge_base_search_tool(_kb(), k=1)
+    tool = create_knowledge_base_search_tool(_kb(), top_k=1)
     earlier_turn = ToolMessage(
         "...", tool_call_id="0", name="knowledge_base_search", artifact=[_doc(SICK, 1, 0.7)]
     )
