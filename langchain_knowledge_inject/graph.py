@@ -31,7 +31,10 @@ injection, so it never grows with injected text and a checkpointer stores it as 
 The node factories (:func:`make_retrieve_node`, :func:`make_safe_summarize_node`,
 :func:`make_build_context_node`, :func:`make_call_model_node`,
 :func:`make_record_memory_node`, :func:`make_route_after_retrieve`) are public:
-put them into your own graph whose state extends :class:`KnowledgeState`.
+put them into your own graph whose state extends :class:`KnowledgeState` (in a
+state without its fields they raise ``ConfigurationError`` at the first run). To
+add injection to a plain ``StateGraph(MessagesState)``, use the one node
+:func:`~langchain_knowledge_inject.node.create_knowledge_node` instead.
 """
 
 from __future__ import annotations

@@ -209,8 +209,8 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
     def __init__(
         self,
         knowledge_base: Any,
-        settings: KnowledgeSettings | None = None,
         *,
+        settings: KnowledgeSettings | None = None,
         token_counter: TokenCounter | None = None,
         template: KnowledgeBlockTemplate | None = None,
         extra_blocks: Sequence[ExtraBlock] = (),

@@ -218,7 +218,9 @@ def test_every_surface_rejects_an_unknown_option(surface):
 
 
 def test_keyword_options_override_the_settings_object():
-    injector = KnowledgeInjector(FakeKB(), KnowledgeSettings(top_k=2, mode="dense"), top_k=5)
+    injector = KnowledgeInjector(
+        FakeKB(), settings=KnowledgeSettings(top_k=2, mode="dense"), top_k=5
+    )
     assert (injector.settings.top_k, injector.settings.mode) == (5, "dense")
 
 
