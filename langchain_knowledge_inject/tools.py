@@ -56,7 +56,6 @@ from langchain_knowledge_inject.restricted_scope import (
     resolve_restricted,
     sensitive_source_flags,
 )
-from langchain_knowledge_inject.tokens import approximate_token_count, fit_to_budget
 from langchain_knowledge_inject.settings import KnowledgeSettings, build_settings
 from langchain_knowledge_inject.sources import (
     as_sources,
@@ -65,6 +64,7 @@ from langchain_knowledge_inject.sources import (
     search_all,
     traced,
 )
+from langchain_knowledge_inject.tokens import approximate_token_count, fit_to_budget
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document
