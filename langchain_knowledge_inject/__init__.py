@@ -61,6 +61,7 @@ from langchain_knowledge_inject.middleware import (
     KnowledgeInjectionMiddleware,
     KnowledgeInjectionState,
 )
+from langchain_knowledge_inject.node import create_knowledge_node
 from langchain_knowledge_inject.placement import Placement, is_injected, strip_injected
 from langchain_knowledge_inject.procedures import Procedure, ProcedureLibrary
 from langchain_knowledge_inject.restriction import (
@@ -78,6 +79,7 @@ from langchain_knowledge_inject.restriction import (
 )
 from langchain_knowledge_inject.retriever import KnowledgeBaseRetriever
 from langchain_knowledge_inject.sample_data import build_sample_knowledge_base
+from langchain_knowledge_inject.settings import KnowledgeSettings
 from langchain_knowledge_inject.tokens import approximate_token_count
 from langchain_knowledge_inject.tools import (
     KnowledgeBaseSearchInput,
@@ -110,6 +112,7 @@ __all__ = [
     "KnowledgeInjectionMiddleware",
     "KnowledgeInjectionState",
     "KnowledgeInjector",
+    "KnowledgeSettings",
     "KnowledgeState",
     "LeakPolicy",
     "LeakReport",
@@ -137,6 +140,7 @@ __all__ = [
     "check_leak",
     "create_knowledge_base_search_tool",
     "create_knowledge_graph",
+    "create_knowledge_node",
     "create_memory_tools",
     "create_store_memory_tool",
     "create_user_fact_tools",

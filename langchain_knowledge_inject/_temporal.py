@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
@@ -175,7 +176,10 @@ def _year(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
     return datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc)
 
 
-def _fixed(days_back: int, length: int = 1):  # noqa: ANN202 - a tiny factory
+_Rule = Callable[[re.Match[str], datetime], tuple[datetime, datetime]]
+
+
+def _fixed(days_back: int, length: int = 1) -> _Rule:
     def resolve(_: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
         start = _day(now) - timedelta(days=days_back)
         return start, start + timedelta(days=length)
@@ -210,16 +214,16 @@ def resolve(question: str, *, now: datetime) -> DateRange | None:
     if now.tzinfo is None:
         now = now.replace(tzinfo=timezone.utc)
     now = now.astimezone(timezone.utc)
-    best: tuple[int, re.Match[str], object] | None = None
-    for pattern, fn in _COMPILED:
-        m = pattern.search(question)
-        if m and (best is None or m.start() < best[0]):
-            best = (m.start(), m, fn)
+    best: tuple[int, re.Match[str], _Rule] | None = None
+    for pattern, rule in _COMPILED:
+        found = pattern.search(question)
+        if found and (best is None or found.start() < best[0]):
+            best = (found.start(), found, rule)
     if best is None:
         return None
     _, m, fn = best
     try:
-        start, end = fn(m, now)  # type: ignore[operator]
+        start, end = fn(m, now)
     except (KeyError, ValueError, OverflowError):
         return None
     rest = " ".join((question[: m.start()] + " " + question[m.end() :]).split())

@@ -116,7 +116,7 @@ class ContextBlock(Protocol):
 
 
 class BlockText(str):
-    """The text of a block made of items, which :func:`assemble_blocks` can shorten.
+    r"""The text of a block made of items, which :func:`assemble_blocks` can shorten.
 
     It is a ``str`` (the rendered text of all its items) that also remembers
     its items and how to render a prefix of them.
@@ -125,9 +125,9 @@ class BlockText(str):
         items: The block's items, best first.
 
     Example:
-        >>> text = BlockText.build(["a", "b"], lambda xs: "[H]\\n" + "\\n".join(xs))
+        >>> text = BlockText.build(["a", "b"], lambda xs: "[H]\n" + "\n".join(xs))
         >>> text.keep(1)
-        '[H]\\na'
+        '[H]\na'
     """
 
     items: tuple[Any, ...]
@@ -173,7 +173,7 @@ def assemble_blocks(
     priorities: Mapping[str, int] | None = None,
     counter: TokenCounter = approximate_token_count,
 ) -> tuple[str | None, list[dict[str, Any]]]:
-    """Join the blocks in the given order, within their caps and the shared budget.
+    r"""Join the blocks in the given order, within their caps and the shared budget.
 
     Args:
         parts: ``(name, text)`` pairs in message order (see :data:`BLOCK_ORDER`);
@@ -195,7 +195,7 @@ def assemble_blocks(
         ConfigurationError: ``max_tokens`` or a cap is below 1.
 
     Example:
-        >>> snippets = BlockText.build(["s1 " * 20, "s2 " * 20], lambda xs: "\\n".join(xs))
+        >>> snippets = BlockText.build(["s1 " * 20, "s2 " * 20], lambda xs: "\n".join(xs))
         >>> text, cuts = assemble_blocks(
         ...     [("knowledge", "K " * 30), ("episodic", snippets)], max_tokens=80)
         >>> cuts[0]["block"], cuts[0]["kept"]

@@ -393,11 +393,12 @@ class EpisodicMemory:
         entries = []
         for item in episodes:
             if isinstance(item, Mapping):
+                fields = dict(item)
                 try:
-                    item = EpisodeRecord(**item)
+                    item = EpisodeRecord(**fields)
                 except TypeError as exc:
                     msg = f"an episode takes the fields of EpisodeRecord: {exc}"
-                    raise ConfigurationError(msg, option="episodes", value=dict(item)) from exc
+                    raise ConfigurationError(msg, option="episodes", value=fields) from exc
             entry = prepare(item, user_id=user_id)
             if entry is not None:
                 entries.append(entry)
@@ -485,12 +486,14 @@ class EpisodicMemory:
             name = getattr(collection, "name", collection)
             if not str(name).startswith(f"{prefix}-"):
                 continue
-            got = client.get_collection(str(name)).get(
-                where={"rec": {"$in": ["x", "m"]}}, include=["metadatas"]
-            )
+            legacy_where: Any = {"rec": {"$in": ["x", "m"]}}
+            got = client.get_collection(str(name)).get(where=legacy_where, include=["metadatas"])
             by_user: dict[str, list[EpisodeRecord]] = {}
-            for meta in got["metadatas"] or []:
-                kind = "memory" if meta.get("kind") == "memory" else "exchange"
+            for found in got["metadatas"] or []:
+                meta: dict[str, Any] = dict(found)
+                kind: Literal["memory", "exchange"] = (
+                    "memory" if meta.get("kind") == "memory" else "exchange"
+                )
                 by_user.setdefault(str(meta["user_id"]), []).append(
                     EpisodeRecord(
                         text=str(meta.get("user_message", "")),
@@ -631,7 +634,7 @@ class EpisodicMemory:
         known = set(self._speakers.get(user, ())) if self.speaker_weight else set()
         named = names_in(text, known)
         base = self._kb_search(strip_names(text, named), user, where)
-        seen = {d.metadata.get("ep_speaker") for d in base} - {None, ""} - known
+        seen = {str(d.metadata["ep_speaker"]) for d in base if d.metadata.get("ep_speaker")} - known
         seen = seen if self.speaker_weight else set()
         if seen:  # speakers not known yet (a memory reopened): learn them, search again
             known |= seen

@@ -95,7 +95,7 @@ def format_user_facts(facts: Mapping[str, str]) -> str | None:
 
 
 class UserFacts:
-    """Per-user ``key=value`` facts in a LangGraph store (a ``ContextBlock``).
+    r"""Per-user ``key=value`` facts in a LangGraph store (a ``ContextBlock``).
 
     Args:
         store: Any LangGraph ``BaseStore``.
@@ -111,7 +111,7 @@ class UserFacts:
         >>> facts = UserFacts(InMemoryStore())
         >>> _ = facts.set("u1", "City", "Lisbon")
         >>> facts.render(query="hi", messages=[], config={"configurable": {"user_id": "u1"}})
-        '[User Facts]\\ncity=Lisbon'
+        '[User Facts]\ncity=Lisbon'
         >>> facts.render(query="hi", messages=[], config={"configurable": {"user_id": "u2"}})
     """
 

@@ -31,7 +31,10 @@ injection, so it never grows with injected text and a checkpointer stores it as 
 The node factories (:func:`make_retrieve_node`, :func:`make_safe_summarize_node`,
 :func:`make_build_context_node`, :func:`make_call_model_node`,
 :func:`make_record_memory_node`, :func:`make_route_after_retrieve`) are public:
-put them into your own graph whose state extends :class:`KnowledgeState`.
+put them into your own graph whose state extends :class:`KnowledgeState` (in a
+state without its fields they raise ``ConfigurationError`` at the first run). To
+add injection to a plain ``StateGraph(MessagesState)``, use the one node
+:func:`~langchain_knowledge_inject.node.create_knowledge_node` instead.
 """
 
 from __future__ import annotations
@@ -49,18 +52,27 @@ from langchain_knowledge_inject._context import RestrictedContext
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.injector import (
-    InjectionConfig,
     KnowledgeInjector,
     RetrievalOutcome,
     TurnContext,
+    injector_for,
 )
 from langchain_knowledge_inject.manifest import MANIFEST_EVENT, aemit_manifest, emit_manifest
-from langchain_knowledge_inject.placement import place_context, strip_injected
+from langchain_knowledge_inject.placement import (
+    extend_system_message,
+    place_context,
+    strip_injected,
+)
+from langchain_knowledge_inject.settings import KnowledgeSettings
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.tools import BaseTool
     from langgraph.graph.state import CompiledStateGraph
+    from typing_extensions import Unpack
+
+    from langchain_knowledge_inject.blocks import ContextBlock
+    from langchain_knowledge_inject.settings import SettingsOptions
 
 __all__ = [
     "KnowledgeState",
@@ -144,15 +156,42 @@ def compose_messages(
     return messages
 
 
-def extend_system_message(message: SystemMessage, addition: str | None) -> SystemMessage:
-    """A copy of ``message`` with ``addition`` appended after a blank line (or as a text part)."""
-    if not addition:
-        return message
-    if isinstance(message.content, str):
-        content: Any = f"{message.content}\n\n{addition}" if message.content else addition
-    else:
-        content = [*message.content, {"type": "text", "text": addition}]
-    return message.model_copy(update={"content": content})
+class _FromSettings:
+    """Marker default: take ``knowledge_prompt`` from the injector's settings."""
+
+    def __repr__(self) -> str:
+        return "FROM_SETTINGS"
+
+
+FROM_SETTINGS = _FromSettings()
+
+
+def _prompt(
+    injector: KnowledgeInjector, knowledge_prompt: str | _FromSettings | None
+) -> str | None:
+    if isinstance(knowledge_prompt, _FromSettings):
+        return injector.settings.knowledge_prompt
+    return knowledge_prompt
+
+
+def _messages_of(state: Any, node: str) -> Any:
+    if not isinstance(state, dict) or "messages" not in state:
+        msg = f"the {node!r} node needs a 'messages' field in the graph state"
+        raise ConfigurationError(msg, option="state", value=sorted(state or ()))
+    return state["messages"]
+
+
+def _require(state: dict[str, Any], keys: Sequence[str], node: str) -> None:
+    """Fail loudly where the state lacks our per-turn fields (a plain ``MessagesState``)."""
+    missing = [key for key in keys if key not in state]
+    if missing:
+        msg = (
+            f"the {node!r} node found no {', '.join(repr(k) for k in missing)} in the graph "
+            "state: the state must extend KnowledgeState and the retrieve / build_context "
+            "nodes must run first; in a plain StateGraph(MessagesState) add the one node "
+            "create_knowledge_node(model, knowledge_base) instead"
+        )
+        raise ConfigurationError(msg, option="state", value=sorted(state))
 
 
 # --- nodes ---------------------------------------------------------------------------------
@@ -193,15 +232,17 @@ def make_retrieve_node(injector: KnowledgeInjector) -> Runnable[Any, dict[str, A
 
     def retrieve(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         settings = injector.resolve(config)
+        messages = _messages_of(state, "retrieve")
         if settings.restricted:  # searched by safe_summarize, so raw text never enters state
-            return _update(RetrievalOutcome(query=injector._query(state["messages"], settings)))
-        return _update(injector.retrieve(state["messages"], settings))
+            return _update(RetrievalOutcome(query=injector._query(messages, settings)))
+        return _update(injector.retrieve(messages, settings, config))
 
     async def aretrieve(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         settings = injector.resolve(config)
+        messages = _messages_of(state, "retrieve")
         if settings.restricted:
-            return _update(RetrievalOutcome(query=injector._query(state["messages"], settings)))
-        return _update(await injector.aretrieve(state["messages"], settings))
+            return _update(RetrievalOutcome(query=injector._query(messages, settings)))
+        return _update(await injector.aretrieve(messages, settings, config))
 
     return RunnableLambda(retrieve, afunc=aretrieve, name="retrieve")
 
@@ -220,6 +261,7 @@ def make_route_after_retrieve(
     def route_after_retrieve(
         state: dict[str, Any], config: RunnableConfig
     ) -> Literal["safe_summarize", "build_context"]:
+        _require(state, ("retrieved", "retrieval_query"), "route_after_retrieve")
         if injector.resolve(config).restricted and (
             state.get("retrieval_query") is not None or state.get("retrieved")
         ):
@@ -266,17 +308,19 @@ def make_safe_summarize_node(injector: KnowledgeInjector) -> Runnable[Any, dict[
         }
 
     def safe_summarize(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        _require(state, ("retrieved", "retrieval_query"), "safe_summarize")
         settings, outcome, raw = _inputs(state, config)
         if not raw and outcome.query is not None:
-            outcome = injector.retrieve(state["messages"], settings)
+            outcome = injector.retrieve(state["messages"], settings, config)
         if not outcome.documents:
             return _update(outcome, None)
         return _update(outcome, injector.safe_summary(outcome.query, outcome.documents, config))
 
     async def asafe_summarize(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        _require(state, ("retrieved", "retrieval_query"), "safe_summarize")
         settings, outcome, raw = _inputs(state, config)
         if not raw and outcome.query is not None:
-            outcome = await injector.aretrieve(state["messages"], settings)
+            outcome = await injector.aretrieve(state["messages"], settings, config)
         if not outcome.documents:
             return _update(outcome, None)
         context = await injector.asafe_summary(outcome.query, outcome.documents, config)
@@ -289,7 +333,7 @@ def make_build_context_node(
     injector: KnowledgeInjector,
     *,
     system_prompt: str | None = None,
-    knowledge_prompt: str | None = KNOWLEDGE_SYSTEM_PROMPT,
+    knowledge_prompt: str | _FromSettings | None = FROM_SETTINGS,
 ) -> Runnable[Any, dict[str, Any]]:
     """The ``build_context`` node: the dynamic_context text and the turn's manifest.
 
@@ -300,14 +344,23 @@ def make_build_context_node(
     ``dynamic_context`` and ``knowledge_manifest``, and emits the manifest as the
     ``knowledge_injection`` custom event (``astream_events``, tracing) and on
     ``stream_mode="custom"``. ``system_prompt`` and ``knowledge_prompt`` must be
-    those of ``call_model``: they are part of the hashed stable prefix.
+    those of ``call_model``: they are part of the hashed stable prefix
+    (``knowledge_prompt`` defaults to the injector's ``settings.knowledge_prompt``).
+
+    Raises:
+        ConfigurationError: At run time, when the state has no ``retrieved`` /
+            ``retrieval_query`` field (the graph's state must extend
+            :class:`KnowledgeState`; in a plain ``MessagesState`` graph use
+            :func:`~langchain_knowledge_inject.node.create_knowledge_node`).
     """
+    prompt = _prompt(injector, knowledge_prompt)
 
     def _inputs(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        _require(state, ("retrieved", "retrieval_query"), "build_context")
         settings = injector.resolve(config)
         messages = compose_messages(
             state["messages"], None, system_prompt=system_prompt,
-            knowledge_prompt=knowledge_prompt, placement=settings.placement,
+            knowledge_prompt=prompt, placement=settings.placement,
         )  # fmt: skip
         outcome = RetrievalOutcome(
             query=state.get("retrieval_query"),
@@ -337,7 +390,7 @@ def make_build_context_node(
 
 
 def _restricted_from_state(
-    state: dict[str, Any], settings: InjectionConfig
+    state: dict[str, Any], settings: KnowledgeSettings
 ) -> RestrictedContext | None:
     """The safe summary for a restricted turn; fail closed when there is none."""
     if not settings.restricted or not state.get("retrieved"):
@@ -356,20 +409,28 @@ def make_call_model_node(
     injector: KnowledgeInjector,
     *,
     system_prompt: str | None = None,
-    knowledge_prompt: str | None = KNOWLEDGE_SYSTEM_PROMPT,
+    knowledge_prompt: str | _FromSettings | None = FROM_SETTINGS,
 ) -> Runnable[Any, dict[str, Any]]:
     """The ``call_model`` node: send system prompt + history + dynamic context; keep the reply.
 
     Returns only ``{"messages": [reply]}``: the injected text never enters the
     history. Inside a tool loop the dynamic context stays next to the last user
     message. ``model`` is used as given (bind tools beforehand).
+
+    Raises:
+        ConfigurationError: At run time, when the state has no ``dynamic_context``
+            field: the ``build_context`` node did not run or the state does not
+            extend :class:`KnowledgeState` (in a plain ``MessagesState`` graph use
+            :func:`~langchain_knowledge_inject.node.create_knowledge_node`).
     """
+    prompt = _prompt(injector, knowledge_prompt)
 
     def _messages(state: dict[str, Any], config: RunnableConfig) -> list[BaseMessage]:
+        _require(state, ("dynamic_context",), "call_model")
         placement = injector.config.with_overrides(config).placement  # no flag read needed
         return compose_messages(
             state["messages"], state.get("dynamic_context"), system_prompt=system_prompt,
-            knowledge_prompt=knowledge_prompt, placement=placement,
+            knowledge_prompt=prompt, placement=placement,
         )  # fmt: skip
 
     def call_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
@@ -414,15 +475,15 @@ def create_knowledge_graph(
     model: BaseChatModel | str,
     knowledge_base: Any,
     *,
+    settings: KnowledgeSettings | None = None,
     system_prompt: str | None = None,
-    restricted: bool = False,
     summarizer_model: BaseChatModel | None = None,
+    blocks: Sequence[ContextBlock] = (),
     tools: Sequence[BaseTool | Callable[..., Any]] | None = None,
-    knowledge_prompt: str | None = KNOWLEDGE_SYSTEM_PROMPT,
     checkpointer: Any = None,
     store: Any = None,
     name: str | None = None,
-    **injector_options: Any,
+    **options: Unpack[SettingsOptions],
 ) -> CompiledStateGraph:
     """Create a compiled LangGraph graph that injects knowledge before every model call.
 
@@ -431,31 +492,33 @@ def create_knowledge_graph(
     ``call_model`` when ``tools`` are given. The state is :class:`KnowledgeState`.
     The stored history holds only the conversation; see the module docstring.
 
-    Per-request overrides through ``config["configurable"]``: ``knowledge_enabled``,
-    ``top_k``, ``min_score``, ``tenant_id``, ``placement``, ``restricted``.
+    Per-request overrides through ``config["configurable"]``: see
+    :mod:`~langchain_knowledge_inject.settings` (declared by the injector's
+    ``config_specs``).
 
     Args:
         model: The chat model, or a ``"provider:model"`` string for ``init_chat_model``.
-        knowledge_base: A ``KnowledgeBase`` or a sequence of them.
-        system_prompt: Your system prompt; :data:`KNOWLEDGE_SYSTEM_PROMPT` is
-            appended to it (see ``knowledge_prompt``).
-        restricted: Restricted mode: the model sees a safe summary, never raw chunks.
+        knowledge_base: The knowledge source(s): a ``KnowledgeBase``, a LangChain
+            ``BaseRetriever`` or ``VectorStore``, or a sequence mixing these; or a
+            ready :class:`KnowledgeInjector` (for ``token_counter``, ``template``,
+            ``extra_blocks``), in which case ``settings``, ``summarizer_model``,
+            ``blocks`` and ``**options`` belong on the injector.
+        settings: The :class:`~langchain_knowledge_inject.settings.KnowledgeSettings`
+            (``top_k``, ``restricted``, ``knowledge_prompt``, ...).
+        **options: Fields of ``settings`` given directly (``top_k=3``).
+        system_prompt: Your system prompt; ``settings.knowledge_prompt`` (default
+            :data:`KNOWLEDGE_SYSTEM_PROMPT`) is appended to it.
         summarizer_model: Restricted mode: the secondary model writing safe summaries.
+        blocks: Context blocks: ``blocks=[ProcedureLibrary(...), EpisodicMemory(...),
+            UserFacts(store)]`` adds those blocks to the injected message (user id:
+            ``configurable["user_id"]``); with an ``EpisodicMemory`` a
+            ``record_memory`` node records each finished turn. Give the model the
+            memory tools with ``tools=create_memory_tools(memory=..., facts=...)``.
         tools: Tools the model may call (bound with ``bind_tools``), for example
             :func:`create_knowledge_base_search_tool`.
-        knowledge_prompt: The static system-prompt addition (``None``: leave out).
         checkpointer: A LangGraph checkpointer (``InMemorySaver``, ``SqliteSaver``...).
         store: A LangGraph store.
         name: Name of the compiled graph.
-        **injector_options: Passed to :class:`KnowledgeInjector` (``top_k``,
-            ``min_score``, ``mode``, ``tenant_id``, ``placement``, ``max_tokens``,
-            ``token_counter``, ``template``, ``extra_blocks``, ``include_kb_meta``,
-            ``on_error``, ``query_window``, ``blocks``). ``blocks=[ProcedureLibrary(...),
-            EpisodicMemory(...), UserFacts(store)]`` adds those blocks to the
-            injected message (user id: ``configurable["user_id"]``); with an
-            ``EpisodicMemory`` a ``record_memory`` node records each finished
-            turn. Give the model the memory tools with
-            ``tools=create_memory_tools(memory=..., facts=...)``.
 
     Returns:
         The compiled graph. Invoke it with ``{"messages": [...]}``.
@@ -481,12 +544,13 @@ def create_knowledge_graph(
             state = graph.invoke({"messages": [("user", "How many days of leave?")]}, config)
             assert state["messages"][-1].content == "25 days."
     """
-    injector = KnowledgeInjector(
-        knowledge_base, restricted=restricted, summarizer_model=summarizer_model, **injector_options
-    )
+    injector = injector_for(
+        knowledge_base, settings=settings, summarizer_model=summarizer_model, blocks=blocks,
+        options=dict(options),
+    )  # fmt: skip
     chat_model = _chat_model(model)
-    bound = chat_model.bind_tools(list(tools)) if tools else chat_model  # type: ignore[attr-defined]
-    prompts = {"system_prompt": system_prompt, "knowledge_prompt": knowledge_prompt}
+    bound = chat_model.bind_tools(list(tools)) if tools else chat_model
+    prompts = {"system_prompt": system_prompt}
 
     builder = StateGraph(KnowledgeState)
     builder.add_node("retrieve", make_retrieve_node(injector))

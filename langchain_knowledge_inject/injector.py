@@ -7,19 +7,12 @@ facts), build the dynamic_context text (all blocks under one token budget, the
 knowledge block cut at chunk boundaries), place it, and emit the manifest. The
 input messages are never changed; ``strip_injected(output) == input``.
 
-Per-request overrides (``config["configurable"]``; a ``None`` value means no
-override, anything invalid raises ``ConfigurationError``):
-
-==================== ===========================================================
-``knowledge_enabled`` ``False``: no retrieval and no injection (no block either)
-``top_k``             chunks to retrieve (>= 1)
-``min_score``         drop chunks scoring below this, in [0, 1]
-``tenant_id``         the tenant partition to search
-``placement``         ``"dynamic_context"``, ``"postfix"`` or ``"system"``
-``restricted``        ``True`` switches restricted mode on; it cannot be switched off
-                      per request where the injector or a knowledge base has it on
-``query_window``      earlier user turns added to the query of a follow-up (0-10)
-==================== ===========================================================
+Settings: one :class:`~langchain_knowledge_inject.settings.KnowledgeSettings`
+(``settings=``, or its fields as keyword arguments), with per-request overrides
+from ``config["configurable"]`` parsed by ``KnowledgeSettings.with_overrides``
+(see :mod:`~langchain_knowledge_inject.settings` for the keys). The sources: a
+``KnowledgeBase``, a LangChain retriever or vector store, or a mix (see
+:mod:`~langchain_knowledge_inject.sources`); each search runs as a retriever run.
 """
 
 from __future__ import annotations
@@ -28,11 +21,11 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing_extensions import Unpack
 
 from langchain_knowledge_inject._context import (
     BuiltContext,
@@ -40,7 +33,6 @@ from langchain_knowledge_inject._context import (
     RestrictedContext,
     RetrievalOutcome,
     TurnContext,
-    _as_knowledge_bases,
     _chunk_id,
     _coerce_messages,
 )
@@ -65,7 +57,7 @@ from langchain_knowledge_inject.manifest import (
     hash_messages,
 )
 from langchain_knowledge_inject.placement import (
-    Placement,
+    add_knowledge_prompt,
     injection_index,
     place_context,
     retrieval_query,
@@ -76,14 +68,29 @@ from langchain_knowledge_inject.restricted_scope import (
     redact_documents,
     resolve_restricted,
 )
+from langchain_knowledge_inject.settings import KnowledgeSettings, SettingsOptions, build_settings
+from langchain_knowledge_inject.sources import (
+    TracedSearch,
+    as_sources,
+    asearch_one,
+    merge_results,
+    search_one,
+)
+from langchain_knowledge_inject.sources import traced as traced_searches
 from langchain_knowledge_inject.tokens import TokenCounter, approximate_token_count
 
 if TYPE_CHECKING:
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForChainRun,
+        CallbackManagerForChainRun,
+    )
     from langchain_core.documents import Document
+    from langchain_core.runnables.utils import ConfigurableFieldSpec
 
 __all__ = [
     "InjectionConfig",
     "KnowledgeInjector",
+    "KnowledgeSettings",
     "RestrictedContext",
     "RetrievalOutcome",
     "TurnContext",
@@ -92,90 +99,8 @@ __all__ = [
 logger = logging.getLogger("langchain_knowledge_inject")
 
 ExtraBlock = str | Callable[[RunnableConfig], str | None]
-_OVERRIDES = {
-    "knowledge_enabled": "enabled",
-    "top_k": "top_k",
-    "min_score": "min_score",
-    "tenant_id": "tenant_id",
-    "placement": "placement",
-    "restricted": "restricted",
-    "query_window": "query_window",
-}
-
-
-class InjectionConfig(BaseModel):
-    """Settings of one injection turn, validated (invalid values raise ``ConfigurationError``).
-
-    Example:
-        >>> InjectionConfig(top_k=2).with_overrides({"configurable": {"top_k": 6}}).top_k
-        6
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    enabled: bool = True
-    """``False``: no retrieval, no injection."""
-    top_k: int = Field(default=4, ge=1, le=100)
-    """Chunks to retrieve per knowledge base."""
-    min_score: float | None = Field(default=None, ge=0.0, le=1.0)
-    """Drop chunks scoring below this; ``None`` uses the knowledge base's default."""
-    mode: Literal["dense", "keyword", "hybrid"] = "hybrid"
-    """Search mode."""
-    tenant_id: str | None = Field(default=None, min_length=1)
-    """Tenant partition to search; ``None``: the shared partition."""
-    placement: Placement = "dynamic_context"
-    """Where the context goes (see :mod:`~langchain_knowledge_inject.placement`);
-    ``"system"`` defeats provider prompt caching of the history."""
-    max_tokens: int = Field(default=2000, ge=1)
-    """Token budget of the whole injected text; the knowledge block gets what the other
-    blocks leave and is cut at chunk boundaries."""
-    restricted: bool = False
-    """Restricted mode: the model sees a safe summary, never raw chunks."""
-    on_error: Literal["degrade", "raise"] = "degrade"
-    """On a retrieval error: go on without knowledge (logged, in the manifest) or raise."""
-    include_kb_meta: bool = False
-    """Add the ``[Knowledge Bases]`` block (name, id, description, topics)."""
-    query_window: int = Field(default=0, ge=0, le=10)
-    """Earlier user turns added to the query of a follow-up such as "and abroad?"
-    (0: the current message only; see ``placement.retrieval_query``)."""
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            option = ".".join(str(p) for p in error["loc"]) or None
-            msg = f"Invalid injection setting {option}={error.get('input')!r}: {error['msg']}"
-            raise ConfigurationError(msg, option=option, value=error.get("input")) from exc
-
-    def with_overrides(self, config: RunnableConfig | None) -> InjectionConfig:
-        """These settings with the per-request overrides of ``config["configurable"]`` applied.
-
-        Keys: ``knowledge_enabled``, ``top_k``, ``min_score``, ``tenant_id``,
-        ``placement``, ``restricted``, ``query_window`` (see the module docstring). Other keys are
-        ignored; a ``None`` value means no override.
-
-        Raises:
-            ConfigurationError: An override has a value that is not allowed.
-        """
-        configurable = (config or {}).get("configurable") or {}
-        updates = {
-            name: configurable[key]
-            for key, name in _OVERRIDES.items()
-            if configurable.get(key) is not None
-        }
-        if not updates:
-            return self
-        if "restricted" in updates:  # decided in one place: any "on" wins
-            updates["restricted"] = resolve_restricted(
-                surface=self.restricted, request=updates["restricted"]
-            )
-        try:
-            return InjectionConfig(**{**self.model_dump(), **updates})
-        except ConfigurationError as exc:
-            key = next((k for k, name in _OVERRIDES.items() if name == exc.option), exc.option)
-            msg = f"Invalid configurable[{key!r}]: {exc}"
-            raise ConfigurationError(msg, option=key, value=exc.value) from exc
+InjectionConfig = KnowledgeSettings
+"""Former name of :class:`~langchain_knowledge_inject.settings.KnowledgeSettings` (an alias)."""
 
 
 class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
@@ -184,9 +109,15 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
     Input: a list of messages (or message-like tuples/dicts), a ``{"messages":
     [...]}`` dict, or a chat ``PromptValue``. Output: the list of messages with
     the dynamic_context injected, so ``prompt | injector | model`` works.
-    When nothing relevant is retrieved and no block has anything to add, the
-    output equals the input. Injections of earlier turns found in the input are
-    removed first, so they never pile up.
+    The system message gets ``knowledge_prompt`` (default
+    :data:`KNOWLEDGE_SYSTEM_PROMPT`, the same as the graph and the middleware:
+    how to use and cite the knowledge), once, on every turn with injection on, so
+    the prefix stays byte-identical; ``knowledge_prompt=None`` leaves it out. When
+    nothing relevant is retrieved and no block has anything to add, only that
+    prompt is added. Injections of earlier turns found in the input are removed
+    first, so they never pile up. In a ``StateGraph(MessagesState)`` of your own,
+    use :func:`~langchain_knowledge_inject.node.create_knowledge_node` rather than
+    ``injector | model`` as a node (a node must return a state update).
 
     Context blocks (``blocks=``; knowledge alone is on by default): a
     ``ProcedureLibrary``, an ``EpisodicMemory``, a ``UserFacts`` (or any
@@ -248,12 +179,16 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         '[User Facts]\nteam=Payroll'
 
     Args:
-        knowledge_base: A ``KnowledgeBase`` (anything with ``search``/``asearch``
-            as in the knowledge-base contract), or a sequence of them; results
-            of several are merged by score.
-        top_k, min_score, mode, tenant_id, placement, max_tokens, restricted,
-            on_error, include_kb_meta, query_window: see :class:`InjectionConfig`.
-            ``restricted`` is also on when a bound knowledge base's info says so.
+        knowledge_base: The knowledge source(s): a ``KnowledgeBase``, a LangChain
+            ``BaseRetriever`` or ``VectorStore``, or a sequence mixing these (see
+            :mod:`~langchain_knowledge_inject.sources`); results of several are merged.
+        settings: The :class:`~langchain_knowledge_inject.settings.KnowledgeSettings`
+            (``top_k``, ``min_score``, ``mode``, ``tenant_id``, ``placement``,
+            ``max_tokens``, ``restricted``, ``on_error``, ``include_kb_meta``,
+            ``query_window``, ``knowledge_prompt``). ``restricted`` is also on when a
+            bound knowledge base's info says so.
+        **options: Fields of ``settings`` given directly (``top_k=3``); they
+            override those of ``settings``.
         token_counter: Counts tokens; :func:`approximate_token_count` by default.
         template: The knowledge block template.
         extra_blocks: Blocks added after the other blocks in the same message:
@@ -275,32 +210,24 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         self,
         knowledge_base: Any,
         *,
-        top_k: int = 4,
-        min_score: float | None = None,
-        mode: Literal["dense", "keyword", "hybrid"] = "hybrid",
-        tenant_id: str | None = None,
-        placement: Placement = "dynamic_context",
-        max_tokens: int = 2000,
+        settings: KnowledgeSettings | None = None,
         token_counter: TokenCounter | None = None,
         template: KnowledgeBlockTemplate | None = None,
         extra_blocks: Sequence[ExtraBlock] = (),
-        include_kb_meta: bool = False,
-        restricted: bool = False,
-        on_error: Literal["degrade", "raise"] = "degrade",
-        query_window: int = 0,
         summarizer_model: Any = None,
         blocks: Sequence[ContextBlock] = (),
+        **options: Unpack[SettingsOptions],
     ) -> None:
-        self.knowledge_bases: tuple[Any, ...] = _as_knowledge_bases(knowledge_base)
-        self._surface_restricted = restricted is True
+        self.knowledge_bases: tuple[Any, ...] = as_sources(knowledge_base)
+        self._searches = traced_searches(self.knowledge_bases)
+        resolved = build_settings(settings, **options)
+        self._surface_restricted = resolved.restricted is True
         restricted = resolve_restricted(
-            knowledge_bases=knowledge_base_flags(self.knowledge_bases), surface=restricted
+            knowledge_bases=knowledge_base_flags(self.knowledge_bases), surface=resolved.restricted
         )
-        self.config = InjectionConfig(
-            top_k=top_k, min_score=min_score, mode=mode, tenant_id=tenant_id,
-            placement=placement, max_tokens=max_tokens, restricted=restricted,
-            on_error=on_error, include_kb_meta=include_kb_meta, query_window=query_window,
-        )  # fmt: skip
+        if restricted != resolved.restricted:
+            resolved = resolved.replace(restricted=restricted)
+        self.settings: KnowledgeSettings = resolved
         if token_counter is not None and not callable(token_counter):
             msg = "token_counter must be a callable (text) -> int"
             raise ConfigurationError(msg, option="token_counter", value=token_counter)
@@ -318,21 +245,33 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         self.summarizer_model = summarizer_model
         self.blocks: tuple[ContextBlock, ...] = _check_blocks(blocks)
         self._parts = ContextParts(self)
+        self._warned_node = False
 
     def __repr__(self) -> str:
         names = ", ".join(str(getattr(kb, "name", kb)) for kb in self.knowledge_bases)
         return f"KnowledgeInjector([{names}], {self.config!r})"
 
     # -- settings and retrieval -------------------------------------------------------
-    def resolve(self, config: RunnableConfig | None) -> InjectionConfig:
+    @property
+    def config(self) -> KnowledgeSettings:
+        """The constructor's settings (an alias of :attr:`settings`)."""
+        return self.settings
+
+    @property
+    def config_specs(self) -> list[ConfigurableFieldSpec]:
+        """The per-request settings, declared as configurable fields (defaults: the settings)."""
+        return self.settings.config_specs()
+
+    def resolve(self, config: RunnableConfig | None) -> KnowledgeSettings:
         """The settings for one request: constructor values plus ``configurable`` overrides.
 
-        Whether the turn is restricted is decided by
+        The overrides are parsed by ``KnowledgeSettings.with_overrides`` (the one
+        parser). Whether the turn is restricted is decided by
         :func:`~langchain_knowledge_inject.restricted_scope.resolve_restricted` from
         the knowledge bases' stored flags (read now), the injector's own flag and
         ``configurable["restricted"]``: any "on" wins.
         """
-        settings = self.config.with_overrides(config)
+        settings = self.settings.with_overrides(config)
         restricted = resolve_restricted(
             knowledge_bases=knowledge_base_flags(self.knowledge_bases),
             surface=self._surface_restricted,
@@ -342,12 +281,18 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
             settings = settings.model_copy(update={"restricted": restricted})
         return settings
 
-    def _search_kwargs(self, settings: InjectionConfig) -> dict[str, Any]:
+    @staticmethod
+    def _search_kwargs(settings: KnowledgeSettings) -> dict[str, Any]:
         return {"k": settings.top_k, "min_score": settings.min_score,
                 "mode": settings.mode, "tenant_id": settings.tenant_id}  # fmt: skip
 
-    def retrieve(self, messages: Any, settings: InjectionConfig) -> RetrievalOutcome:
-        """Search the knowledge base(s) with the current user message.
+    def retrieve(
+        self, messages: Any, settings: KnowledgeSettings, config: RunnableConfig | None = None
+    ) -> RetrievalOutcome:
+        """Search the knowledge source(s) with the current user message.
+
+        Each source's search is a retriever run under ``config`` (its documents
+        are visible to callbacks; in restricted mode only their ids and scores).
 
         Raises:
             RetrievalError: The search failed and ``settings.on_error == "raise"``.
@@ -357,31 +302,40 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
             return RetrievalOutcome(query=None)
         kwargs = self._search_kwargs(settings)
 
-        def search(kb: Any) -> list[Document] | Exception:
-            try:
-                return kb.search(query, **kwargs)
+        restricted = settings.restricted
+
+        def search(traced: TracedSearch) -> list[Document] | Exception:
+            try:  # a retriever run under ``config`` (stubs only in restricted mode)
+                return search_one(traced, query, kwargs, config=config, restricted=restricted)
             except Exception as exc:  # degraded or raised in _failed
                 return exc
 
-        kbs = self.knowledge_bases
-        if len(kbs) == 1:
-            results = [search(kbs[0])]
+        searches = self._searches
+        if len(searches) == 1:
+            results = [search(searches[0])]
         else:  # side by side: a slow or frozen store does not delay the others
-            with ThreadPoolExecutor(max_workers=len(kbs), thread_name_prefix="kinject") as pool:
-                results = list(pool.map(search, kbs))
+            workers = len(searches)
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kinject") as pool:
+                results = list(pool.map(search, searches))
         found = [r for r in results if not isinstance(r, Exception)]
         failed = [r for r in results if isinstance(r, Exception)]
         if failed:
             return self._failed(query, failed, settings, found)
-        return RetrievalOutcome(query=query, documents=self._merge(found, settings))
+        return RetrievalOutcome(query=query, documents=merge_results(found, settings.top_k))
 
-    async def aretrieve(self, messages: Any, settings: InjectionConfig) -> RetrievalOutcome:
+    async def aretrieve(
+        self, messages: Any, settings: KnowledgeSettings, config: RunnableConfig | None = None
+    ) -> RetrievalOutcome:
         """Async twin of :meth:`retrieve` (uses ``asearch``)."""
         query = self._query(messages, settings)
         if query is None:
             return RetrievalOutcome(query=None)
+        kwargs, restricted = self._search_kwargs(settings), settings.restricted
         results = await asyncio.gather(
-            *(kb.asearch(query, **self._search_kwargs(settings)) for kb in self.knowledge_bases),
+            *(
+                asearch_one(traced, query, kwargs, config=config, restricted=restricted)
+                for traced in self._searches
+            ),
             return_exceptions=True,
         )
         found = [r for r in results if not isinstance(r, BaseException)]
@@ -391,10 +345,10 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         failed = [r for r in results if isinstance(r, Exception)]
         if failed:
             return self._failed(query, failed, settings, found)
-        return RetrievalOutcome(query=query, documents=self._merge(found, settings))
+        return RetrievalOutcome(query=query, documents=merge_results(found, settings.top_k))
 
     @staticmethod
-    def _query(messages: Any, settings: InjectionConfig) -> str | None:
+    def _query(messages: Any, settings: KnowledgeSettings) -> str | None:
         """The turn's retrieval query, cut as the knowledge base cuts it (None: no retrieval).
 
         Cut here too, so that the manifest, the graph state and the custom event
@@ -405,21 +359,11 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         query = retrieval_query(_coerce_messages(messages), window=settings.query_window)
         return query[:MAX_QUERY_CHARS] if query is not None else None
 
-    def _merge(self, found: list[list[Document]], settings: InjectionConfig) -> list[Document]:
-        floor = settings.min_score
-        docs = [
-            d for ds in found for d in ds
-            if floor is None or float(d.metadata.get("score", 1.0)) >= floor
-        ]  # fmt: skip
-        if len(found) > 1:
-            docs.sort(key=lambda d: -float(d.metadata.get("score", 0.0)))
-        return docs[: settings.top_k]
-
     def _failed(
         self,
         query: str,
         failed: Sequence[Exception],
-        settings: InjectionConfig,
+        settings: KnowledgeSettings,
         found: list[list[Document]],
     ) -> RetrievalOutcome:
         """Raise, or go on with the knowledge bases that answered (``on_error="degrade"``)."""
@@ -434,7 +378,7 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
             raise RetrievalError(msg) from exc
         logger.warning("knowledge retrieval failed, continuing without it: %s", exc)
         return RetrievalOutcome(
-            query=query, documents=self._merge(found, settings) if found else [],
+            query=query, documents=merge_results(found, settings.top_k) if found else [],
             error=f"{type(exc).__name__}: {exc}",
         )  # fmt: skip
 
@@ -442,7 +386,7 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
     def build_context(
         self,
         documents: Sequence[Document],
-        settings: InjectionConfig,
+        settings: KnowledgeSettings,
         *,
         config: RunnableConfig | None = None,
         query: str | None = None,
@@ -469,7 +413,7 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
     async def abuild_context(
         self,
         documents: Sequence[Document],
-        settings: InjectionConfig,
+        settings: KnowledgeSettings,
         *,
         config: RunnableConfig | None = None,
         query: str | None = None,
@@ -507,7 +451,7 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
     def finish_turn(
         self,
         messages: Sequence[BaseMessage],
-        settings: InjectionConfig,
+        settings: KnowledgeSettings,
         outcome: RetrievalOutcome,
         *,
         restricted: RestrictedContext | None = None,
@@ -529,7 +473,7 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
     async def afinish_turn(
         self,
         messages: Sequence[BaseMessage],
-        settings: InjectionConfig,
+        settings: KnowledgeSettings,
         outcome: RetrievalOutcome,
         *,
         restricted: RestrictedContext | None = None,
@@ -578,9 +522,9 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
     # -- one turn -----------------------------------------------------------------------
     def prepare(self, messages: Any, config: RunnableConfig | None = None) -> TurnContext:
         """Run one turn: resolve, retrieve, build the context, place it, emit the manifest."""
-        clean = strip_injected(_coerce_messages(messages))
         settings = self.resolve(config)
-        outcome = self.retrieve(clean, settings)
+        clean = self._with_prompt(strip_injected(_coerce_messages(messages)), settings)
+        outcome = self.retrieve(clean, settings, config)
         built = self._parts.build(
             outcome.documents, settings, config=config, query=outcome.query, messages=clean
         )
@@ -590,9 +534,9 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
 
     async def aprepare(self, messages: Any, config: RunnableConfig | None = None) -> TurnContext:
         """Async twin of :meth:`prepare`."""
-        clean = strip_injected(_coerce_messages(messages))
         settings = self.resolve(config)
-        outcome = await self.aretrieve(clean, settings)
+        clean = self._with_prompt(strip_injected(_coerce_messages(messages)), settings)
+        outcome = await self.aretrieve(clean, settings, config)
         built = await self._parts.abuild(
             outcome.documents, settings, config=config, query=outcome.query, messages=clean
         )
@@ -600,10 +544,17 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         await aemit_manifest(turn.manifest, config)
         return turn
 
+    @staticmethod
+    def _with_prompt(messages: list[BaseMessage], settings: KnowledgeSettings) -> list[BaseMessage]:
+        """Add ``knowledge_prompt`` to the system message (once; not when injection is off)."""
+        if not settings.enabled or not messages:
+            return messages
+        return add_knowledge_prompt(messages, settings.knowledge_prompt)
+
     def _turn(
         self,
         clean: list[BaseMessage],
-        settings: InjectionConfig,
+        settings: KnowledgeSettings,
         outcome: RetrievalOutcome,
         built: BuiltContext,
     ) -> TurnContext:
@@ -640,10 +591,29 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         )  # fmt: skip
 
     # -- Runnable ----------------------------------------------------------------------
-    def _messages_out(self, input: Any, config: RunnableConfig) -> list[BaseMessage]:
+    def _warn_if_graph_node(self, input: Any, config: RunnableConfig) -> None:
+        """``injector | model`` as a graph node returns a bare message that LangGraph drops."""
+        node = (config.get("metadata") or {}).get("langgraph_node")
+        if node is None or not isinstance(input, dict) or self._warned_node:
+            return
+        self._warned_node = True
+        logger.warning(
+            "KnowledgeInjector got the graph state of node %r as input: if `injector | model` "
+            "is the node, its reply is a bare message that LangGraph drops and never reaches "
+            "'messages'; use create_knowledge_node(model, knowledge_base) as the node instead",
+            node,
+        )
+
+    def _messages_out(
+        self, input: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig
+    ) -> list[BaseMessage]:
+        self._warn_if_graph_node(input, config)
         return self.prepare(input, config).messages
 
-    async def _amessages_out(self, input: Any, config: RunnableConfig) -> list[BaseMessage]:
+    async def _amessages_out(
+        self, input: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
+    ) -> list[BaseMessage]:
+        self._warn_if_graph_node(input, config)
         return (await self.aprepare(input, config)).messages
 
     def invoke(
@@ -674,3 +644,38 @@ def _turn_errors(outcome: RetrievalOutcome, built: BuiltContext) -> list[dict[st
         if item.get("reason") == "error" and "block" in item
     ]
     return errors
+
+
+def injector_for(
+    knowledge_base: Any,
+    *,
+    settings: KnowledgeSettings | None = None,
+    summarizer_model: Any = None,
+    blocks: Sequence[ContextBlock] = (),
+    options: dict[str, Any] | None = None,
+) -> KnowledgeInjector:
+    """The injector of a surface (graph, middleware, node): built, or the one given.
+
+    Raises:
+        ConfigurationError: ``knowledge_base`` is a ready injector and settings,
+            options, a summarizer or blocks are given besides (they belong on it).
+    """
+    options = options or {}
+    if isinstance(knowledge_base, KnowledgeInjector):
+        given = [n for n, v in (("settings", settings), ("summarizer_model", summarizer_model),
+                                ("blocks", tuple(blocks) or None)) if v is not None]  # fmt: skip
+        given += sorted(options)
+        if given:
+            msg = (
+                f"{given[0]!r} cannot be given with a ready KnowledgeInjector: set it on the "
+                "injector itself"
+            )
+            raise ConfigurationError(msg, option=given[0])
+        return knowledge_base
+    return KnowledgeInjector(
+        knowledge_base,
+        settings=settings,
+        summarizer_model=summarizer_model,
+        blocks=blocks,
+        **options,
+    )

@@ -370,9 +370,7 @@ class KnowledgeBase:
             if self._server and timeout is not None:
                 apply_http_timeout(self._client, timeout)
             self._calls = BoundedCalls(self.timeout, kb_name=name)
-            self._async_pool = (
-                WorkerPool(32, f"kinject-{name}-search") if self._server else None
-            )
+            self._async_pool = WorkerPool(32, f"kinject-{name}-search") if self._server else None
             self._sync = KeywordSync(self, interval=sync_interval) if self._server else None
             from langchain_knowledge_inject._open import open_knowledge_base
 
@@ -985,6 +983,10 @@ class KnowledgeBase:
 
     def as_retriever(self, **kwargs: Any) -> KnowledgeBaseRetriever:
         """A LangChain retriever over this knowledge base.
+
+        Pure top-k by default (``min_score=0.0``: ``k`` chunks whenever the base
+        holds that many), as LangChain retrievers are expected to be; pass
+        ``min_score`` (``None``: the calibrated default) to drop weak matches.
 
         Args:
             **kwargs: ``k``, ``min_score``, ``mode``, ``filter``, ``tenant_id``.

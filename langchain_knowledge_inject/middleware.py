@@ -41,7 +41,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -57,11 +57,11 @@ from langgraph.types import Command
 from typing_extensions import NotRequired
 
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.formatting import KNOWLEDGE_SYSTEM_PROMPT
-from langchain_knowledge_inject.graph import extend_system_message, tool_call_wrappers
-from langchain_knowledge_inject.injector import InjectionConfig, KnowledgeInjector, TurnContext
+from langchain_knowledge_inject.graph import tool_call_wrappers
+from langchain_knowledge_inject.injector import TurnContext, injector_for
 from langchain_knowledge_inject.placement import (
     current_user_index,
+    extend_system_message,
     place_context,
     query_text,
     strip_injected,
@@ -73,12 +73,10 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.runtime import Runtime
+    from typing_extensions import Unpack
 
     from langchain_knowledge_inject.blocks import ContextBlock
-    from langchain_knowledge_inject.formatting import KnowledgeBlockTemplate
-    from langchain_knowledge_inject.injector import ExtraBlock
-    from langchain_knowledge_inject.placement import Placement
-    from langchain_knowledge_inject.tokens import TokenCounter
+    from langchain_knowledge_inject.settings import KnowledgeSettings, SettingsOptions
 
 __all__ = ["KnowledgeInjectionMiddleware", "KnowledgeInjectionState"]
 
@@ -97,8 +95,7 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
 
     See the module docstring for what the model sees, the per-turn cache and the
     state fields. Per-request overrides come from ``config["configurable"]``
-    (``knowledge_enabled``, ``top_k``, ``min_score``, ``tenant_id``,
-    ``placement``, ``restricted``).
+    (see :mod:`~langchain_knowledge_inject.settings`).
 
     Setup:
         .. code-block:: python
@@ -125,16 +122,19 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
             assert result["messages"][-1].content == "25 days."
 
     Args:
-        knowledge_base: A ``KnowledgeBase`` or a sequence of them.
-        top_k, min_score, mode, tenant_id, placement, max_tokens, token_counter,
-            template, extra_blocks, include_kb_meta, restricted, on_error,
-            query_window, summarizer_model: see :class:`KnowledgeInjector`.
+        knowledge_base: The knowledge source(s): a ``KnowledgeBase``, a LangChain
+            ``BaseRetriever`` or ``VectorStore``, or a sequence mixing these; or a
+            ready :class:`KnowledgeInjector` (for ``token_counter``, ``template``,
+            ``extra_blocks``).
+        settings: The :class:`~langchain_knowledge_inject.settings.KnowledgeSettings`
+            (``top_k``, ``restricted``, ``knowledge_prompt``, ...).
+        **options: Fields of ``settings`` given directly (``top_k=4``).
+        summarizer_model: Restricted mode: the secondary model writing safe summaries.
         blocks: Context blocks (``ProcedureLibrary``, ``EpisodicMemory``,
             ``UserFacts``, ...): see :class:`KnowledgeInjector`. The user id is
             ``config["configurable"]["user_id"]``.
-        knowledge_prompt: The static system-prompt addition (``None``: leave out).
         search_tool: Also register a :func:`create_knowledge_base_search_tool` over
-            the same knowledge base and settings (``self.tools``).
+            the same sources and settings (``self.tools``).
         memory_tools: Also register the memory tools of the ``EpisodicMemory``
             and ``UserFacts`` among ``blocks`` (see
             :func:`~langchain_knowledge_inject.memory_tools.create_memory_tools`).
@@ -149,53 +149,30 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         self,
         knowledge_base: Any,
         *,
-        top_k: int = 4,
-        min_score: float | None = None,
-        mode: Literal["dense", "keyword", "hybrid"] = "hybrid",
-        tenant_id: str | None = None,
-        placement: Placement = "dynamic_context",
-        max_tokens: int = 2000,
-        token_counter: TokenCounter | None = None,
-        template: KnowledgeBlockTemplate | None = None,
-        extra_blocks: Sequence[ExtraBlock] = (),
-        include_kb_meta: bool = False,
-        restricted: bool = False,
-        on_error: Literal["degrade", "raise"] = "degrade",
-        query_window: int = 0,
+        settings: KnowledgeSettings | None = None,
         summarizer_model: BaseChatModel | None = None,
         blocks: Sequence[ContextBlock] = (),
-        knowledge_prompt: str | None = KNOWLEDGE_SYSTEM_PROMPT,
         search_tool: bool = False,
         memory_tools: bool = False,
+        **options: Unpack[SettingsOptions],
     ) -> None:
         super().__init__()
-        self.injector = KnowledgeInjector(
-            knowledge_base, top_k=top_k, min_score=min_score, mode=mode, tenant_id=tenant_id,
-            placement=placement, max_tokens=max_tokens, token_counter=token_counter,
-            template=template, extra_blocks=extra_blocks, include_kb_meta=include_kb_meta,
-            restricted=restricted, on_error=on_error, query_window=query_window,
-            summarizer_model=summarizer_model, blocks=blocks,
+        self.injector = injector_for(
+            knowledge_base, settings=settings, summarizer_model=summarizer_model, blocks=blocks,
+            options=dict(options),
         )  # fmt: skip
-        self.knowledge_prompt = knowledge_prompt
+        self.knowledge_prompt = self.injector.settings.knowledge_prompt
         self._wrap_tool, self._awrap_tool = tool_call_wrappers(self.injector)
         self.tools = _memory_tools(self.injector.blocks) if memory_tools else []
         if search_tool:
             from langchain_knowledge_inject.tools import create_knowledge_base_search_tool
 
-            kbs = self.injector.knowledge_bases
-            if len(kbs) != 1:
-                msg = "search_tool=True needs exactly one knowledge base; create one tool per base"
-                raise ConfigurationError(msg, option="search_tool", value=search_tool)
             self.tools = [
                 *self.tools,
                 create_knowledge_base_search_tool(
-                    kbs[0],
-                    k=top_k,
-                    min_score=min_score,
-                    mode=mode,
-                    tenant_id=tenant_id,
-                    restricted=self.injector.config.restricted,
-                    summarizer_model=summarizer_model,
+                    self.injector.knowledge_bases,
+                    settings=self.injector.settings,
+                    summarizer_model=self.injector.summarizer_model,
                 ),
             ]
 
@@ -322,7 +299,7 @@ def _memory_tools(blocks: Sequence[ContextBlock]) -> list[Any]:
     return create_memory_tools(memory=memory, facts=facts)
 
 
-def _turn_key(messages: Sequence[BaseMessage], settings: InjectionConfig) -> str:
+def _turn_key(messages: Sequence[BaseMessage], settings: KnowledgeSettings) -> str:
     """Identify a user turn: the current user message (position, id, text) and the settings."""
     index = current_user_index(messages)
     message = messages[index] if index is not None else None

@@ -505,3 +505,31 @@ def _cut_postfix_text(message: BaseMessage, headers: Sequence[str]) -> BaseMessa
             return message
         new_content = list(content[:-1])
     return message.model_copy(update={"content": new_content})
+
+
+def extend_system_message(message: SystemMessage, addition: str | None) -> SystemMessage:
+    """A copy of ``message`` with ``addition`` appended after a blank line (or as a text part)."""
+    if not addition:
+        return message
+    if isinstance(message.content, str):
+        content: Any = f"{message.content}\n\n{addition}" if message.content else addition
+    else:
+        content = [*message.content, {"type": "text", "text": addition}]
+    return message.model_copy(update={"content": content})
+
+
+def add_knowledge_prompt(messages: Sequence[BaseMessage], prompt: str | None) -> list[BaseMessage]:
+    """``messages`` with ``prompt`` in the leading system message (added once).
+
+    Appended to a leading system message that does not contain it yet, or sent as
+    a system message of its own when there is none (an empty list stays empty).
+    Idempotent, so the system prompt stays byte-identical from turn to turn.
+    """
+    out = list(messages)
+    if not prompt or not out:
+        return out
+    if out and isinstance(out[0], SystemMessage):
+        if prompt in out[0].text:
+            return out
+        return [extend_system_message(out[0], prompt), *out[1:]]
+    return [SystemMessage(prompt), *out]

@@ -35,7 +35,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.documents import Document
 
@@ -205,9 +205,9 @@ def current_host() -> RestrictedHost | None:
 
 def restricted_config(config: RunnableConfig | None) -> RunnableConfig:
     """A copy of ``config`` with ``configurable["restricted"] = True``."""
-    config = dict(config or {})
-    config["configurable"] = {**(config.get("configurable") or {}), "restricted": True}
-    return config  # type: ignore[return-value]
+    copied: dict[str, Any] = dict(config or {})
+    copied["configurable"] = {**(copied.get("configurable") or {}), "restricted": True}
+    return cast("RunnableConfig", copied)
 
 
 # --- what a restricted turn keeps ------------------------------------------------------------
@@ -361,10 +361,11 @@ def _restricted_request(request: Any) -> Any:
     """The tool-call request with ``configurable["restricted"] = True`` in its runtime config."""
     import dataclasses
 
-    runtime = getattr(request, "runtime", None)
-    if runtime is None or not dataclasses.is_dataclass(runtime):
+    runtime: Any = getattr(request, "runtime", None)
+    if runtime is None or not dataclasses.is_dataclass(runtime) or isinstance(runtime, type):
         return request
-    restricted = dataclasses.replace(runtime, config=restricted_config(runtime.config))
+    config = restricted_config(getattr(runtime, "config", None))
+    restricted = dataclasses.replace(runtime, config=config)
     return request.override(runtime=restricted)
 
 

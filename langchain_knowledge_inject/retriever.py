@@ -27,6 +27,13 @@ class KnowledgeBaseRetriever(BaseRetriever):
     Every option can be set on the retriever and overridden per call:
     ``retriever.invoke("query", k=3, tenant_id="acme")``.
 
+    At its defaults the retriever is pure top-k, as LangChain retrievers are
+    expected to be (it passes the ``RetrieversIntegrationTests`` suite): ``k``
+    chunks whenever the knowledge base holds that many, however weakly they match
+    (``min_score=0.0``). Pass ``min_score`` (``None``: the package's calibrated
+    :data:`~langchain_knowledge_inject.fusion.DEFAULT_MIN_SCORE`, as ``search``
+    and injection use) to make ``k`` an upper bound and drop weak matches.
+
     Example:
         .. code-block:: python
 
@@ -37,7 +44,7 @@ class KnowledgeBaseRetriever(BaseRetriever):
             emb = DeterministicFakeEmbedding(size=32)
             kb = KnowledgeBase("docs", path=tmp_path, embeddings=emb)
             kb.add_documents([Document("Remote work needs a manager's approval.")])
-            retriever = KnowledgeBaseRetriever(knowledge_base=kb, k=1, min_score=0.0)
+            retriever = KnowledgeBaseRetriever(knowledge_base=kb, k=1)
             assert retriever.invoke("remote work")[0].page_content.startswith("Remote")
     """
 
@@ -47,8 +54,9 @@ class KnowledgeBaseRetriever(BaseRetriever):
     """The knowledge base to search."""
     k: int = 4
     """How many chunks to return at most."""
-    min_score: float | None = None
-    """Drop chunks scoring below this (None: the package default)."""
+    min_score: float | None = 0.0
+    """Drop chunks scoring below this. ``0.0`` (the default): pure top-k; ``None``: the
+    package's calibrated default threshold, which makes ``k`` an upper bound."""
     mode: SearchMode = "hybrid"
     """``dense``, ``keyword`` or ``hybrid``."""
     filter: dict[str, Any] | None = Field(default=None)

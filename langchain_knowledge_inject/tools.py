@@ -56,16 +56,26 @@ from langchain_knowledge_inject.restricted_scope import (
     resolve_restricted,
     sensitive_source_flags,
 )
+from langchain_knowledge_inject.settings import KnowledgeSettings, build_settings
+from langchain_knowledge_inject.sources import (
+    as_sources,
+    asearch_all,
+    merge_results,
+    search_all,
+    traced,
+)
 from langchain_knowledge_inject.tokens import approximate_token_count, fit_to_budget
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document
     from langchain_core.language_models import BaseChatModel
+    from typing_extensions import Unpack
+
+    from langchain_knowledge_inject.settings import SettingsOptions
 
 logger = logging.getLogger("langchain_knowledge_inject")
 
 SearchMode = Literal["hybrid", "dense", "keyword"]
-_MODES = ("hybrid", "dense", "keyword")
 _MAX_K = 50
 _TOOL_TEMPLATE = KnowledgeBlockTemplate(
     header="[Knowledge Base Search Results]",
@@ -103,16 +113,12 @@ class KnowledgeBaseSearchInput(BaseModel):
 def create_knowledge_base_search_tool(
     knowledge_base: Any,
     *,
+    settings: KnowledgeSettings | None = None,
     name: str = "knowledge_base_search",
     description: str = DEFAULT_DESCRIPTION,
-    k: int = 4,
-    min_score: float | None = None,
-    mode: SearchMode = "hybrid",
-    tenant_id: str | None = None,
     filter: Mapping[str, Any] | None = None,
-    restricted: bool = False,
     summarizer_model: BaseChatModel | None = None,
-    max_tokens: int = 2000,
+    **options: Unpack[SettingsOptions],
 ) -> BaseTool:
     r"""Create the ``knowledge_base_search`` tool over a knowledge base.
 
@@ -128,24 +134,27 @@ def create_knowledge_base_search_tool(
     closed (a refusal with reason ``summarizer_error``).
 
     Args:
-        knowledge_base: The knowledge base to search (``search`` / ``asearch``).
+        knowledge_base: The knowledge source(s): a ``KnowledgeBase``, a LangChain
+            ``BaseRetriever`` or ``VectorStore``, or a sequence mixing these (see
+            :mod:`~langchain_knowledge_inject.sources`).
+        settings: The :class:`~langchain_knowledge_inject.settings.KnowledgeSettings`
+            shared with the other surfaces. The tool uses ``top_k`` (its default
+            number of passages; the model may ask for 1 to 50), ``min_score``,
+            ``mode``, ``tenant_id`` and ``restricted``; per-request overrides of
+            ``config["configurable"]`` apply as for injection.
+        **options: Fields of ``settings`` given directly (``top_k=2``). ``k`` is a
+            deprecated alias of ``top_k``.
         name: Tool name the model sees.
         description: Tool description the model sees.
-        k: Default number of passages (the model may ask for 1 to 50).
-        min_score: Drop passages scoring below this (0 to 1).
-        mode: ``"hybrid"``, ``"dense"`` or ``"keyword"``.
-        tenant_id: Search this tenant's partition (``configurable["tenant_id"]``
-            overrides it per request, as for injection).
         filter: A metadata filter always applied: the model's ``category`` is ANDed
             with it (it narrows the pinned filter, never replaces it).
-        restricted: Return safe summaries instead of passages. Also on when the
-            knowledge base is marked restricted, per request with
-            ``configurable["restricted"] = True``, and when a restricted graph or
-            agent runs the tool.
         summarizer_model: The secondary model that writes safe summaries
             (restricted mode); without one, the hosting restricted graph's or
-            agent's is used, else the tool fails closed.
-        max_tokens: Token budget of one result (passages or safe summary).
+            agent's is used, else the tool fails closed. ``settings.restricted``
+            is also on when a knowledge base is marked restricted, per request with
+            ``configurable["restricted"] = True``, and when a restricted graph or
+            agent runs the tool. ``settings.max_tokens`` (at least 100) is the token
+            budget of one result (passages or safe summary).
 
     Returns:
         A ``StructuredTool`` with a sync and an async implementation.
@@ -166,24 +175,21 @@ def create_knowledge_base_search_tool(
             kb = KnowledgeBase("hr", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=64))
             doc = Document("Annual leave is 25 days.", metadata={"source": "leave.md"})
             kb.add_documents([doc])
-            tool = create_knowledge_base_search_tool(kb, k=2)
+            tool = create_knowledge_base_search_tool(kb, top_k=2)
             print(tool.invoke({"query": "annual leave"}))
     """
-    _check_options(k=k, min_score=min_score, mode=mode, name=name)
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 100:
-        msg = f"max_tokens must be an integer of at least 100, got {max_tokens!r}"
-        raise ConfigurationError(msg, option="max_tokens", value=max_tokens)
+    resolved = build_settings(settings, **options)
+    sources = as_sources(knowledge_base)
+    _check_options(top_k=resolved.top_k, name=name)
+    if resolved.max_tokens < 100:
+        msg = f"max_tokens must be at least 100 for the tool, got {resolved.max_tokens!r}"
+        raise ConfigurationError(msg, option="max_tokens", value=resolved.max_tokens)
     search = _Search(
-        knowledge_base,
+        sources,
         name=name,
-        k=k,
-        min_score=min_score,
-        mode=mode,
-        tenant_id=tenant_id,
+        settings=resolved,
         filter=dict(filter) if filter else None,
-        restricted=restricted is True,
         summarizer_model=summarizer_model,
-        max_tokens=max_tokens,
     )
     return StructuredTool.from_function(
         func=search.run,
@@ -201,52 +207,50 @@ class _Search:
 
     def __init__(
         self,
-        knowledge_base: Any,
+        sources: tuple[Any, ...],
         *,
         name: str,
-        k: int,
-        min_score: float | None,
-        mode: str,
-        tenant_id: str | None,
+        settings: KnowledgeSettings,
         filter: dict[str, Any] | None,
-        restricted: bool,
         summarizer_model: BaseChatModel | None,
-        max_tokens: int = 2000,
     ) -> None:
-        self.kb = knowledge_base
+        self.sources = sources
+        self.searches = traced(sources)
         self.name = name
-        self.k = k
-        self.min_score = min_score
-        self.mode = mode
-        self.tenant_id = tenant_id
+        self.settings = settings
         self.filter = filter
-        self.restricted = restricted
         self.summarizer_model = summarizer_model
-        self.max_tokens = max_tokens
 
     def _request(
         self, k: int | None, category: str | None, runtime: Any, config: RunnableConfig | None
-    ) -> tuple[int, set[str], bool, dict[str, Any]]:
-        """What to search: how many, what to skip, restricted or not, the search arguments."""
-        wanted = k or self.k
-        seen = _already_seen(runtime, self.name)
+    ) -> tuple[int, set[str], KnowledgeSettings, dict[str, Any]]:
+        """What to search: how many, what to skip, the request's settings, the search arguments.
+
+        The request's settings come from the one per-request parser; whether it is
+        restricted from ``resolve_restricted`` (stored flags, the tool's own flag or
+        a restricted host, the request's flag).
+        """
         runtime_config = getattr(runtime, "config", None)
-        configurable = (runtime_config or config or {}).get("configurable") or {}
-        tenant = configurable.get("tenant_id") or self.tenant_id
+        settings = self.settings.with_overrides(config or runtime_config)
+        if runtime_config and config is not runtime_config:
+            settings = settings.with_overrides(runtime_config)
         restricted = resolve_restricted(
-            knowledge_bases=knowledge_base_flags([self.kb]),
-            surface=self.restricted or current_host() is not None,
+            knowledge_bases=knowledge_base_flags(self.sources),
+            surface=self.settings.restricted or current_host() is not None,
             request=request_flag(config, runtime_config),
         )
-        where = pinned_and(self.filter, category)
+        if restricted != settings.restricted:
+            settings = settings.model_copy(update={"restricted": restricted})
+        wanted = k or settings.top_k
+        seen = _already_seen(runtime, self.name)
         kwargs: dict[str, Any] = {
             "k": wanted + len(seen),
-            "min_score": self.min_score,
-            "filter": where,
-            "mode": self.mode,
-            "tenant_id": tenant,
+            "min_score": settings.min_score,
+            "filter": pinned_and(self.filter, category),
+            "mode": settings.mode,
+            "tenant_id": settings.tenant_id,
         }
-        return wanted, seen, restricted, kwargs
+        return wanted, seen, settings, kwargs
 
     def run(
         self,
@@ -256,16 +260,17 @@ class _Search:
         runtime: ToolRuntime = None,  # type: ignore[assignment]
         config: RunnableConfig = None,  # type: ignore[assignment]
     ) -> tuple[str, Any]:
-        """Search (sync)."""
-        wanted, seen, restricted, kwargs = self._request(k, category, runtime, config)
+        """Search (sync); each source's search is a retriever run under the tool's run."""
+        wanted, seen, settings, kwargs = self._request(k, category, runtime, config)
         try:
-            found = self.kb.search(query, **kwargs)
+            found = search_all(self.searches, query, kwargs, config=config,
+                               restricted=settings.restricted)  # fmt: skip
         except RetrievalError as exc:
             raise _unavailable(exc) from exc
-        docs = _fresh(found, seen, wanted)
-        if restricted:
-            return _restricted_result(docs, query, self._restricted_options(config))
-        return _fit_results(query, docs, skipped=bool(seen), max_tokens=self.max_tokens)
+        docs = _fresh(merge_results(found, kwargs["k"]), seen, wanted)
+        if settings.restricted:
+            return _restricted_result(docs, query, self._restricted_options(config, settings))
+        return _fit_results(query, docs, skipped=bool(seen), max_tokens=settings.max_tokens)
 
     async def arun(
         self,
@@ -276,23 +281,27 @@ class _Search:
         config: RunnableConfig = None,  # type: ignore[assignment]
     ) -> tuple[str, Any]:
         """Search (async)."""
-        wanted, seen, restricted, kwargs = self._request(k, category, runtime, config)
+        wanted, seen, settings, kwargs = self._request(k, category, runtime, config)
         try:
-            found = await self.kb.asearch(query, **kwargs)
+            found = await asearch_all(self.searches, query, kwargs, config=config,
+                                      restricted=settings.restricted)  # fmt: skip
         except RetrievalError as exc:
             raise _unavailable(exc) from exc
-        docs = _fresh(found, seen, wanted)
-        if restricted:
-            return await _arestricted_result(docs, query, self._restricted_options(config))
-        return _fit_results(query, docs, skipped=bool(seen), max_tokens=self.max_tokens)
+        docs = _fresh(merge_results(found, kwargs["k"]), seen, wanted)
+        if settings.restricted:
+            options = self._restricted_options(config, settings)
+            return await _arestricted_result(docs, query, options)
+        return _fit_results(query, docs, skipped=bool(seen), max_tokens=settings.max_tokens)
 
-    def _restricted_options(self, config: RunnableConfig | None) -> dict[str, Any]:
+    def _restricted_options(
+        self, config: RunnableConfig | None, settings: KnowledgeSettings
+    ) -> dict[str, Any]:
         """Summarizer, source hiding and budget of a restricted call (the host lends its own)."""
         host = current_host()
         model = self.summarizer_model or (host.summarizer_model if host else None)
-        hidden = any(sensitive_source_flags([self.kb])) or bool(host and host.sensitive_sources)
+        hidden = any(sensitive_source_flags(self.sources)) or bool(host and host.sensitive_sources)
         return {"summarizer_model": model, "sensitive_sources": hidden,
-                "config": config, "max_tokens": self.max_tokens}  # fmt: skip
+                "config": config, "max_tokens": settings.max_tokens}  # fmt: skip
 
 
 def pinned_and(pinned: Mapping[str, Any] | None, category: str | None) -> dict[str, Any] | None:
@@ -332,16 +341,10 @@ def _unavailable(exc: RetrievalError) -> ToolException:
     )
 
 
-def _check_options(*, k: int, min_score: float | None, mode: str, name: str) -> None:
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= _MAX_K:
-        msg = f"k must be an integer from 1 to {_MAX_K}, got {k!r}"
-        raise ConfigurationError(msg, option="k", value=k)
-    if min_score is not None and not 0.0 <= min_score <= 1.0:
-        msg = f"min_score must be between 0 and 1 (or None), got {min_score!r}"
-        raise ConfigurationError(msg, option="min_score", value=min_score)
-    if mode not in _MODES:
-        msg = f"mode must be one of {', '.join(_MODES)}, got {mode!r}"
-        raise ConfigurationError(msg, option="mode", value=mode)
+def _check_options(*, top_k: int, name: str) -> None:
+    if top_k > _MAX_K:
+        msg = f"top_k must be an integer from 1 to {_MAX_K} for the tool, got {top_k!r}"
+        raise ConfigurationError(msg, option="top_k", value=top_k)
     if not name or not name.replace("_", "").replace("-", "").isalnum():
         msg = f"name must be letters, digits, '_' or '-', got {name!r}"
         raise ConfigurationError(msg, option="name", value=name)

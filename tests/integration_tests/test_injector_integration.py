@@ -54,7 +54,7 @@ def test_each_sample_question_injects_its_policy_first(kb, sample):
 
 def test_unrelated_question_injects_nothing(kb):
     msgs = [SystemMessage("s"), HumanMessage("Write a haiku about the ocean at dawn.")]
-    turn = KnowledgeInjector(kb, min_score=0.6).prepare(msgs)
+    turn = KnowledgeInjector(kb, min_score=0.6, knowledge_prompt=None).prepare(msgs)
     assert turn.messages == msgs and not turn.manifest.injected
 
 

@@ -117,7 +117,7 @@ def test_against_a_real_chroma_server(tmp_path, real_embeddings, chroma_server):
 
 
 class TestKnowledgeBaseRetrieverStandard(RetrieversIntegrationTests):
-    """The langchain-tests retriever contract, with the real embedding model."""
+    """The langchain-tests retriever contract, with the real embedding model, at defaults."""
 
     _kb: KnowledgeBase | None = None
 
@@ -135,7 +135,8 @@ class TestKnowledgeBaseRetrieverStandard(RetrieversIntegrationTests):
             kb = KnowledgeBase("standard", path=tempfile.mkdtemp(), embeddings=default_embeddings())
             kb.add_documents(_docs())
             TestKnowledgeBaseRetrieverStandard._kb = kb
-        return {"knowledge_base": TestKnowledgeBaseRetrieverStandard._kb, "k": 4, "min_score": 0.0}
+        # the retriever's own defaults: pure top-k (see KnowledgeBaseRetriever)
+        return {"knowledge_base": TestKnowledgeBaseRetrieverStandard._kb}
 
     @property
     def retriever_query_example(self) -> str:

@@ -119,7 +119,7 @@ def test_full_api_against_a_chroma_server(server_kb, chroma_server):
     assert SICK.expected_source in state["knowledge_manifest"]["sources"]
     assert any(is_injected(m) for m in model.received[-1])
 
-    tool = create_knowledge_base_search_tool(server_kb, k=3)
+    tool = create_knowledge_base_search_tool(server_kb, top_k=3)
     message = tool.invoke(
         {"type": "tool_call", "name": tool.name, "args": {"query": LEAVE.question}, "id": "1"}
     )

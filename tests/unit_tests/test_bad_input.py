@@ -28,6 +28,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
 from langchain_knowledge_inject import (
+    KNOWLEDGE_SYSTEM_PROMPT,
     ConfigurationError,
     KnowledgeBase,
     KnowledgeBaseOpenError,
@@ -38,6 +39,7 @@ from langchain_knowledge_inject import (
     is_injected,
 )
 from langchain_knowledge_inject.knowledge_base import MAX_QUERY_CHARS
+from langchain_knowledge_inject.placement import add_knowledge_prompt
 
 LEAVE = "Employees receive 25 days of annual leave per calendar year."
 SICK = "Sick leave requires a doctor's note after three consecutive days."
@@ -185,11 +187,12 @@ async def test_messages_without_text_pass_through_the_injector(kb, name):
     messages = NO_QUERY_INPUTS[name]
     injector = KnowledgeInjector(kb, min_score=0.0)
     turn = injector.prepare(messages)
-    assert turn.messages == messages
+    expected = add_knowledge_prompt(messages, KNOWLEDGE_SYSTEM_PROMPT)  # nothing else added
+    assert turn.messages == expected
     assert not turn.manifest.injected
     assert turn.manifest.retrieval_error is None
-    assert await injector.ainvoke(messages) == messages
-    assert injector.batch([messages, messages]) == [messages, messages]
+    assert await injector.ainvoke(messages) == expected
+    assert injector.batch([messages, messages]) == [expected, expected]
 
 
 @pytest.mark.parametrize("name", ["empty", "whitespace", "image_only", "image_only_v1"])

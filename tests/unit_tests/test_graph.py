@@ -453,7 +453,7 @@ def test_build_context_without_a_safe_summary_fails_closed(kb):
 
 
 def test_tool_loop_keeps_context_next_to_the_user_message_and_tool_skips_injected(kb):
-    tool = create_knowledge_base_search_tool(kb, k=4)
+    tool = create_knowledge_base_search_tool(kb, top_k=4)
     model = RecordingChatModel(
         script=[
             AIMessage(

@@ -31,6 +31,7 @@ EXPECTED_ALL = [
     "KnowledgeInjectionMiddleware",
     "KnowledgeInjectionState",
     "KnowledgeInjector",
+    "KnowledgeSettings",
     "KnowledgeState",
     "LeakPolicy",
     "LeakReport",
@@ -58,6 +59,7 @@ EXPECTED_ALL = [
     "check_leak",
     "create_knowledge_base_search_tool",
     "create_knowledge_graph",
+    "create_knowledge_node",
     "create_memory_tools",
     "create_store_memory_tool",
     "create_user_fact_tools",
@@ -86,3 +88,9 @@ def test_all_is_pinned() -> None:
 def test_every_name_is_importable() -> None:
     for name in __all__:
         assert getattr(langchain_knowledge_inject, name) is not None, name
+
+
+def test_the_package_is_marked_typed():
+    from pathlib import Path
+
+    assert (Path(langchain_knowledge_inject.__file__).parent / "py.typed").is_file()

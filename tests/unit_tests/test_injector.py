@@ -175,9 +175,11 @@ def test_query_is_the_text_parts_of_a_multimodal_message(kb):
 
 def test_no_text_means_no_retrieval(kb):
     msgs = [HumanMessage([{"type": "image_url", "image_url": {"url": "data:,"}}])]
-    assert KnowledgeInjector(kb).invoke(msgs) == msgs
+    # the knowledge prompt is added on every turn (a stable prefix), nothing else
+    assert KnowledgeInjector(kb).invoke(msgs) == [SystemMessage(KNOWLEDGE_SYSTEM_PROMPT), *msgs]
+    assert KnowledgeInjector(kb, knowledge_prompt=None).invoke(msgs) == msgs
     assert KnowledgeInjector(kb).invoke([SystemMessage("only a system prompt")]) == [
-        SystemMessage("only a system prompt")
+        SystemMessage(f"only a system prompt\n\n{KNOWLEDGE_SYSTEM_PROMPT}")
     ]
     assert kb.calls == []
 
@@ -425,6 +427,7 @@ def test_injection_config_is_strict_and_closed():
         "on_error": "degrade",
         "include_kb_meta": False,
         "query_window": 0,
+        "knowledge_prompt": KNOWLEDGE_SYSTEM_PROMPT,
     }
 
 

@@ -66,6 +66,16 @@ class TestSetUserFactToolStandard(ToolsUnitTests):
         return {"key": "home_city", "value": "Lisbon"}
 
 
+class TestForgetUserFactToolStandard(ToolsUnitTests):
+    @property
+    def tool_constructor(self) -> BaseTool:
+        return create_user_fact_tools(UserFacts(InMemoryStore()))[1]
+
+    @property
+    def tool_invoke_params_example(self) -> dict[str, Any]:
+        return {"key": "home_city"}
+
+
 def test_the_model_sees_no_user_or_config_argument(facts) -> None:
     set_tool, forget_tool = create_user_fact_tools(facts)
     store_tool = create_store_memory_tool(new_memory())

@@ -27,6 +27,7 @@ from langgraph.store.memory import InMemoryStore
 from pydantic import Field
 
 from langchain_knowledge_inject import (
+    KNOWLEDGE_SYSTEM_PROMPT,
     ConfigurationError,
     EpisodicMemory,
     KnowledgeInjectionMiddleware,
@@ -40,6 +41,7 @@ from langchain_knowledge_inject import (
     is_injected,
     strip_injected,
 )
+from langchain_knowledge_inject.placement import add_knowledge_prompt
 from langchain_knowledge_inject.tokens import approximate_token_count
 
 LEAVE = "Employees receive 25 days of annual leave per calendar year."
@@ -52,6 +54,11 @@ HEADERS = [
     "[Past Conversation Snippets]",
     "[User Facts]",
 ]
+
+
+def _prompted(msgs):
+    """The input as the injector returns it with nothing to inject: the knowledge prompt added."""
+    return add_knowledge_prompt(msgs, KNOWLEDGE_SYSTEM_PROMPT)
 
 
 class FakeKB:
@@ -174,7 +181,7 @@ def test_all_blocks_share_one_message_in_the_documented_order(kb, blocks) -> Non
     assert turn.manifest.blocks == ["procedure", "knowledge", "episodic", "facts"]
     assert turn.manifest.chunk_ids == ["c0", "c1", "c2"] and turn.manifest.dropped == []
     assert turn.manifest.tokens_used > 0
-    assert strip_injected(turn.messages) == msgs
+    assert strip_injected(turn.messages) == _prompted(msgs)
 
 
 def test_kb_meta_comes_first_and_extra_blocks_last(kb, blocks) -> None:
@@ -221,7 +228,7 @@ def test_each_block_alone_is_injected_even_with_nothing_retrieved(name, blocks) 
     header = HEADERS[["procedure", "knowledge", "episodic", "facts"].index(name)]
     assert turn.dynamic_context.startswith(header)
     assert "[Retrieved Knowledge]" not in turn.dynamic_context
-    assert turn.manifest.chunk_ids == [] and strip_injected(turn.messages) == msgs
+    assert turn.manifest.chunk_ids == [] and strip_injected(turn.messages) == _prompted(msgs)
 
 
 def test_knowledge_alone_is_the_default(kb) -> None:
@@ -238,7 +245,7 @@ def test_no_blocks_and_nothing_retrieved_leaves_the_input_exactly_as_it_was() ->
     msgs = _history()
     injector = KnowledgeInjector(FakeKB([]), include_kb_meta=True, extra_blocks=["[Note]"])
 
-    assert injector.invoke(msgs, cfg()) == msgs
+    assert injector.invoke(msgs, cfg()) == _prompted(msgs)
 
 
 def test_blocks_with_nothing_to_say_leave_the_input_as_it_was(procedures, memory, facts) -> None:
@@ -248,7 +255,7 @@ def test_blocks_with_nothing_to_say_leave_the_input_as_it_was(procedures, memory
 
     turn = injector.prepare(msgs, cfg())
 
-    assert turn.messages == msgs and not turn.manifest.injected
+    assert turn.messages == _prompted(msgs) and not turn.manifest.injected
 
 
 def test_without_a_user_id_no_episode_and_no_fact_is_shown(kb, blocks) -> None:
@@ -274,7 +281,7 @@ def test_the_off_switch_turns_every_block_off(kb, blocks) -> None:
 def test_a_message_without_text_renders_no_block(blocks) -> None:
     msgs = [HumanMessage([{"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}}])]
 
-    assert KnowledgeInjector(FakeKB([]), blocks=blocks).invoke(msgs, cfg()) == msgs
+    assert KnowledgeInjector(FakeKB([]), blocks=blocks).invoke(msgs, cfg()) == _prompted(msgs)
 
 
 # -- one budget, caps, priorities, the cut list -----------------------------------------------

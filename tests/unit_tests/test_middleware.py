@@ -234,8 +234,9 @@ def test_invalid_options_raise_configuration_error(kb):
         KnowledgeInjectionMiddleware(kb, placement="middle")
     with pytest.raises(ConfigurationError):
         KnowledgeInjectionMiddleware(kb, top_k=0)
-    with pytest.raises(ConfigurationError):
-        KnowledgeInjectionMiddleware([kb, kb], search_tool=True)
+    with pytest.raises(ConfigurationError) as info:
+        KnowledgeInjectionMiddleware(kb, topk=3)  # type: ignore[call-arg]
+    assert info.value.option == "topk"
     with pytest.raises(TypeError):
         KnowledgeInjectionMiddleware(kb, 4)  # type: ignore[misc]
 

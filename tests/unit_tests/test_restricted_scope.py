@@ -201,7 +201,7 @@ def test_a_ten_megabyte_chunk_is_not_returned_whole():
 
 def test_passages_are_kept_whole_in_rank_order_until_the_budget():
     chunks = [f"Passage {i}: " + "policy words here " * 40 for i in range(6)]
-    tool = create_knowledge_base_search_tool(ListKB(chunks), max_tokens=600, k=6)
+    tool = create_knowledge_base_search_tool(ListKB(chunks), max_tokens=600, top_k=6)
     message = tool.invoke(
         {"name": tool.name, "args": {"query": "policy"}, "id": "1", "type": "tool_call"}
     )

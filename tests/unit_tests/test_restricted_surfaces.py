@@ -75,7 +75,7 @@ def _seen_by_main_model(surface: str, kb: KnowledgeBase, summarizer: BaseChatMod
     restricted = {"restricted": True, "summarizer_model": summarizer}
     if surface == "tool":
         tool = create_knowledge_base_search_tool(
-            kb, k=8, min_score=0.0, mode="keyword", **restricted
+            kb, top_k=8, min_score=0.0, mode="keyword", **restricted
         )
         return str(tool.invoke({"query": QUESTION}))
     model = RecordingModel()

@@ -215,7 +215,7 @@ def _check_search_surfaces(
             "retriever per-call tenant",
         )
 
-    tool = create_knowledge_base_search_tool(kb, tenant_id=tenant, k=DEEP, **opts)
+    tool = create_knowledge_base_search_tool(kb, tenant_id=tenant, top_k=DEEP, **opts)
     message = tool.invoke(
         {"type": "tool_call", "name": tool.name, "args": {"query": query}, "id": "c1"}
     )

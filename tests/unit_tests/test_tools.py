@@ -111,7 +111,7 @@ def test_schema_exposes_query_k_category_only():
 
 
 def test_tool_call_returns_text_for_the_model_and_documents_as_artifact():
-    tool = create_knowledge_base_search_tool(_kb(), k=2)
+    tool = create_knowledge_base_search_tool(_kb(), top_k=2)
     message = tool.invoke(
         {"name": tool.name, "args": {"query": "leave"}, "id": "1", "type": "tool_call"}
     )
@@ -171,9 +171,9 @@ async def test_async_twin_matches_sync():
 @pytest.mark.parametrize(
     ("option", "value"),
     [
-        ("k", 0),
-        ("k", 51),
-        ("k", True),
+        ("top_k", 0),
+        ("top_k", 51),
+        ("top_k", True),
         ("min_score", 1.5),
         ("mode", "fuzzy"),
         ("name", "bad name!"),
@@ -183,6 +183,16 @@ def test_invalid_options_raise(option, value):
     with pytest.raises(ConfigurationError) as info:
         create_knowledge_base_search_tool(_kb(), **{option: value})
     assert info.value.option == option
+
+
+def test_k_is_a_deprecated_alias_of_top_k():
+    with pytest.warns(DeprecationWarning, match="top_k"):
+        tool = create_knowledge_base_search_tool(_kb(), k=1)
+    _, artifact = _call(tool, query="annual leave")
+    assert len(artifact) == 1
+    with pytest.raises(ConfigurationError) as info, pytest.warns(DeprecationWarning):
+        create_knowledge_base_search_tool(_kb(), k=1, top_k=2)
+    assert info.value.option == "k"
 
 
 def test_model_supplied_k_is_validated():
@@ -215,7 +225,7 @@ def _tool_call(call_id: str, **args: Any) -> AIMessage:
 
 def test_skips_chunks_injected_this_turn_according_to_the_manifest():
     kb = _kb()
-    tool = create_knowledge_base_search_tool(kb, k=2)
+    tool = create_knowledge_base_search_tool(kb, top_k=2)
     state = {
         "messages": [HumanMessage("leave?"), _tool_call("1")],
         "knowledge_manifest": {"chunk_ids": ["c0"]},
@@ -226,7 +236,7 @@ def test_skips_chunks_injected_this_turn_according_to_the_manifest():
 
 
 def test_skips_chunks_this_tool_already_returned_this_turn_but_not_last_turn():
-    tool = create_knowledge_base_search_tool(_kb(), k=1)
+    tool = create_knowledge_base_search_tool(_kb(), top_k=1)
     earlier_turn = ToolMessage(
         "...", tool_call_id="0", name="knowledge_base_search", artifact=[_doc(SICK, 1, 0.7)]
     )

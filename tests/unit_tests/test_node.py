@@ -1,0 +1,129 @@
+"""Knowledge injection in a user's own ``StateGraph(MessagesState)``: one node, clean history."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel, GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from pydantic import Field
+
+from langchain_knowledge_inject import (
+    KNOWLEDGE_SYSTEM_PROMPT,
+    ConfigurationError,
+    KnowledgeInjector,
+    create_knowledge_node,
+    is_injected,
+    make_build_context_node,
+    make_call_model_node,
+    make_retrieve_node,
+)
+from langchain_knowledge_inject.manifest import MANIFEST_EVENT
+
+LEAVE = "Employees receive 25 days of annual leave per calendar year."
+
+
+class FakeKB:
+    def search(self, query: str, **kwargs: Any) -> list[Document]:
+        return [Document(LEAVE, id="c1", metadata={"source": "leave.md", "score": 0.9})]
+
+    async def asearch(self, query: str, **kwargs: Any) -> list[Document]:
+        return self.search(query, **kwargs)
+
+
+class RecordingModel(BaseChatModel):
+    received: list[list[BaseMessage]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "recording"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self.received.append(list(messages))
+        reply = AIMessage(f"answer {len(self.received)}")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def _graph(node: Any, *, checkpointer: Any = None) -> Any:
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", node)
+    builder.add_edge(START, "model")
+    builder.add_edge("model", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+async def test_the_model_gets_the_knowledge_and_the_history_stays_clean():
+    model = RecordingModel()
+    graph = _graph(create_knowledge_node(model, FakeKB(), system_prompt="You are HR."),
+                   checkpointer=InMemorySaver())  # fmt: skip
+    config = {"configurable": {"thread_id": "t1"}}
+    first = graph.invoke({"messages": [HumanMessage("Leave days?")]}, config)
+    second = await graph.ainvoke({"messages": [HumanMessage("And sick leave?")]}, config)
+    assert [m.type for m in first["messages"]] == ["human", "ai"]
+    assert first["messages"][-1].content == "answer 1"  # the reply lands in messages
+    assert [m.type for m in second["messages"]] == ["human", "ai", "human", "ai"]
+    assert not any(is_injected(m) for m in second["messages"])  # nothing injected is stored
+    stored = graph.get_state(config).values["messages"]
+    assert all(LEAVE not in m.text for m in stored)
+    for sent in model.received:  # each call: system + knowledge prompt, history, knowledge
+        assert isinstance(sent[0], SystemMessage)
+        assert sent[0].text == f"You are HR.\n\n{KNOWLEDGE_SYSTEM_PROMPT}"
+        assert is_injected(sent[-2]) and LEAVE in sent[-2].text
+        assert sent[-1].type == "human"
+    assert len(model.received[1]) == 1 + 3 + 1  # system, 3 stored messages, dynamic context
+
+
+def test_the_manifest_is_streamed_on_the_custom_mode():
+    graph = _graph(create_knowledge_node(GenericFakeChatModel(messages=iter(["ok"])), FakeKB()))
+    chunks = list(graph.stream({"messages": [HumanMessage("Leave days?")]}, stream_mode="custom"))
+    assert chunks[0][MANIFEST_EVENT]["chunk_ids"] == ["c1"]
+
+
+def test_a_state_without_messages_is_reported_at_the_first_run():
+    node = create_knowledge_node(RecordingModel(), FakeKB())
+    with pytest.raises(ConfigurationError, match="messages"):
+        node.invoke({"history": []})
+
+
+def test_the_pipeline_nodes_in_a_plain_messages_state_graph_fail_loudly():
+    injector = KnowledgeInjector(FakeKB())
+    builder = StateGraph(MessagesState)
+    builder.add_node("retrieve", make_retrieve_node(injector))
+    builder.add_node("build_context", make_build_context_node(injector))
+    builder.add_node("call_model", make_call_model_node(RecordingModel(), injector))
+    builder.add_edge(START, "retrieve")
+    builder.add_edge("retrieve", "build_context")
+    builder.add_edge("build_context", "call_model")
+    graph = builder.compile()
+    with pytest.raises(ConfigurationError, match=r"KnowledgeState.*create_knowledge_node"):
+        graph.invoke({"messages": [HumanMessage("Leave days?")]})
+    alone = StateGraph(MessagesState)
+    alone.add_node("call_model", make_call_model_node(RecordingModel(), injector))
+    alone.add_edge(START, "call_model")
+    with pytest.raises(ConfigurationError, match="dynamic_context"):
+        alone.compile().invoke({"messages": [HumanMessage("Leave days?")]})
+
+
+def test_injector_piped_into_a_model_as_a_node_is_reported(caplog):
+    model = GenericFakeChatModel(messages=iter(["ok"]))
+    graph = _graph(KnowledgeInjector(FakeKB()) | model)
+    with caplog.at_level(logging.WARNING, logger="langchain_knowledge_inject"):
+        state = graph.invoke({"messages": [HumanMessage("Leave days?")]})
+    assert [m.type for m in state["messages"]] == ["human"]  # LangGraph dropped the reply...
+    assert "create_knowledge_node" in caplog.text  # ...and the package said so
+
+
+def test_inside_a_tool_loop_the_knowledge_stays_next_to_the_user_message():
+    model = RecordingModel()
+    node = create_knowledge_node(model, FakeKB())
+    state = {"messages": [HumanMessage("Leave days?"), AIMessage("", tool_calls=[
+        {"name": "clock", "args": {}, "id": "1"}])]}  # fmt: skip
+    out = node.invoke(state)
+    assert out["messages"][0].content == "answer 1"
+    assert is_injected(model.received[0][-3])  # next to the user message, not the tool call
