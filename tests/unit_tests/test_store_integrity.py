@@ -274,7 +274,7 @@ def test_disk_full_in_the_catalog_rolls_back_and_recovers(tmp_path, emb, monkeyp
 
 def test_cli_prints_one_line_on_disk_full(tmp_path, monkeypatch, capsys):
     fake = DeterministicFakeEmbedding(size=16)
-    monkeypatch.setattr(knowledge_base, "default_embeddings", lambda: fake)
+    monkeypatch.setattr(knowledge_base, "default_embeddings", lambda **_: fake)
     monkeypatch.setattr(chromadb.api.models.Collection.Collection, "upsert", _disk_full)
     doc = tmp_path / "doc.txt"
     doc.write_text("Staff get 25 days of annual leave.")
@@ -420,7 +420,7 @@ def test_kinject_check_rebuilds_a_lost_catalog_and_keeps_restriction(
 ):
     _restricted_kb(tmp_path, emb)
     _truncate(tmp_path)
-    monkeypatch.setattr(knowledge_base, "default_embeddings", lambda: emb)
+    monkeypatch.setattr(knowledge_base, "default_embeddings", lambda **_: emb)
     assert main(["check", "--kb", "deal", "--path", str(tmp_path), "--repair"]) == 0
     assert "consistent" in capsys.readouterr().out
     kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
