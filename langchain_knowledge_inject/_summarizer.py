@@ -240,8 +240,16 @@ def _log_io(kind: str, payload: Any) -> None:
         logger.info("summarizer reply (unchecked, redacted): %s", redact_reply(payload))
 
 
-def call_with_timeout(call: Any, timeout: float | None) -> Any:
+def call_with_timeout(
+    call: Any,
+    timeout: float | None,
+    *,
+    thread_name: str = "kinject-safe-summary",
+    waiting_for: str = "the summarizer",
+) -> Any:
     """Run ``call`` in a daemon thread (in a copy of the caller's context) and wait for it.
+
+    Shared by every secondary-model call (the safe summary, the query condenser).
 
     Raises:
         TimeoutError: No result within ``timeout`` seconds; the thread is abandoned.
@@ -260,9 +268,9 @@ def call_with_timeout(call: Any, timeout: float | None) -> Any:
         finally:
             done.set()
 
-    threading.Thread(target=work, name="kinject-safe-summary", daemon=True).start()
+    threading.Thread(target=work, name=thread_name, daemon=True).start()
     if not done.wait(timeout):
-        msg = f"the summarizer gave no answer within {timeout} s"
+        msg = f"{waiting_for} gave no answer within {timeout} s"
         raise TimeoutError(msg)
     if "error" in outcome:
         raise outcome["error"]

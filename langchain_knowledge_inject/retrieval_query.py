@@ -28,7 +28,6 @@ before either looks at the history. ``benchmarks/followup_query.py`` measures bo
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import hashlib
 import logging
 import re
@@ -41,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
+from langchain_knowledge_inject._summarizer import call_with_timeout
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.placement import current_user_index, query_text, strip_injected
 
@@ -359,7 +359,12 @@ class QueryCondenser:
         start = time.perf_counter()
         try:
             call = lambda: self.model.invoke(request, config=config)  # noqa: E731
-            raw = _call_with_timeout(call, self.timeout)
+            raw = call_with_timeout(
+                call,
+                self.timeout,
+                thread_name="kinject-query-condenser",
+                waiting_for="the condenser",
+            )
         except Exception as exc:
             return self._fallback(messages, _describe(exc), 1, time.perf_counter() - start)
         return self._result(messages, key, raw, time.perf_counter() - start)
@@ -387,27 +392,3 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
         return "timed out"
     return f"{type(exc).__name__}: {exc}"
-
-
-def _call_with_timeout(call: Any, timeout: float | None) -> Any:
-    """Run ``call`` in a daemon thread (in a copy of the caller's context) and wait for it."""
-    if timeout is None:
-        return call()
-    outcome: dict[str, Any] = {}
-    done = threading.Event()
-    context = contextvars.copy_context()
-
-    def work() -> None:
-        try:
-            outcome["value"] = context.run(call)
-        except BaseException as exc:
-            outcome["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=work, name="kinject-query-condenser", daemon=True).start()
-    if not done.wait(timeout):
-        raise TimeoutError
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
