@@ -339,7 +339,10 @@ def test_invalid_search_settings_fail_everywhere(kb, options, allowed):
     builders: list[Callable[[], Any]] = [
         lambda: kb.search("leave", **options),
         lambda: kb.as_retriever(**options),
-        lambda: create_knowledge_base_search_tool(kb, **options),
+        # the tool's count is top_k (k is its deprecated alias)
+        lambda: create_knowledge_base_search_tool(
+            kb, **{("top_k" if key == "k" else key): value for key, value in options.items()}
+        ),
     ]
     for build in builders:
         with pytest.raises(ValueError, match=option) as info:

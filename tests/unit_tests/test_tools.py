@@ -127,9 +127,10 @@ def test_tool_call_returns_text_for_the_model_and_documents_as_artifact():
 
 def test_k_category_and_options_reach_the_knowledge_base():
     kb = _kb()
-    tool = create_knowledge_base_search_tool(
-        kb, k=3, min_score=0.2, mode="keyword", tenant_id="acme", filter={"lang": "en"}
-    )
+    with pytest.warns(DeprecationWarning, match="top_k"):  # k= is the deprecated alias
+        tool = create_knowledge_base_search_tool(
+            kb, k=3, min_score=0.2, mode="keyword", tenant_id="acme", filter={"lang": "en"}
+        )
     tool.invoke({"query": "carry over", "k": 1, "category": "carry"})
     assert kb.calls[-1] == {
         "query": "carry over",
