@@ -283,9 +283,10 @@ def ingest(
     replaces all of its previous chunks. A file that cannot be ingested is
     skipped and listed in ``IngestReport.files_skipped``; it never aborts the
     run. Every path is checked before anything is written. The knowledge
-    base's own ``text_splitter`` still applies: the default one splits chunks
-    over 1000 characters again, so with a larger ``chunk_size`` open the
-    knowledge base with ``text_splitter=None`` (as ``kinject ingest`` does).
+    base's own ``text_splitter`` still applies: the default one cuts chunks
+    that exceed the default model's window (1000 characters with another
+    model), so to keep a larger ``chunk_size`` open the knowledge base with
+    ``text_splitter=None`` (as ``kinject ingest --chunk-size`` does).
 
     Args:
         kb: The knowledge base (a ``KnowledgeBase``).
