@@ -128,6 +128,22 @@ class _FreezableClient:
         self._inner = chromadb.EphemeralClient()
         self.frozen = threading.Event()
         self.release = threading.Event()
+        self._in_flight = 0
+        self._settled = threading.Condition()
+
+    def enter(self) -> None:
+        with self._settled:
+            self._in_flight += 1
+
+    def leave(self) -> None:
+        with self._settled:
+            self._in_flight -= 1
+            self._settled.notify_all()
+
+    def wait_settled(self, timeout: float) -> bool:
+        """Wait until every call that was held while frozen has run (abandoned ones too)."""
+        with self._settled:
+            return self._settled.wait_for(lambda: self._in_flight == 0, timeout)
 
     def __getattr__(self, name):
         attr = getattr(self._inner, name)
@@ -152,9 +168,13 @@ class _Gate:
             return attr
 
         def gated(*args, **kwargs):
-            if self._client.frozen.is_set():
-                self._client.release.wait(HANG_GUARD)
-            return attr(*args, **kwargs)
+            self._client.enter()
+            try:
+                if self._client.frozen.is_set():
+                    self._client.release.wait(HANG_GUARD)
+                return attr(*args, **kwargs)
+            finally:
+                self._client.leave()
 
         return gated
 
@@ -198,6 +218,9 @@ def test_frozen_server_degrades_the_turn_and_records_the_error(tmp_path, emb):
         client.release.set()
         client.frozen.clear()
         _bound(frozen, HANG_GUARD)
+    # The timed-out write's abandoned request lands on the server once it thaws; wait for it,
+    # so that the keyword search's catch-up below meets it (otherwise a race with check()).
+    assert client.wait_settled(HANG_GUARD)
     assert frozen.search("annual leave", min_score=0.0, mode="keyword")  # thawed: answers again
     assert frozen.check().clean  # the timed-out write left nothing half done locally
 
