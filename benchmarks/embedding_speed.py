@@ -37,7 +37,7 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from langchain_knowledge_inject.embeddings import (
+from langchain_knowledge_inject.store.embeddings import (
     configure_torch_threads,
     default_embeddings,
     onnx_available,

@@ -51,8 +51,8 @@ import _dialogue_data as data
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from langchain_knowledge_inject.embeddings import default_embeddings
-from langchain_knowledge_inject.episodic import EpisodeRecord, EpisodicMemory
+from langchain_knowledge_inject.memory.episodic import EpisodeRecord, EpisodicMemory
+from langchain_knowledge_inject.store.embeddings import default_embeddings
 
 KS = (5, 10)
 OFF_TOPIC = [
@@ -242,7 +242,7 @@ def main() -> None:
     mine = arms["EpisodicMemory"].mean(10)
     print(f"\nrecall@10: EpisodicMemory {mine:.3f} vs best plain baseline ({best}) "
           f"{arms[best].mean(10):.3f}: {gain:+.3f} (target >= +0.10)")  # fmt: skip
-    from langchain_knowledge_inject.episodic import DEFAULT_EPISODIC_MIN_SCORE as floor
+    from langchain_knowledge_inject.memory.episodic import DEFAULT_EPISODIC_MIN_SCORE as floor
 
     print(f"min_score (default {floor}): evidence hits in the top 10 kept / off-topic questions "
           f"with nothing recalled (evidence similarity median {statistics.median(sims):.2f}, "

@@ -303,7 +303,7 @@ CONDENSER = "condenser, SCRIPTED model (hand-written rewrites, not an LLM)"
 def variants(kb, k: int = 4, *, condenser: Any = None) -> dict:
     """name -> function(turn) -> retrieved documents."""
     from langchain_knowledge_inject import KnowledgeInjector
-    from langchain_knowledge_inject.placement import is_follow_up
+    from langchain_knowledge_inject.turn.placement import is_follow_up
 
     def injector(window: int):
         inj = KnowledgeInjector(kb, top_k=k, query_window=window)
@@ -345,7 +345,7 @@ def evaluate(
 
 def condenser_cost(turns: list[Turn], rounds: int = 20) -> dict[str, float]:
     """Model calls and the time to build one query: heuristic vs condenser, side by side."""
-    from langchain_knowledge_inject.retrieval_query import QueryCondenser, followup_query
+    from langchain_knowledge_inject.turn.query import QueryCondenser, followup_query
 
     model = scripted_condenser_model()
     cached = QueryCondenser(model)
@@ -380,8 +380,8 @@ def condenser_cost(turns: list[Turn], rounds: int = 20) -> dict[str, float]:
 
 
 def main() -> int:
-    from langchain_knowledge_inject.retrieval_query import QueryCondenser
-    from langchain_knowledge_inject.sample_data import build_sample_knowledge_base
+    from langchain_knowledge_inject.ingest.sample_data import build_sample_knowledge_base
+    from langchain_knowledge_inject.turn.query import QueryCondenser
 
     with tempfile.TemporaryDirectory() as tmp:
         kb = build_sample_knowledge_base(path=tmp)

@@ -40,8 +40,9 @@ from pathlib import Path
 import torch
 from langchain_core.documents import Document
 
-from langchain_knowledge_inject import KnowledgeBase, ingest, split_documents
-from langchain_knowledge_inject.embeddings import (
+from langchain_knowledge_inject import KnowledgeBase, ingest
+from langchain_knowledge_inject.ingest.loading import split_documents
+from langchain_knowledge_inject.store.embeddings import (
     configure_torch_threads,
     default_embeddings,
     resolve_backend,

@@ -50,12 +50,12 @@ from _common import (
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from langchain_knowledge_inject import (
-    KNOWLEDGE_SYSTEM_PROMPT,
     KnowledgeInjectionMiddleware,
     KnowledgeInjector,
     create_knowledge_graph,
 )
-from langchain_knowledge_inject.sample_data import SAMPLE_QUESTIONS
+from langchain_knowledge_inject.ingest.sample_data import SAMPLE_QUESTIONS
+from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 
 TARGETS = {"injector": 1.10, "graph": 1.5}
 

@@ -52,8 +52,8 @@ from _embedding_cache import DiskCachedEmbeddings
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject import KnowledgeBase, fusion
-from langchain_knowledge_inject.embeddings import DEFAULT_MODEL_NAME, default_embeddings
-from langchain_knowledge_inject.fusion import DEFAULT_MIN_SCORE
+from langchain_knowledge_inject.store.embeddings import DEFAULT_MODEL_NAME, default_embeddings
+from langchain_knowledge_inject.store.fusion import DEFAULT_MIN_SCORE
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("dense", "keyword", "hybrid")
@@ -160,7 +160,7 @@ def evaluate(
 def compare_keyword_libraries(docs: list[Document], queries: dict[str, str], qrels) -> None:
     import sqlite3
 
-    from langchain_knowledge_inject.keyword import KeywordIndex, query_terms
+    from langchain_knowledge_inject.store.keyword import KeywordIndex, query_terms
 
     try:
         import Stemmer  # PyStemmer
@@ -231,7 +231,7 @@ def compare_keyword_libraries(docs: list[Document], queries: dict[str, str], qre
 
 
 def _all_words(text: str) -> list[str]:
-    from langchain_knowledge_inject.keyword import STOPWORDS
+    from langchain_knowledge_inject.store.keyword import STOPWORDS
 
     return [w for w in re.findall(r"[^\W_]+", text.casefold()) if w not in STOPWORDS]
 

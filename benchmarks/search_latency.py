@@ -26,7 +26,7 @@ from langchain_core.documents import Document
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject.embeddings import default_embeddings
+from langchain_knowledge_inject.store.embeddings import default_embeddings
 
 ROOT = Path(__file__).resolve().parents[1]
 CATEGORIES = ("biology", "medicine", "chemistry", "physics")

@@ -1,164 +1,135 @@
 """langchain-knowledge-inject: the right knowledge in front of the model, every turn.
 
-Retrieval over a Chroma knowledge base (dense, keyword and hybrid), a
-cache-friendly ``dynamic_context`` message, a restricted mode that never lets
-raw text reach the main model, as a LangGraph graph, a Runnable, agent
-middleware and a tool.
+Retrieval over a Chroma knowledge base (dense, keyword and hybrid), a cache-friendly
+``dynamic_context`` message, a restricted mode that never lets raw text reach the main
+model, as a LangGraph graph, a Runnable, agent middleware and a tool.
+
+The root exports what a user needs. Building blocks live in the subpackages, named for
+the architecture: ``store`` (the knowledge base), ``ingest`` (files to documents),
+``turn`` (one turn's query, blocks, budget and placement), ``restricted`` (restricted
+mode), ``memory`` (procedures, facts, episodes) and ``integrations`` (the surfaces).
 """
 
 import logging
 
+from langchain_knowledge_inject import _compat
 from langchain_knowledge_inject._version import __version__
-from langchain_knowledge_inject.blocks import BlockText, ContextBlock, assemble_blocks
-from langchain_knowledge_inject.episodic import Episode, EpisodicMemory
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
-    ForkedProcessError,
-    IngestError,
-    KnowledgeBaseError,
     KnowledgeBaseNotFoundError,
-    KnowledgeBaseOpenError,
     KnowledgeInjectError,
-    MemoryWriteError,
     RetrievalError,
     StoreError,
-    StoreTimeoutError,
-    SummarizerError,
 )
-from langchain_knowledge_inject.facts import UserFacts
-from langchain_knowledge_inject.formatting import (
-    DEFAULT_KNOWLEDGE_TEMPLATE,
-    KNOWLEDGE_SYSTEM_PROMPT,
-    KnowledgeBlockTemplate,
-    format_knowledge_block,
-    neutralize,
-)
-from langchain_knowledge_inject.graph import (
-    KnowledgeState,
-    create_knowledge_graph,
-    make_build_context_node,
-    make_call_model_node,
-    make_record_memory_node,
-    make_retrieve_node,
-    make_route_after_retrieve,
-    make_safe_summarize_node,
-)
-from langchain_knowledge_inject.ingestion import IngestReport, aingest, ingest, split_documents
-from langchain_knowledge_inject.injector import (
-    InjectionConfig,
-    KnowledgeInjector,
-    RetrievalOutcome,
-    TurnContext,
-)
-from langchain_knowledge_inject.knowledge_base import AddResult, KnowledgeBase, KnowledgeBaseInfo
-from langchain_knowledge_inject.manifest import InjectionManifest
-from langchain_knowledge_inject.memory_tools import (
-    create_memory_tools,
-    create_store_memory_tool,
-    create_user_fact_tools,
-)
-from langchain_knowledge_inject.middleware import (
-    KnowledgeInjectionMiddleware,
-    KnowledgeInjectionState,
-)
-from langchain_knowledge_inject.node import create_knowledge_node
-from langchain_knowledge_inject.placement import Placement, is_injected, strip_injected
-from langchain_knowledge_inject.procedures import Procedure, ProcedureLibrary
-from langchain_knowledge_inject.restriction import (
-    LeakPolicy,
-    LeakReport,
-    ReasonCode,
-    SafeKnowledgeBaseInfo,
-    SafeSummary,
-    SummaryBounds,
-    asummarize_chunks,
-    check_leak,
-    format_safe_summary,
-    safe_kb_meta,
-    summarize_chunks,
-)
-from langchain_knowledge_inject.retriever import KnowledgeBaseRetriever
-from langchain_knowledge_inject.sample_data import build_sample_knowledge_base
+from langchain_knowledge_inject.ingest.loading import IngestReport, aingest, ingest
+from langchain_knowledge_inject.ingest.sample_data import build_sample_knowledge_base
+from langchain_knowledge_inject.integrations.graph import KnowledgeState, create_knowledge_graph
+from langchain_knowledge_inject.integrations.middleware import KnowledgeInjectionMiddleware
+from langchain_knowledge_inject.integrations.node import create_knowledge_node
+from langchain_knowledge_inject.integrations.runnable import KnowledgeInjector
+from langchain_knowledge_inject.integrations.tools import create_knowledge_base_search_tool
+from langchain_knowledge_inject.memory.episodic import EpisodicMemory
+from langchain_knowledge_inject.memory.facts import UserFacts
+from langchain_knowledge_inject.memory.procedures import ProcedureLibrary
+from langchain_knowledge_inject.memory.tools import create_memory_tools
+from langchain_knowledge_inject.restricted.summary import ReasonCode, SafeSummary
 from langchain_knowledge_inject.settings import KnowledgeSettings
-from langchain_knowledge_inject.tokens import approximate_token_count
-from langchain_knowledge_inject.tools import (
-    KnowledgeBaseSearchInput,
-    create_knowledge_base_search_tool,
+from langchain_knowledge_inject.store.knowledge_base import (
+    AddResult,
+    KnowledgeBase,
+    KnowledgeBaseInfo,
 )
+from langchain_knowledge_inject.store.retriever import KnowledgeBaseRetriever
+from langchain_knowledge_inject.turn.formatting import KnowledgeBlockTemplate
+from langchain_knowledge_inject.turn.manifest import InjectionManifest
+from langchain_knowledge_inject.turn.placement import strip_injected
 
 __all__ = [
-    "DEFAULT_KNOWLEDGE_TEMPLATE",
-    "KNOWLEDGE_SYSTEM_PROMPT",
     "AddResult",
-    "BlockText",
     "ConfigurationError",
-    "ContextBlock",
-    "Episode",
     "EpisodicMemory",
-    "ForkedProcessError",
-    "IngestError",
     "IngestReport",
-    "InjectionConfig",
     "InjectionManifest",
     "KnowledgeBase",
-    "KnowledgeBaseError",
     "KnowledgeBaseInfo",
     "KnowledgeBaseNotFoundError",
-    "KnowledgeBaseOpenError",
     "KnowledgeBaseRetriever",
-    "KnowledgeBaseSearchInput",
     "KnowledgeBlockTemplate",
     "KnowledgeInjectError",
     "KnowledgeInjectionMiddleware",
-    "KnowledgeInjectionState",
     "KnowledgeInjector",
     "KnowledgeSettings",
     "KnowledgeState",
-    "LeakPolicy",
-    "LeakReport",
-    "MemoryWriteError",
-    "Placement",
-    "Procedure",
     "ProcedureLibrary",
     "ReasonCode",
     "RetrievalError",
-    "RetrievalOutcome",
-    "SafeKnowledgeBaseInfo",
     "SafeSummary",
     "StoreError",
-    "StoreTimeoutError",
-    "SummarizerError",
-    "SummaryBounds",
-    "TurnContext",
     "UserFacts",
     "__version__",
     "aingest",
-    "approximate_token_count",
-    "assemble_blocks",
-    "asummarize_chunks",
     "build_sample_knowledge_base",
-    "check_leak",
     "create_knowledge_base_search_tool",
     "create_knowledge_graph",
     "create_knowledge_node",
     "create_memory_tools",
-    "create_store_memory_tool",
-    "create_user_fact_tools",
-    "format_knowledge_block",
-    "format_safe_summary",
     "ingest",
-    "is_injected",
-    "make_build_context_node",
-    "make_call_model_node",
-    "make_record_memory_node",
-    "make_retrieve_node",
-    "make_route_after_retrieve",
-    "make_safe_summarize_node",
-    "neutralize",
-    "safe_kb_meta",
-    "split_documents",
     "strip_injected",
-    "summarize_chunks",
 ]
+
+# Names the root exported before 0.3, now in their subpackage; they still resolve, with a
+# DeprecationWarning naming the new home, for one release.
+_compat.MOVED_NAMES.update(
+    {
+        "DEFAULT_KNOWLEDGE_TEMPLATE": "turn.formatting",
+        "KNOWLEDGE_SYSTEM_PROMPT": "turn.formatting",
+        "format_knowledge_block": "turn.formatting",
+        "neutralize": "turn.formatting",
+        "BlockText": "turn.blocks",
+        "ContextBlock": "turn.blocks",
+        "assemble_blocks": "turn.blocks",
+        "Episode": "memory.episodic",
+        "ForkedProcessError": "errors",
+        "IngestError": "errors",
+        "KnowledgeBaseError": "errors",
+        "KnowledgeBaseOpenError": "errors",
+        "MemoryWriteError": "errors",
+        "StoreTimeoutError": "errors",
+        "SummarizerError": "errors",
+        "split_documents": "ingest.loading",
+        "InjectionConfig": "integrations.runnable",
+        "RetrievalOutcome": "integrations.runnable",
+        "TurnContext": "integrations.runnable",
+        "KnowledgeInjectionState": "integrations.middleware",
+        "make_build_context_node": "integrations.graph",
+        "make_call_model_node": "integrations.graph",
+        "make_record_memory_node": "integrations.graph",
+        "make_retrieve_node": "integrations.graph",
+        "make_route_after_retrieve": "integrations.graph",
+        "make_safe_summarize_node": "integrations.graph",
+        "create_store_memory_tool": "memory.tools",
+        "create_user_fact_tools": "memory.tools",
+        "Placement": "turn.placement",
+        "is_injected": "turn.placement",
+        "Procedure": "memory.procedures",
+        "LeakPolicy": "restricted.summary",
+        "LeakReport": "restricted.summary",
+        "SafeKnowledgeBaseInfo": "restricted.summary",
+        "SummaryBounds": "restricted.summary",
+        "asummarize_chunks": "restricted.summary",
+        "check_leak": "restricted.summary",
+        "format_safe_summary": "restricted.summary",
+        "safe_kb_meta": "restricted.summary",
+        "summarize_chunks": "restricted.summary",
+        "approximate_token_count": "turn.tokens",
+        "KnowledgeBaseSearchInput": "integrations.tools",
+    }
+)
+_compat.install_module_aliases()
+
+
+def __getattr__(name: str) -> object:
+    return _compat.moved_name(name)
+
 
 logging.getLogger("langchain_knowledge_inject").addHandler(logging.NullHandler())

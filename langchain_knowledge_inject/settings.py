@@ -53,9 +53,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import TypedDict
 
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.formatting import KNOWLEDGE_SYSTEM_PROMPT
-from langchain_knowledge_inject.placement import Placement
-from langchain_knowledge_inject.restricted_scope import resolve_restricted
+from langchain_knowledge_inject.restricted.scope import resolve_restricted
+from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject.turn.placement import Placement
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -101,7 +101,7 @@ class KnowledgeSettings(BaseModel):
     tenant_id: str | None = Field(default=None, min_length=1)
     """Tenant partition to search; ``None``: the shared partition."""
     placement: Placement = "dynamic_context"
-    """Where the context goes (see :mod:`~langchain_knowledge_inject.placement`);
+    """Where the context goes (see :mod:`~langchain_knowledge_inject.turn.placement`);
     ``"system"`` defeats provider prompt caching of the history."""
     max_tokens: int = Field(default=2000, ge=1)
     """Token budget of the whole injected text; the knowledge block gets what the other

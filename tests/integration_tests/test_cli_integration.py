@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject.cli import main
-from langchain_knowledge_inject.sample_data import SAMPLE_QUESTIONS, build_sample_knowledge_base
+from langchain_knowledge_inject.ingest.sample_data import (
+    SAMPLE_QUESTIONS,
+    build_sample_knowledge_base,
+)
+from langchain_knowledge_inject.integrations.cli import main
 
 pytestmark = pytest.mark.integration
 
@@ -101,8 +104,8 @@ def test_installed_console_script(tmp_path) -> None:
 
 
 def test_cli_ingest_fits_chunks_to_the_default_models_window(tmp_path) -> None:
-    from langchain_knowledge_inject.embeddings import default_token_counter
-    from langchain_knowledge_inject.knowledge_base import WINDOW_CHUNK_TOKENS, KnowledgeBase
+    from langchain_knowledge_inject.store.embeddings import default_token_counter
+    from langchain_knowledge_inject.store.knowledge_base import WINDOW_CHUNK_TOKENS, KnowledgeBase
 
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -16,9 +16,9 @@ from langchain_knowledge_inject import (
     KnowledgeBase,
     build_sample_knowledge_base,
     create_knowledge_graph,
-    is_injected,
 )
-from langchain_knowledge_inject.sample_data import SAMPLE_QUESTIONS
+from langchain_knowledge_inject.ingest.sample_data import SAMPLE_QUESTIONS
+from langchain_knowledge_inject.turn.placement import is_injected
 
 pytestmark = pytest.mark.integration
 
@@ -113,7 +113,7 @@ def test_graph_over_a_real_chroma_server(tmp_path, real_embeddings, chroma_serve
     kb = KnowledgeBase(
         "hr-server", path=tmp_path, client=chroma_server.client(), embeddings=real_embeddings
     )
-    from langchain_knowledge_inject.sample_data import SAMPLE_DOCUMENTS
+    from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS
 
     kb.add_documents(SAMPLE_DOCUMENTS)
     model = RecordingChatModel()

@@ -13,7 +13,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from langchain_knowledge_inject import KnowledgeBase, KnowledgeBaseRetriever
-from langchain_knowledge_inject.embeddings import DEFAULT_MODEL_NAME
+from langchain_knowledge_inject.store.embeddings import DEFAULT_MODEL_NAME
 
 pytestmark = pytest.mark.integration
 
@@ -130,7 +130,7 @@ class TestKnowledgeBaseRetrieverStandard(RetrieversIntegrationTests):
         if TestKnowledgeBaseRetrieverStandard._kb is None:
             import tempfile
 
-            from langchain_knowledge_inject.embeddings import default_embeddings
+            from langchain_knowledge_inject.store.embeddings import default_embeddings
 
             kb = KnowledgeBase("standard", path=tempfile.mkdtemp(), embeddings=default_embeddings())
             kb.add_documents(_docs())
@@ -145,7 +145,7 @@ class TestKnowledgeBaseRetrieverStandard(RetrieversIntegrationTests):
 
 def test_onnx_backend_exports_once_into_the_store_and_matches_torch(tmp_path):
     pytest.importorskip("optimum.onnxruntime", reason="the 'onnx' extra is not installed")
-    from langchain_knowledge_inject.embeddings import ONNX_EXPORT_DIR, default_embeddings
+    from langchain_knowledge_inject.store.embeddings import ONNX_EXPORT_DIR, default_embeddings
 
     torch_model = default_embeddings(backend="torch")
     kb = KnowledgeBase(

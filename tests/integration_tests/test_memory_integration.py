@@ -15,15 +15,15 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.sqlite import SqliteStore
 
-from langchain_knowledge_inject.blocks import assemble_blocks
-from langchain_knowledge_inject.embeddings import default_embeddings
-from langchain_knowledge_inject.episodic import EpisodicMemory
-from langchain_knowledge_inject.facts import UserFacts
-from langchain_knowledge_inject.procedures import (
+from langchain_knowledge_inject.memory.episodic import EpisodicMemory
+from langchain_knowledge_inject.memory.facts import UserFacts
+from langchain_knowledge_inject.memory.procedures import (
     DEFAULT_PROCEDURE_THRESHOLD,
     Procedure,
     ProcedureLibrary,
 )
+from langchain_knowledge_inject.store.embeddings import default_embeddings
+from langchain_knowledge_inject.turn.blocks import assemble_blocks
 
 pytestmark = pytest.mark.integration
 

@@ -23,13 +23,13 @@ from pydantic import Field
 from langchain_knowledge_inject import (
     EpisodicMemory,
     KnowledgeInjectionMiddleware,
-    Procedure,
     ProcedureLibrary,
     UserFacts,
     build_sample_knowledge_base,
     create_knowledge_graph,
-    is_injected,
 )
+from langchain_knowledge_inject.memory.procedures import Procedure
+from langchain_knowledge_inject.turn.placement import is_injected
 
 pytestmark = pytest.mark.integration
 

@@ -12,12 +12,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
-from langchain_knowledge_inject import (
-    KnowledgeInjectionMiddleware,
-    build_sample_knowledge_base,
-    is_injected,
-)
-from langchain_knowledge_inject.sample_data import SAMPLE_QUESTIONS
+from langchain_knowledge_inject import KnowledgeInjectionMiddleware, build_sample_knowledge_base
+from langchain_knowledge_inject.ingest.sample_data import SAMPLE_QUESTIONS
+from langchain_knowledge_inject.turn.placement import is_injected
 
 pytestmark = pytest.mark.integration
 

@@ -31,8 +31,8 @@ from langchain_knowledge_inject import (
     KnowledgeInjector,
     create_knowledge_graph,
 )
-from langchain_knowledge_inject.knowledge_base import MAX_QUERY_CHARS
-from langchain_knowledge_inject.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
+from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
+from langchain_knowledge_inject.store.knowledge_base import MAX_QUERY_CHARS
 
 pytestmark = pytest.mark.integration
 
@@ -232,7 +232,8 @@ def test_second_process_on_the_same_store_is_refused(store, real_embeddings):
     script = textwrap.dedent(
         f"""
         from langchain_core.embeddings import DeterministicFakeEmbedding
-        from langchain_knowledge_inject import KnowledgeBase, KnowledgeBaseOpenError
+        from langchain_knowledge_inject import KnowledgeBase
+        from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
         try:
             KnowledgeBase("hr", path={str(store)!r}, embeddings=DeterministicFakeEmbedding(size=8))
         except KnowledgeBaseOpenError as exc:

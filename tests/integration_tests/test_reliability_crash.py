@@ -31,7 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from langchain_knowledge_inject import KnowledgeBase, KnowledgeBaseOpenError, ingest
+from langchain_knowledge_inject import KnowledgeBase, ingest
+from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
 
 pytestmark = pytest.mark.integration
 

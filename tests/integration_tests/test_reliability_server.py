@@ -31,9 +31,9 @@ from langchain_knowledge_inject import (
     RetrievalError,
     create_knowledge_base_search_tool,
     create_knowledge_graph,
-    is_injected,
 )
-from langchain_knowledge_inject.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
+from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
+from langchain_knowledge_inject.turn.placement import is_injected
 
 pytestmark = pytest.mark.integration
 

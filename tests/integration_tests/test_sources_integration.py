@@ -27,9 +27,9 @@ from langchain_knowledge_inject import (
     create_knowledge_base_search_tool,
     create_knowledge_graph,
     create_knowledge_node,
-    split_documents,
 )
-from langchain_knowledge_inject.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
+from langchain_knowledge_inject.ingest.loading import split_documents
+from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import Document
 
-from langchain_knowledge_inject import KnowledgeBase, KnowledgeBaseOpenError
+from langchain_knowledge_inject import KnowledgeBase
+from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
 
 from .conftest import ChromaServer, _free_port
 

@@ -12,7 +12,7 @@ from langchain_knowledge_inject import (
     build_sample_knowledge_base,
     create_knowledge_base_search_tool,
 )
-from langchain_knowledge_inject.sample_data import SAMPLE_QUESTIONS
+from langchain_knowledge_inject.ingest.sample_data import SAMPLE_QUESTIONS
 
 pytestmark = pytest.mark.integration
 
@@ -78,7 +78,7 @@ class TestStoreMemoryToolIntegration(ToolsIntegrationTests):
 
     @property
     def tool_constructor(self) -> BaseTool:
-        from langchain_knowledge_inject import create_store_memory_tool
+        from langchain_knowledge_inject.memory.tools import create_store_memory_tool
 
         return create_store_memory_tool(self._memory)
 
@@ -94,7 +94,7 @@ class TestSetUserFactToolIntegration(ToolsIntegrationTests):
 
     @property
     def tool_constructor(self) -> BaseTool:
-        from langchain_knowledge_inject import create_user_fact_tools
+        from langchain_knowledge_inject.memory.tools import create_user_fact_tools
 
         return create_user_fact_tools(self._facts)[0]
 
@@ -110,7 +110,7 @@ class TestForgetUserFactToolIntegration(ToolsIntegrationTests):
 
     @property
     def tool_constructor(self) -> BaseTool:
-        from langchain_knowledge_inject import create_user_fact_tools
+        from langchain_knowledge_inject.memory.tools import create_user_fact_tools
 
         return create_user_fact_tools(self._facts)[1]
 

@@ -28,18 +28,17 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
 from langchain_knowledge_inject import (
-    KNOWLEDGE_SYSTEM_PROMPT,
     ConfigurationError,
     KnowledgeBase,
-    KnowledgeBaseOpenError,
     KnowledgeInjectionMiddleware,
     KnowledgeInjector,
     create_knowledge_base_search_tool,
     create_knowledge_graph,
-    is_injected,
 )
-from langchain_knowledge_inject.knowledge_base import MAX_QUERY_CHARS
-from langchain_knowledge_inject.placement import add_knowledge_prompt
+from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
+from langchain_knowledge_inject.store.knowledge_base import MAX_QUERY_CHARS
+from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject.turn.placement import add_knowledge_prompt, is_injected
 
 LEAVE = "Employees receive 25 days of annual leave per calendar year."
 SICK = "Sick leave requires a doctor's note after three consecutive days."

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import tempfile
-
 import doctest
+import tempfile
 
 import chromadb
 import pytest
@@ -14,7 +13,11 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langgraph.store.memory import InMemoryStore
 
 from langchain_knowledge_inject import blocks as blocks_module
-from langchain_knowledge_inject.blocks import (
+from langchain_knowledge_inject.errors import ConfigurationError
+from langchain_knowledge_inject.memory.episodic import EpisodicMemory
+from langchain_knowledge_inject.memory.facts import UserFacts
+from langchain_knowledge_inject.memory.procedures import Procedure, ProcedureLibrary
+from langchain_knowledge_inject.turn.blocks import (
     BLOCK_ORDER,
     DEFAULT_PRIORITIES,
     BlockText,
@@ -22,10 +25,6 @@ from langchain_knowledge_inject.blocks import (
     assemble_blocks,
     config_user_id,
 )
-from langchain_knowledge_inject.episodic import EpisodicMemory
-from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.facts import UserFacts
-from langchain_knowledge_inject.procedures import Procedure, ProcedureLibrary
 
 
 def words(n: int, tag: str = "w") -> str:

@@ -11,8 +11,8 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase, knowledge_base
-from langchain_knowledge_inject.cli import main
-from langchain_knowledge_inject.sample_data import SAMPLE_QUESTIONS
+from langchain_knowledge_inject.ingest.sample_data import SAMPLE_QUESTIONS
+from langchain_knowledge_inject.integrations.cli import main
 
 
 @pytest.fixture(autouse=True)
@@ -198,9 +198,9 @@ def test_chat_delegates_to_run_chat(monkeypatch, store) -> None:
         seen.update(vars(args))
         return 7
 
-    module = types.ModuleType("langchain_knowledge_inject.chat")
+    module = types.ModuleType("langchain_knowledge_inject.integrations.chat")
     module.run_chat = run_chat
-    monkeypatch.setitem(sys.modules, "langchain_knowledge_inject.chat", module)
+    monkeypatch.setitem(sys.modules, "langchain_knowledge_inject.integrations.chat", module)
 
     argv = ["--path", str(store), "chat", "--kb", "hr", "--model", "openai:gpt-4o-mini"]
     assert main(argv) == 7

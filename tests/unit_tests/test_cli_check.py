@@ -7,7 +7,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase, knowledge_base
-from langchain_knowledge_inject.cli import main
+from langchain_knowledge_inject.integrations.cli import main
 
 
 @pytest.fixture(autouse=True)

@@ -21,9 +21,10 @@ import langchain_knowledge_inject
 
 MODULES = sorted(
     info.name
-    for info in pkgutil.iter_modules(
+    for info in pkgutil.walk_packages(
         langchain_knowledge_inject.__path__, "langchain_knowledge_inject."
     )
+    if info.name != "langchain_knowledge_inject._compat"
 )
 _BLOCK = re.compile(r"\.\. code-block:: python\n((?:\n|[ \t]+.*\n)+)")
 
@@ -71,7 +72,7 @@ def test_code_block_examples(label, code, tmp_path, monkeypatch):
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
     from langchain_knowledge_inject import KnowledgeBase
-    from langchain_knowledge_inject.sample_data import SAMPLE_DOCUMENTS
+    from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS
 
     monkeypatch.setenv("KINJECT_HOME", str(tmp_path / "home"))
     kb = KnowledgeBase(

@@ -9,7 +9,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase, fusion
-from langchain_knowledge_inject.fusion import fuse, fuse_with_documents
+from langchain_knowledge_inject.store.fusion import fuse, fuse_with_documents
 
 ids = st.sampled_from([f"c{i}" for i in range(10)])
 dense_lists = st.lists(st.tuples(ids, st.floats(0, 1)), max_size=10, unique_by=lambda x: x[0]).map(
@@ -88,7 +88,7 @@ def test_default_splitter_with_another_model_counts_characters(tmp_path):
 
 def test_default_splitter_with_the_default_model_fits_its_window(tmp_path, monkeypatch):
     from langchain_knowledge_inject import embeddings as emb_module
-    from langchain_knowledge_inject import knowledge_base
+    from langchain_knowledge_inject.store import knowledge_base
 
     fake = DeterministicFakeEmbedding(size=8)
     monkeypatch.setattr(emb_module, "_defaults", [fake])  # stands in for the default model

@@ -11,7 +11,7 @@ from langgraph.store.sqlite import AsyncSqliteStore, SqliteStore
 
 from langchain_knowledge_inject import facts as facts_module
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.facts import UserFacts, format_user_facts, normalize_fact_key
+from langchain_knowledge_inject.memory.facts import UserFacts, format_user_facts, normalize_fact_key
 
 
 def cfg(user_id: str | None) -> dict:

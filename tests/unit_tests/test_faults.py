@@ -19,16 +19,18 @@ from langchain_core.messages import HumanMessage
 
 from langchain_knowledge_inject import (
     ConfigurationError,
-    ForkedProcessError,
     KnowledgeBase,
-    KnowledgeBaseOpenError,
     KnowledgeInjector,
     RetrievalError,
+)
+from langchain_knowledge_inject.errors import (
+    ForkedProcessError,
+    KnowledgeBaseOpenError,
     StoreTimeoutError,
 )
-from langchain_knowledge_inject._store_calls import BoundedCalls, WorkerPool
-from langchain_knowledge_inject.filters import MAX_FILTER_DEPTH
-from langchain_knowledge_inject.sync import WRITE_MARK
+from langchain_knowledge_inject.store.calls import BoundedCalls, WorkerPool
+from langchain_knowledge_inject.store.filters import MAX_FILTER_DEPTH
+from langchain_knowledge_inject.store.sync import WRITE_MARK
 
 HANG_GUARD = 60  # seconds: only against a hang, never a measurement
 

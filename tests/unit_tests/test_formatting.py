@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
-from langchain_knowledge_inject import formatting
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.formatting import (
+from langchain_knowledge_inject.store.knowledge_base import KnowledgeBaseInfo
+from langchain_knowledge_inject.turn import formatting
+from langchain_knowledge_inject.turn.formatting import (
     DEFAULT_KNOWLEDGE_TEMPLATE,
     KNOWLEDGE_SYSTEM_PROMPT,
     NO_KNOWLEDGE_ANSWER,
@@ -22,7 +23,6 @@ from langchain_knowledge_inject.formatting import (
     format_knowledge_block,
     neutralize,
 )
-from langchain_knowledge_inject.knowledge_base import KnowledgeBaseInfo
 
 
 def _doc(text: str, i: int = 0, **meta) -> Document:

@@ -18,19 +18,20 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import Field
 
 from langchain_knowledge_inject import (
-    KNOWLEDGE_SYSTEM_PROMPT,
     ConfigurationError,
     KnowledgeBase,
     KnowledgeInjector,
     KnowledgeState,
     create_knowledge_base_search_tool,
     create_knowledge_graph,
-    is_injected,
+)
+from langchain_knowledge_inject.integrations.graph import (
+    compose_messages,
     make_build_context_node,
     make_retrieve_node,
 )
-from langchain_knowledge_inject.graph import compose_messages
-from langchain_knowledge_inject.placement import INJECTED_KEY
+from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject.turn.placement import INJECTED_KEY, is_injected
 from tests.unit_tests.fakes import WordHashEmbedding
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "knowledge_graph.mmd"
@@ -375,7 +376,7 @@ def test_prefix_hash_is_stable_across_turns_for_dynamic_context(kb):
         RecordingChatModel(), kb, system_prompt="S", checkpointer=InMemorySaver()
     )
     first = graph.invoke({"messages": [HumanMessage("annual leave?")]}, _thread())
-    from langchain_knowledge_inject.manifest import hash_messages
+    from langchain_knowledge_inject.turn.manifest import hash_messages
 
     second = graph.invoke({"messages": [HumanMessage("sick leave note?")]}, _thread())
     prefix = compose_messages(second["messages"][:-2], None, system_prompt="S")
@@ -519,7 +520,7 @@ def _chat(tmp_path, monkeypatch, lines: str, **kwargs: Any) -> tuple[int, str]:
     import argparse
     import io
 
-    from langchain_knowledge_inject.chat import run_chat
+    from langchain_knowledge_inject.integrations.chat import run_chat
 
     monkeypatch.setattr("sys.stdin", io.StringIO(lines))
     out = io.StringIO()
@@ -579,7 +580,7 @@ def test_chat_unknown_knowledge_base(tmp_path):
     import argparse
 
     from langchain_knowledge_inject import KnowledgeBaseNotFoundError
-    from langchain_knowledge_inject.chat import run_chat
+    from langchain_knowledge_inject.integrations.chat import run_chat
 
     args = argparse.Namespace(kb="nope", model=None, path=str(tmp_path / "empty"), tenant=None)
     with pytest.raises(KnowledgeBaseNotFoundError):

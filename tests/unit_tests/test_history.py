@@ -19,7 +19,7 @@ from langchain_core.messages import (
 )
 
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.history import TrimmedHistory, trim_history
+from langchain_knowledge_inject.turn.history import TrimmedHistory, trim_history
 
 
 def words(n: int, word: str = "leave") -> str:

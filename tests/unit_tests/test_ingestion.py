@@ -11,13 +11,13 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase, ingestion
 from langchain_knowledge_inject.errors import ConfigurationError, IngestError
-from langchain_knowledge_inject.ingestion import (
+from langchain_knowledge_inject.ingest.loading import (
     IngestReport,
     aingest,
     ingest,
     split_documents,
 )
-from langchain_knowledge_inject.sample_data import (
+from langchain_knowledge_inject.ingest.sample_data import (
     SAMPLE_DOCUMENTS,
     SAMPLE_QUESTIONS,
     build_sample_knowledge_base,

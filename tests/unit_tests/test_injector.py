@@ -15,17 +15,16 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.prompts import ChatPromptTemplate
 
 from langchain_knowledge_inject import (
-    KNOWLEDGE_SYSTEM_PROMPT,
     ConfigurationError,
-    InjectionConfig,
     KnowledgeBase,
     KnowledgeInjector,
     RetrievalError,
-    is_injected,
     strip_injected,
 )
-from langchain_knowledge_inject.manifest import InjectionManifest, emit_manifest, hash_messages
-from langchain_knowledge_inject.placement import INJECTED_KEY
+from langchain_knowledge_inject.integrations.runnable import InjectionConfig
+from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject.turn.manifest import InjectionManifest, emit_manifest, hash_messages
+from langchain_knowledge_inject.turn.placement import INJECTED_KEY, is_injected
 
 LEAVE = "Employees receive 25 days of annual leave per calendar year."
 SICK = "Sick leave requires a doctor's note after three consecutive days."

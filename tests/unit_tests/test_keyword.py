@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langchain_knowledge_inject.keyword import (
+from langchain_knowledge_inject.store.keyword import (
     MAX_QUERY_TERMS,
     KeywordIndex,
     query_phrases,

@@ -8,13 +8,9 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from langchain_knowledge_inject import (
-    ConfigurationError,
-    KnowledgeBase,
-    KnowledgeBaseNotFoundError,
-    KnowledgeBaseOpenError,
-)
-from langchain_knowledge_inject.knowledge_base import chunk_id
+from langchain_knowledge_inject import ConfigurationError, KnowledgeBase, KnowledgeBaseNotFoundError
+from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
+from langchain_knowledge_inject.store.knowledge_base import chunk_id
 
 LEAVE = "Employees receive 25 days of annual leave per calendar year."
 SICK = "Sick leave requires a doctor's note after three consecutive days."

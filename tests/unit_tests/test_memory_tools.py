@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import tempfile
-
 import doctest
+import tempfile
 import uuid
 from typing import Any
 
@@ -22,9 +21,9 @@ from langgraph.store.memory import InMemoryStore
 from pydantic import Field
 
 from langchain_knowledge_inject import memory_tools as memory_tools_module
-from langchain_knowledge_inject.episodic import EpisodicMemory
-from langchain_knowledge_inject.facts import UserFacts
-from langchain_knowledge_inject.memory_tools import (
+from langchain_knowledge_inject.memory.episodic import EpisodicMemory
+from langchain_knowledge_inject.memory.facts import UserFacts
+from langchain_knowledge_inject.memory.tools import (
     create_memory_tools,
     create_store_memory_tool,
     create_user_fact_tools,

@@ -9,7 +9,6 @@ memory tools in agent loops.
 from __future__ import annotations
 
 import tempfile
-
 import uuid
 from types import SimpleNamespace
 from typing import Any
@@ -27,22 +26,21 @@ from langgraph.store.memory import InMemoryStore
 from pydantic import Field
 
 from langchain_knowledge_inject import (
-    KNOWLEDGE_SYSTEM_PROMPT,
     ConfigurationError,
     EpisodicMemory,
     KnowledgeInjectionMiddleware,
     KnowledgeInjector,
-    Procedure,
     ProcedureLibrary,
     RetrievalError,
     UserFacts,
     create_knowledge_graph,
     create_memory_tools,
-    is_injected,
     strip_injected,
 )
-from langchain_knowledge_inject.placement import add_knowledge_prompt
-from langchain_knowledge_inject.tokens import approximate_token_count
+from langchain_knowledge_inject.memory.procedures import Procedure
+from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject.turn.placement import add_knowledge_prompt, is_injected
+from langchain_knowledge_inject.turn.tokens import approximate_token_count
 
 LEAVE = "Employees receive 25 days of annual leave per calendar year."
 SICK = "Sick leave requires a doctor's note after three consecutive days."

@@ -17,12 +17,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
 from langchain_knowledge_inject import (
-    KNOWLEDGE_SYSTEM_PROMPT,
     ConfigurationError,
     KnowledgeBase,
     KnowledgeInjectionMiddleware,
-    is_injected,
 )
+from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject.turn.placement import is_injected
 from tests.unit_tests.fakes import WordHashEmbedding
 
 LEAVE = "Employees receive 25 days of annual leave per calendar year."

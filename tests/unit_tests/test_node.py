@@ -14,17 +14,15 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from pydantic import Field
 
-from langchain_knowledge_inject import (
-    KNOWLEDGE_SYSTEM_PROMPT,
-    ConfigurationError,
-    KnowledgeInjector,
-    create_knowledge_node,
-    is_injected,
+from langchain_knowledge_inject import ConfigurationError, KnowledgeInjector, create_knowledge_node
+from langchain_knowledge_inject.integrations.graph import (
     make_build_context_node,
     make_call_model_node,
     make_retrieve_node,
 )
-from langchain_knowledge_inject.manifest import MANIFEST_EVENT
+from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject.turn.manifest import MANIFEST_EVENT
+from langchain_knowledge_inject.turn.placement import is_injected
 
 LEAVE = "Employees receive 25 days of annual leave per calendar year."
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.placement import (
+from langchain_knowledge_inject.turn.placement import (
     INJECTED_KEY,
     PLACEMENTS,
     current_user_index,

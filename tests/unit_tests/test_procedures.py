@@ -9,7 +9,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from langchain_knowledge_inject import procedures as procedures_module
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.procedures import (
+from langchain_knowledge_inject.memory.procedures import (
     DEFAULT_PROCEDURE_THRESHOLD,
     Procedure,
     ProcedureLibrary,

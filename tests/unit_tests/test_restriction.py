@@ -15,10 +15,9 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableLambda
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from langchain_knowledge_inject import restriction
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.knowledge_base import KnowledgeBaseInfo
-from langchain_knowledge_inject.restriction import (
+from langchain_knowledge_inject.restricted import summary as restriction
+from langchain_knowledge_inject.restricted.summary import (
     REFUSAL_GUIDANCE,
     SafeKnowledgeBaseInfo,
     SafeSummary,
@@ -30,6 +29,7 @@ from langchain_knowledge_inject.restriction import (
     summarize_chunks,
     tool_result,
 )
+from langchain_knowledge_inject.store.knowledge_base import KnowledgeBaseInfo
 from tests.unit_tests.restricted_fixtures import (
     ATTACK_DOCUMENTS,
     CHUNKS,

@@ -14,8 +14,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.placement import place_context, retrieval_query
-from langchain_knowledge_inject.retrieval_query import (
+from langchain_knowledge_inject.turn.placement import place_context, retrieval_query
+from langchain_knowledge_inject.turn.query import (
     CONDENSE_PROMPT,
     QueryCondenser,
     followup_query,

@@ -15,7 +15,6 @@ from pydantic import Field
 
 from langchain_knowledge_inject import (
     ConfigurationError,
-    InjectionConfig,
     KnowledgeInjectionMiddleware,
     KnowledgeInjector,
     KnowledgeSettings,
@@ -23,6 +22,7 @@ from langchain_knowledge_inject import (
     create_knowledge_graph,
     create_knowledge_node,
 )
+from langchain_knowledge_inject.integrations.runnable import InjectionConfig
 from langchain_knowledge_inject.settings import (
     CONSTRUCTION_ONLY,
     REQUEST_KEYS,

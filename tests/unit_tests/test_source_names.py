@@ -10,8 +10,8 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase, ingest
 from langchain_knowledge_inject import ingestion as ingestion_module
-from langchain_knowledge_inject.formatting import format_knowledge_block
-from langchain_knowledge_inject.write_plan import source_key
+from langchain_knowledge_inject.store.write_plan import source_key
+from langchain_knowledge_inject.turn.formatting import format_knowledge_block
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase, StoreError, knowledge_base, storage
-from langchain_knowledge_inject.cli import main
 from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
+from langchain_knowledge_inject.integrations.cli import main
 
 SECRET = "The merger code is amber-walrus-pilot and the price is 7,350,000 euros."
 DOCS = [
@@ -337,7 +337,7 @@ def test_from_chroma_refuses_another_embedding_model(tmp_path, emb):
 
 
 def test_vectorstore_writes_go_through_the_knowledge_base(tmp_path, emb):
-    from langchain_knowledge_inject import KnowledgeBaseError
+    from langchain_knowledge_inject.errors import KnowledgeBaseError
 
     kb = KnowledgeBase("vs", path=tmp_path, embeddings=emb)
     kb.add_documents(DOCS)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-
 from datetime import datetime, timezone
 from types import SimpleNamespace
 from typing import Any
@@ -22,22 +21,26 @@ from langchain_core.messages import (
 )
 
 from langchain_knowledge_inject import KnowledgeInjector
-from langchain_knowledge_inject.episodic import Episode, format_episodes
-from langchain_knowledge_inject.facts import format_user_facts
-from langchain_knowledge_inject.formatting import (
+from langchain_knowledge_inject.memory.episodic import Episode, format_episodes
+from langchain_knowledge_inject.memory.facts import format_user_facts
+from langchain_knowledge_inject.memory.procedures import Procedure, format_procedure
+from langchain_knowledge_inject.restricted.summary import (
+    SafeSummary,
+    format_safe_summary,
+    safe_kb_meta,
+)
+from langchain_knowledge_inject.turn.formatting import (
     KnowledgeBlockTemplate,
     format_kb_meta,
     format_knowledge_block,
 )
-from langchain_knowledge_inject.placement import (
+from langchain_knowledge_inject.turn.placement import (
     INJECTION_HEADERS,
     PLACEMENTS,
     injection_start,
     place_context,
     strip_injected,
 )
-from langchain_knowledge_inject.procedures import Procedure, format_procedure
-from langchain_knowledge_inject.restriction import SafeSummary, format_safe_summary, safe_kb_meta
 
 LEAVE = Document(
     "Employees receive 25 days of annual leave.",

@@ -120,7 +120,7 @@ def test_tool_call_returns_text_for_the_model_and_documents_as_artifact():
     assert message.content.startswith("[Knowledge Base Search Results]")
     assert "Source: f0.md" in message.content and "Category: leave" in message.content
     assert "Relevance Score: 0.90" in message.content
-    from langchain_knowledge_inject.formatting import citation_id
+    from langchain_knowledge_inject.turn.formatting import citation_id
 
     assert f"[{citation_id(message.artifact[0])}]" in message.content
 

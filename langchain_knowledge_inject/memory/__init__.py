@@ -1,0 +1,1 @@
+"""Memory blocks: procedures, user facts and episodic memory, and their tools."""

@@ -1,0 +1,83 @@
+"""A search's arguments as filters (private to :mod:`~langchain_knowledge_inject.memory.episodic`).
+
+Thread, date range, speaker and the caller's own metadata become one filter in
+Chroma's ``where`` language over the episode chunks' metadata; the names of
+known speakers are found in, and left out of, the question.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from langchain_knowledge_inject.errors import ConfigurationError
+
+__all__ = ["aware", "both", "named", "strip_names", "where"]
+
+
+def named(text: str, speakers: set[str]) -> list[str]:
+    """The speakers named in ``text`` (whole words, any case)."""
+    return sorted(
+        (s for s in speakers if re.search(rf"(?<!\w){re.escape(s)}(?!\w)", text, re.IGNORECASE)),
+        key=len, reverse=True,
+    )  # fmt: skip
+
+
+def strip_names(text: str, names: Sequence[str]) -> str:
+    """``text`` without the speakers' names: they are metadata, matched by ``speaker_weight``."""
+    for name in names:
+        text = re.sub(
+            rf"(?<!\w){re.escape(name)}(?:['\u2019]s)?(?!\w)", " ", text, flags=re.IGNORECASE
+        )
+    stripped = " ".join(text.split())
+    return stripped if re.search(r"\w", stripped) else text
+
+
+def aware(date: datetime) -> datetime:
+    """``date`` in UTC; a naive datetime is taken as UTC."""
+    if not isinstance(date, datetime):
+        msg = f"expected a datetime, got {type(date).__name__}"
+        raise ConfigurationError(msg, option="now", value=date)
+    return (date if date.tzinfo else date.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+
+
+def both(*clauses: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The ``$and`` of the non-empty filter clauses, or ``None`` when there are none."""
+    parts = [dict(c) for c in clauses if c]
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else {"$and": parts}
+
+
+def where(
+    thread_id: str | Sequence[str] | None,
+    since: datetime | None,
+    until: datetime | None,
+    speaker: str | None,
+    filter: Mapping[str, Any] | None,
+) -> dict[str, Any] | None:
+    """The Chroma ``where`` filter of one memory search (thread, dates, speaker, metadata)."""
+    if filter is not None and not isinstance(filter, Mapping):
+        msg = f"filter must be a mapping (Chroma's where language), got {type(filter).__name__}"
+        raise ConfigurationError(msg, option="filter", value=filter)
+    if filter and any(k == "tenant_id" or k.startswith("ep_") for k in filter):
+        msg = "filter is for your own metadata; use user_id, thread_id, since, until, speaker"
+        raise ConfigurationError(msg, option="filter", value=dict(filter))
+    clauses: list[Mapping[str, Any] | None] = [filter]
+    if isinstance(thread_id, str):
+        clauses.append({"ep_thread": {"$eq": thread_id}})
+    elif thread_id is not None:
+        threads = [str(t) for t in thread_id]
+        if not threads:
+            msg = "thread_id must be a thread id, a non-empty list of them, or None"
+            raise ConfigurationError(msg, option="thread_id", value=thread_id)
+        clauses.append({"ep_thread": {"$in": threads}})
+    if since is not None:
+        clauses.append({"ep_ts": {"$gte": aware(since).timestamp()}})
+    if until is not None:
+        clauses.append({"ep_ts": {"$lt": aware(until).timestamp()}})
+    if speaker is not None:
+        clauses.append({"ep_speaker": {"$eq": speaker}})
+    return both(*clauses)
