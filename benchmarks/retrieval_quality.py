@@ -51,7 +51,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from _embedding_cache import DiskCachedEmbeddings
 from langchain_core.documents import Document
 
-from langchain_knowledge_inject import KnowledgeBase, fusion
+from langchain_knowledge_inject import KnowledgeBase
+from langchain_knowledge_inject.store import fusion
 from langchain_knowledge_inject.store.embeddings import DEFAULT_MODEL_NAME, default_embeddings
 from langchain_knowledge_inject.store.fusion import DEFAULT_MIN_SCORE
 

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langgraph.store.memory import InMemoryStore
 
-from langchain_knowledge_inject import blocks as blocks_module
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.memory.episodic import EpisodicMemory
 from langchain_knowledge_inject.memory.facts import UserFacts
 from langchain_knowledge_inject.memory.procedures import Procedure, ProcedureLibrary
+from langchain_knowledge_inject.turn import blocks as blocks_module
 from langchain_knowledge_inject.turn.blocks import (
     BLOCK_ORDER,
     DEFAULT_PRIORITIES,

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from langchain_knowledge_inject import KnowledgeBase, knowledge_base
+from langchain_knowledge_inject import KnowledgeBase
 from langchain_knowledge_inject.ingest.sample_data import SAMPLE_QUESTIONS
 from langchain_knowledge_inject.integrations.cli import main
+from langchain_knowledge_inject.store import knowledge_base
 
 
 @pytest.fixture(autouse=True)

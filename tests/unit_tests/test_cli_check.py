@@ -6,8 +6,9 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from langchain_knowledge_inject import KnowledgeBase, knowledge_base
+from langchain_knowledge_inject import KnowledgeBase
 from langchain_knowledge_inject.integrations.cli import main
+from langchain_knowledge_inject.store import knowledge_base
 
 
 @pytest.fixture(autouse=True)

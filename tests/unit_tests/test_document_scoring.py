@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from langchain_knowledge_inject import KnowledgeBase, fusion
+from langchain_knowledge_inject import KnowledgeBase
+from langchain_knowledge_inject.store import fusion
 from langchain_knowledge_inject.store.fusion import fuse, fuse_with_documents
 
 ids = st.sampled_from([f"c{i}" for i in range(10)])
@@ -87,7 +88,7 @@ def test_default_splitter_with_another_model_counts_characters(tmp_path):
 
 
 def test_default_splitter_with_the_default_model_fits_its_window(tmp_path, monkeypatch):
-    from langchain_knowledge_inject import embeddings as emb_module
+    from langchain_knowledge_inject.store import embeddings as emb_module
     from langchain_knowledge_inject.store import knowledge_base
 
     fake = DeterministicFakeEmbedding(size=8)

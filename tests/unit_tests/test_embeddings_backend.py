@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_knowledge_inject import embeddings as emb
 from langchain_knowledge_inject.errors import ConfigurationError, KnowledgeBaseOpenError
+from langchain_knowledge_inject.store import embeddings as emb
 
 
 def test_auto_is_onnx_exactly_when_the_extra_is_installed(monkeypatch):

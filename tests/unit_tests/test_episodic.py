@@ -11,8 +11,8 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_knowledge_inject import episodic as episodic_module
 from langchain_knowledge_inject.errors import ConfigurationError, RetrievalError
+from langchain_knowledge_inject.memory import episodic as episodic_module
 from langchain_knowledge_inject.memory.episodic import (
     MAX_K,
     Episode,

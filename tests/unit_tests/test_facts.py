@@ -9,8 +9,8 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import AsyncSqliteStore, SqliteStore
 
-from langchain_knowledge_inject import facts as facts_module
 from langchain_knowledge_inject.errors import ConfigurationError
+from langchain_knowledge_inject.memory import facts as facts_module
 from langchain_knowledge_inject.memory.facts import UserFacts, format_user_facts, normalize_fact_key
 
 

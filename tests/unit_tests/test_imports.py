@@ -13,6 +13,10 @@ import pytest
 import langchain_knowledge_inject
 from langchain_knowledge_inject import __all__, _compat
 
+# This module exercises the deprecated aliases on purpose; everywhere else pyproject turns
+# the package's own DeprecationWarning into an error.
+pytestmark = pytest.mark.filterwarnings("default::DeprecationWarning")
+
 EXPECTED_ALL = [
     "AddResult",
     "ConfigurationError",

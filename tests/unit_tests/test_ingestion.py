@@ -9,8 +9,9 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from langchain_knowledge_inject import KnowledgeBase, ingestion
+from langchain_knowledge_inject import KnowledgeBase
 from langchain_knowledge_inject.errors import ConfigurationError, IngestError
+from langchain_knowledge_inject.ingest import loading as ingestion
 from langchain_knowledge_inject.ingest.loading import (
     IngestReport,
     aingest,

@@ -317,7 +317,8 @@ def test_second_process_gets_a_clear_error(tmp_path):
     kb = KnowledgeBase("hr", path=tmp_path, embeddings=emb)
     script = (
         "from langchain_core.embeddings import DeterministicFakeEmbedding as E\n"
-        "from langchain_knowledge_inject import KnowledgeBase, KnowledgeBaseOpenError\n"
+        "from langchain_knowledge_inject import KnowledgeBase\n"
+        "from langchain_knowledge_inject.errors import KnowledgeBaseOpenError\n"
         "try:\n"
         f"    KnowledgeBase('hr', path={str(tmp_path)!r}, embeddings=E(size=32))\n"
         "except KnowledgeBaseOpenError as e:\n"

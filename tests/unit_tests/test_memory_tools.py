@@ -20,7 +20,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from pydantic import Field
 
-from langchain_knowledge_inject import memory_tools as memory_tools_module
+from langchain_knowledge_inject.memory import tools as memory_tools_module
 from langchain_knowledge_inject.memory.episodic import EpisodicMemory
 from langchain_knowledge_inject.memory.facts import UserFacts
 from langchain_knowledge_inject.memory.tools import (

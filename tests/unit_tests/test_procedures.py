@@ -7,8 +7,8 @@ import doctest
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
-from langchain_knowledge_inject import procedures as procedures_module
 from langchain_knowledge_inject.errors import ConfigurationError
+from langchain_knowledge_inject.memory import procedures as procedures_module
 from langchain_knowledge_inject.memory.procedures import (
     DEFAULT_PROCEDURE_THRESHOLD,
     Procedure,
