@@ -196,9 +196,8 @@ def make_tokenizer(kind: str) -> tuple[str, Callable[[str], Tokens]]:
     encode = _tiktoken_encoder() if kind == "auto" else None
     if encode is not None:
         return "tiktoken cl100k_base", encode
-    return "approximate (langchain_knowledge_inject.turn.tokens, cl100k_base encoding unavailable)", (
-        _approximate_encode
-    )
+    name = "approximate (langchain_knowledge_inject.turn.tokens, cl100k_base encoding unavailable)"
+    return name, _approximate_encode
 
 
 def _role(message: BaseMessage) -> str:

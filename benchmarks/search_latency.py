@@ -114,14 +114,19 @@ def main() -> None:
                 timed(lambda q=q: kb.search(q, k=args.k, min_score=0.0, mode="keyword"))
             )
             flt = {"category": "medicine"}
-            times["dense_filtered"].append(timed(lambda q=q: ours(q, mode="dense", filter=flt)))
-            times["hybrid_filtered"].append(timed(lambda q=q: ours(q, mode="hybrid", filter=flt)))
+            times["dense_filtered"].append(
+                timed(lambda q=q, flt=flt: ours(q, mode="dense", filter=flt))
+            )
+            times["hybrid_filtered"].append(
+                timed(lambda q=q, flt=flt: ours(q, mode="hybrid", filter=flt))
+            )
             times["hybrid_tenant"].append(
                 timed(lambda q=q: ours(q, mode="hybrid", tenant_id="tenant-a"))
             )
         base = statistics.median(times["bare"])
         print(
-            f"{len(queries)} queries, k={args.k}, median per query (ratio to bare embed_query + collection.query)"
+            f"{len(queries)} queries, k={args.k}, median per query "
+            "(ratio to bare embed_query + collection.query)"
         )
         for name, values in times.items():
             med = statistics.median(values)

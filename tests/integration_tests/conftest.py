@@ -24,6 +24,18 @@ def real_embeddings():
     return default_embeddings()
 
 
+@pytest.fixture(scope="module")
+def sample_kb(tmp_path_factory, real_embeddings):
+    """The sample HR knowledge base with the real embedding model, one per test module."""
+    from langchain_knowledge_inject import build_sample_knowledge_base
+
+    kb = build_sample_knowledge_base(
+        path=tmp_path_factory.mktemp("sample"), embeddings=real_embeddings
+    )
+    yield kb
+    kb.close()
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -70,7 +82,7 @@ class ChromaServer:
                     pass
                 self.client().heartbeat()
                 return
-            except Exception:  # noqa: BLE001 - not up yet
+            except Exception:  # not up yet
                 time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"chroma run did not answer within {timeout}s")

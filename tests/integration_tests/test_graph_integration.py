@@ -2,51 +2,23 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 
 import pytest
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
-from pydantic import Field
 
 from langchain_knowledge_inject import (
     KnowledgeBase,
-    build_sample_knowledge_base,
     create_knowledge_graph,
 )
 from langchain_knowledge_inject.ingest.sample_data import SAMPLE_QUESTIONS
 from langchain_knowledge_inject.turn.placement import is_injected
+from tests.unit_tests.fakes import NumberedChatModel, dump_messages
 
 pytestmark = pytest.mark.integration
 
 FOLLOW_UPS = ["Thanks!", "Can you say that more briefly?", "OK, understood."]
-
-
-class RecordingChatModel(BaseChatModel):
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "recording"
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        self.received.append(list(messages))
-        n = len(self.received)
-        return ChatResult(
-            generations=[ChatGeneration(message=AIMessage(f"reply {n}", id=f"ai-{n}"))]
-        )
-
-
-@pytest.fixture(scope="module")
-def sample_kb(tmp_path_factory, real_embeddings):
-    kb = build_sample_knowledge_base(
-        path=tmp_path_factory.mktemp("sample"), embeddings=real_embeddings
-    )
-    yield kb
-    kb.close()
 
 
 def _questions(turns: int) -> list[str]:
@@ -57,13 +29,9 @@ def _questions(turns: int) -> list[str]:
     ]
 
 
-def _dump(messages: list[BaseMessage]) -> str:
-    return json.dumps([m.model_dump() for m in messages], sort_keys=True, default=str)
-
-
 def test_twenty_turns_with_sqlite_history_and_prefix_reuse(sample_kb, tmp_path):
     turns = 20
-    model = RecordingChatModel()
+    model = NumberedChatModel()
     config = {"configurable": {"thread_id": "hr"}}
     manifests = []
     with sqlite3.connect(tmp_path / "cp.sqlite", check_same_thread=False) as conn:
@@ -80,7 +48,7 @@ def test_twenty_turns_with_sqlite_history_and_prefix_reuse(sample_kb, tmp_path):
         history = graph.get_state(config).values["messages"]
 
     plain = create_knowledge_graph(
-        RecordingChatModel(), sample_kb, system_prompt="You are the HR assistant."
+        NumberedChatModel(), sample_kb, system_prompt="You are the HR assistant."
     )
     state: dict = {"messages": []}
     for question in _questions(turns):
@@ -105,7 +73,8 @@ def test_twenty_turns_with_sqlite_history_and_prefix_reuse(sample_kb, tmp_path):
     # message) is the previous call's input without its injection, plus the reply
     for previous, current in zip(model.received, model.received[1:], strict=False):
         cut = next((i for i, m in enumerate(current) if is_injected(m)), len(current) - 1)
-        assert _dump(current[: cut - 1]) == _dump([m for m in previous if not is_injected(m)])
+        without_injection = [m for m in previous if not is_injected(m)]
+        assert dump_messages(current[: cut - 1]) == dump_messages(without_injection)
         assert current[cut - 1].type == "ai"
 
 
@@ -116,7 +85,7 @@ def test_graph_over_a_real_chroma_server(tmp_path, real_embeddings, chroma_serve
     from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS
 
     kb.add_documents(SAMPLE_DOCUMENTS)
-    model = RecordingChatModel()
+    model = NumberedChatModel()
     graph = create_knowledge_graph(model, kb)
     state = graph.invoke({"messages": [HumanMessage(SAMPLE_QUESTIONS[0].question)]})
     assert SAMPLE_QUESTIONS[0].expected_source in state["knowledge_manifest"]["sources"]

@@ -12,24 +12,21 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.sqlite import SqliteStore
-from pydantic import Field
 
 from langchain_knowledge_inject import (
     EpisodicMemory,
     KnowledgeInjectionMiddleware,
     ProcedureLibrary,
     UserFacts,
-    build_sample_knowledge_base,
     create_knowledge_graph,
 )
 from langchain_knowledge_inject.memory.procedures import Procedure
 from langchain_knowledge_inject.turn.placement import is_injected
+from tests.unit_tests.fakes import NumberedChatModel
 
 pytestmark = pytest.mark.integration
 
@@ -44,35 +41,9 @@ EXPENSES = Procedure(
 )  # fmt: skip
 
 
-class RecordingChatModel(BaseChatModel):
-    script: list[AIMessage] = Field(default_factory=list)
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "recording"
-
-    def bind_tools(self, tools, **kwargs) -> RecordingChatModel:
-        return self
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        self.received.append(list(messages))
-        reply = self.script.pop(0) if self.script else AIMessage(f"reply {len(self.received)}")
-        return ChatResult(generations=[ChatGeneration(message=reply)])
-
-
 def _injected(messages: list[BaseMessage]) -> str:
     [message] = [m for m in messages if is_injected(m)]
     return message.text
-
-
-@pytest.fixture(scope="module")
-def sample_kb(tmp_path_factory, real_embeddings):
-    kb = build_sample_knowledge_base(
-        path=tmp_path_factory.mktemp("sample"), embeddings=real_embeddings
-    )
-    yield kb
-    kb.close()
 
 
 def _sqlite(path) -> sqlite3.Connection:
@@ -96,7 +67,7 @@ def test_graph_recalls_a_planted_fact_in_a_later_session_after_a_restart(
                                        store=store, top_k=2)  # fmt: skip
         return graph, memory, blocks[2], store, saver
 
-    model = RecordingChatModel()
+    model = NumberedChatModel()
     graph, memory, facts, store, saver = build(model)
     session1 = {"configurable": {"thread_id": "s1", "user_id": "ana"}}
     graph.invoke({"messages": [("user", "Next month I'm flying to Japan for two weeks.")]},
@@ -107,7 +78,7 @@ def test_graph_recalls_a_planted_fact_in_a_later_session_after_a_restart(
     store.conn.close()
     saver.conn.close()
 
-    model = RecordingChatModel()  # a restart: everything is reopened from disk
+    model = NumberedChatModel()  # a restart: everything is reopened from disk
     graph, memory, facts, store, saver = build(model)
     session2 = {"configurable": {"thread_id": "s2", "user_id": "ana"}}
     state = graph.invoke({"messages": [("user", "How do I request leave for my holiday abroad?")]},
@@ -136,7 +107,7 @@ def test_agent_with_the_middleware_remembers_across_threads(
     facts = UserFacts(store)
     memory.record_exchange("I'm allergic to peanuts.", "Noted.", user_id="ana",
                            date=datetime.now(timezone.utc) - timedelta(days=20))  # fmt: skip
-    model = RecordingChatModel(
+    model = NumberedChatModel(
         script=[
             AIMessage("", tool_calls=[{"name": "set_user_fact", "id": "c1",
                                        "args": {"key": "team", "value": "Payroll"}}]),

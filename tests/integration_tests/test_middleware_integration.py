@@ -2,47 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from langchain.agents import create_agent
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from pydantic import Field
 
-from langchain_knowledge_inject import KnowledgeInjectionMiddleware, build_sample_knowledge_base
+from langchain_knowledge_inject import KnowledgeInjectionMiddleware
 from langchain_knowledge_inject.ingest.sample_data import SAMPLE_QUESTIONS
 from langchain_knowledge_inject.turn.placement import is_injected
+from tests.unit_tests.fakes import RecordingChatModel
 
 pytestmark = pytest.mark.integration
-
-
-class FakeToolCallingModel(BaseChatModel):
-    script: list[AIMessage] = Field(default_factory=list)
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "fake-tool-calling"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> FakeToolCallingModel:
-        return self
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        self.received.append(list(messages))
-        reply = self.script.pop(0) if self.script else AIMessage("ok")
-        return ChatResult(generations=[ChatGeneration(message=reply)])
-
-
-@pytest.fixture(scope="module")
-def sample_kb(tmp_path_factory, real_embeddings):
-    kb = build_sample_knowledge_base(
-        path=tmp_path_factory.mktemp("sample"), embeddings=real_embeddings
-    )
-    yield kb
-    kb.close()
 
 
 def _search(query: str, call_id: str) -> AIMessage:
@@ -56,7 +26,7 @@ def test_agent_over_the_sample_knowledge_base(sample_kb):
     script: list[AIMessage] = []
     for i, sample in enumerate(questions):
         script += [_search(sample.question, f"s{i}"), AIMessage(f"answer {i}")]
-    model = FakeToolCallingModel(script=script)
+    model = RecordingChatModel(script=script)
     agent = create_agent(
         model,
         tools=[],

@@ -15,15 +15,11 @@ import subprocess
 import sys
 import textwrap
 import threading
-from typing import Any
 
 import pytest
 from langchain.agents import create_agent
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import Field
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_knowledge_inject import (
     KnowledgeBase,
@@ -33,6 +29,7 @@ from langchain_knowledge_inject import (
 )
 from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
 from langchain_knowledge_inject.store.knowledge_base import MAX_QUERY_CHARS
+from tests.unit_tests.fakes import RecordingChatModel
 
 pytestmark = pytest.mark.integration
 
@@ -50,21 +47,6 @@ def _questions() -> list[str]:
         distinct += [f"What is the rule on {topic}?", f"Who approves {topic}?", f"{topic} limits"]
     distinct = distinct[:40]
     return [distinct[i % len(distinct)] for i in range(CONCURRENT)]
-
-
-class RecordingChatModel(BaseChatModel):
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "recording"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> RecordingChatModel:
-        return self
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        self.received.append(list(messages))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage("ok"))])
 
 
 @pytest.fixture(scope="module")

@@ -14,15 +14,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from pydantic import Field
 
 from langchain_knowledge_inject import (
     KnowledgeBase,
@@ -34,30 +30,12 @@ from langchain_knowledge_inject import (
 )
 from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
 from langchain_knowledge_inject.turn.placement import is_injected
+from tests.unit_tests.fakes import RecordingChatModel
 
 pytestmark = pytest.mark.integration
 
 LEAVE = SAMPLE_QUESTIONS[0]
 SICK = SAMPLE_QUESTIONS[1]
-
-
-class ScriptedChatModel(BaseChatModel):
-    """Replies from a script (tool calls included), then "ok"; records every input."""
-
-    script: list[AIMessage] = Field(default_factory=list)
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:
-        return self
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        self.received.append(list(messages))
-        reply = self.script.pop(0) if self.script else AIMessage("ok")
-        return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
 def _search_call(query: str, call_id: str) -> AIMessage:
@@ -111,7 +89,7 @@ def test_full_api_against_a_chroma_server(server_kb, chroma_server):
     turn = KnowledgeInjector(server_kb).prepare([HumanMessage(LEAVE.question)])
     assert turn.manifest.injected and LEAVE.expected_source in turn.manifest.sources
 
-    model = ScriptedChatModel()
+    model = RecordingChatModel()
     graph = create_knowledge_graph(model, server_kb, checkpointer=InMemorySaver())
     state = graph.invoke(
         {"messages": [HumanMessage(SICK.question)]}, {"configurable": {"thread_id": "api"}}
@@ -125,7 +103,7 @@ def test_full_api_against_a_chroma_server(server_kb, chroma_server):
     )
     assert LEAVE.expected_source in _sources(message.artifact)
 
-    agent_model = ScriptedChatModel(
+    agent_model = RecordingChatModel(
         script=[_search_call("carry over leave", "c1"), AIMessage("done")]
     )
     agent = create_agent(
@@ -156,12 +134,12 @@ async def test_server_killed_mid_conversation_degrades_then_recovers(
     server_kb, chroma_server, caplog
 ):
     caplog.set_level(logging.WARNING, logger="langchain_knowledge_inject")
-    graph_model = ScriptedChatModel()
+    graph_model = RecordingChatModel()
     graph = create_knowledge_graph(graph_model, server_kb, checkpointer=InMemorySaver())
     tool = create_knowledge_base_search_tool(server_kb)
-    tools_model = ScriptedChatModel()
+    tools_model = RecordingChatModel()
     graph_with_tools = create_knowledge_graph(tools_model, server_kb, tools=[tool])
-    agent_model = ScriptedChatModel()
+    agent_model = RecordingChatModel()
     agent = create_agent(
         agent_model,
         tools=[],
@@ -214,11 +192,11 @@ async def test_server_killed_mid_conversation_degrades_then_recovers(
         # on_error="raise": the caller asked to see the failure
         with pytest.raises(RetrievalError):
             KnowledgeInjector(server_kb, on_error="raise").invoke([HumanMessage(SICK.question)])
-        strict_graph = create_knowledge_graph(ScriptedChatModel(), server_kb, on_error="raise")
+        strict_graph = create_knowledge_graph(RecordingChatModel(), server_kb, on_error="raise")
         with pytest.raises(RetrievalError):
             await strict_graph.ainvoke({"messages": [HumanMessage(SICK.question)]})
         strict_agent = create_agent(
-            ScriptedChatModel(),
+            RecordingChatModel(),
             tools=[],
             middleware=[KnowledgeInjectionMiddleware(server_kb, on_error="raise")],
         )

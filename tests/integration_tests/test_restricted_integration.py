@@ -26,10 +26,10 @@ from langchain_knowledge_inject import (
     create_knowledge_base_search_tool,
     create_knowledge_graph,
 )
+from tests.unit_tests.fakes import RecordingChatModel
 from tests.unit_tests.restricted_fixtures import RESTRICTED_DOCUMENTS, make_summarizer
 from tests.unit_tests.restricted_harness import (
     STREAM_MODES,
-    MainModel,
     channel_text,
     count_raw,
     tool_calling_model,
@@ -80,7 +80,7 @@ def test_restricted_graph_and_agent_expose_nothing_raw(restricted_kb, tmp_path, 
         seen["state"] = graph.get_state(config).values
         seen["main_model"] = [m.text for r in model.received for m in r if m.text != QUESTION]
 
-        agent_model = MainModel()
+        agent_model = RecordingChatModel()
 
         def agent(checkpointer: object = None) -> object:
             middleware = KnowledgeInjectionMiddleware(

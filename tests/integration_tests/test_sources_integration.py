@@ -13,39 +13,24 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_chroma import Chroma
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
-from pydantic import Field
 
 from langchain_knowledge_inject import (
     ConfigurationError,
     KnowledgeInjectionMiddleware,
     KnowledgeInjector,
-    build_sample_knowledge_base,
     create_knowledge_base_search_tool,
     create_knowledge_graph,
     create_knowledge_node,
 )
 from langchain_knowledge_inject.ingest.loading import split_documents
 from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
+from tests.unit_tests.fakes import RecordingChatModel
 
 pytestmark = pytest.mark.integration
 
 LEAVE = SAMPLE_QUESTIONS[0]
-
-
-class RecordingModel(BaseChatModel):
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "recording"
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        self.received.append(list(messages))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage("ok"))])
 
 
 @pytest.fixture(scope="module")
@@ -58,13 +43,6 @@ def server_chroma(chroma_server, real_embeddings):
     )
     store.add_documents(split_documents(SAMPLE_DOCUMENTS, file_type="markdown"))
     return store
-
-
-@pytest.fixture(scope="module")
-def sample_kb(tmp_path_factory, real_embeddings):
-    kb = build_sample_knowledge_base(path=tmp_path_factory.mktemp("kb"), embeddings=real_embeddings)
-    yield kb
-    kb.close()
 
 
 @pytest.mark.parametrize("sample", SAMPLE_QUESTIONS, ids=lambda s: s.expected_source)
@@ -88,7 +66,7 @@ async def test_min_score_applies_to_chroma_relevance_scores(server_chroma):
 def _seen(surface: str, source: Any, **options: Any) -> str:
     if surface == "tool":
         return str(create_knowledge_base_search_tool(source, **options).invoke(LEAVE.question))
-    model = RecordingModel()
+    model = RecordingChatModel()
     turn = {"messages": [HumanMessage(LEAVE.question)]}
     if surface == "graph":
         create_knowledge_graph(model, source, **options).invoke(turn)

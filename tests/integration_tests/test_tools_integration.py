@@ -9,21 +9,11 @@ from langchain_core.tools import BaseTool
 from langchain_tests.integration_tests import ToolsIntegrationTests
 
 from langchain_knowledge_inject import (
-    build_sample_knowledge_base,
     create_knowledge_base_search_tool,
 )
 from langchain_knowledge_inject.ingest.sample_data import SAMPLE_QUESTIONS
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def sample_kb(tmp_path_factory, real_embeddings):
-    kb = build_sample_knowledge_base(
-        path=tmp_path_factory.mktemp("sample"), embeddings=real_embeddings
-    )
-    yield kb
-    kb.close()
 
 
 class TestKnowledgeBaseSearchToolIntegration(ToolsIntegrationTests):

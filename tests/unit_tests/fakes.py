@@ -1,15 +1,53 @@
-"""Offline fakes shared by unit tests."""
+"""Offline fakes shared by the tests (unit and integration): one definition each.
+
+- ``RecordingChatModel`` / ``NumberedChatModel``: the main model of a graph, agent or
+  Runnable; records every message list it receives and replies from a script.
+- ``FakeKB``: a scripted knowledge base (the ``search``/``asearch``/``info`` contract).
+- ``WordHashEmbedding``: an offline embedding whose cosine reflects shared words.
+- ``CountingEmbedding``: ``DeterministicFakeEmbedding`` that counts what it embeds.
+- ``CallbackRecorder``: a callback handler that records custom events, chat-model runs
+  and retriever runs.
+- ``dump_messages`` / ``user_config``: small helpers the surface tests share.
+- ``ranked_hits``: a Hypothesis strategy of ranked ``(id, score)`` lists for fusion tests.
+
+Fixtures (``fake_default_model``, ``make_kb``) are in ``tests/unit_tests/conftest.py``.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
+from collections.abc import Iterable
+from types import SimpleNamespace
+from typing import Any
 
-from langchain_core.embeddings import Embeddings
+from hypothesis import strategies as st
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
+__all__ = [
+    "CallbackRecorder",
+    "CountingEmbedding",
+    "FakeKB",
+    "NumberedChatModel",
+    "RecordingChatModel",
+    "WordHashEmbedding",
+    "dump_messages",
+    "ranked_hits",
+    "user_config",
+]
 
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("a an and are at be by do for how i in is it my of on or the to what with".split())
+_STOP = frozenset(
+    "a an and are at be by do for how i in is it my of on or the to what with".split()  # noqa: SIM905
+)
 
 
 class WordHashEmbedding(Embeddings):
@@ -39,3 +77,168 @@ class WordHashEmbedding(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         return self._embed(text)
+
+
+class CountingEmbedding(DeterministicFakeEmbedding):
+    """Deterministic fake vectors that count what they embed.
+
+    ``documents_embedded`` counts the texts embedded as documents, ``queries_embedded``
+    the queries, and ``longest_query`` is the length of the longest query (characters).
+    """
+
+    documents_embedded: int = 0
+    queries_embedded: int = 0
+    longest_query: int = 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.documents_embedded += len(texts)
+        return super().embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries_embedded += 1
+        self.longest_query = max(self.longest_query, len(text))
+        return super().embed_query(text)
+
+
+class CallbackRecorder(BaseCallbackHandler):
+    """A callback handler that records what a run reports.
+
+    ``events``: the custom events as ``(name, data)``; ``chat_model_runs``: how many chat
+    model runs started; ``retriever_queries`` / ``retriever_results``: each retriever run's
+    query and the documents it returned.
+    """
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+        self.chat_model_runs = 0
+        self.retriever_queries: list[str] = []
+        self.retriever_results: list[list[Document]] = []
+
+    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+        self.events.append((name, data))
+
+    def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+        self.chat_model_runs += 1
+
+    def on_retriever_start(self, serialized: Any, query: str, **kwargs: Any) -> None:
+        self.retriever_queries.append(query)
+
+    def on_retriever_end(self, documents: Any, **kwargs: Any) -> None:
+        self.retriever_results.append(list(documents))
+
+
+class RecordingChatModel(BaseChatModel):
+    """A main model that records what it receives and replies from a script.
+
+    Every call appends its message list to ``received``. The reply is the next message of
+    ``script`` (tool calls included); once the script is spent it is ``reply`` with ``{n}``
+    replaced by the call's number (1, 2, ...), with the id ``reply_id`` formatted alike
+    (no id when ``None``). ``bind_tools`` returns the model itself, so it serves agents.
+    """
+
+    script: list[AIMessage] = Field(default_factory=list)
+    received: list[list[BaseMessage]] = Field(default_factory=list)
+    reply: str = "ok"
+    reply_id: str | None = None
+
+    @property
+    def _llm_type(self) -> str:
+        return "recording"
+
+    @property
+    def calls(self) -> int:
+        """How many times the model was called."""
+        return len(self.received)
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> RecordingChatModel:
+        return self
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self.received.append(list(messages))
+        if self.script:
+            message = self.script.pop(0)
+        else:
+            n = len(self.received)
+            message_id = None if self.reply_id is None else self.reply_id.format(n=n)
+            message = AIMessage(self.reply.format(n=n), id=message_id)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+class NumberedChatModel(RecordingChatModel):
+    """A ``RecordingChatModel`` whose replies are numbered: "reply 1" (id "ai-1"), ..."""
+
+    reply: str = "reply {n}"
+    reply_id: str | None = "ai-{n}"
+
+
+class FakeKB:
+    """A scripted knowledge base: its documents, whatever the query (at most ``k``).
+
+    Each call's arguments are recorded in ``calls`` (``queries`` lists the queries). A
+    ``filter`` keeps the documents whose metadata match it; with ``fail`` every search
+    raises ``ConnectionError``, as a store that is down would. Each search returns fresh
+    copies, as a real store does, so a caller that edits them changes nothing here.
+    """
+
+    def __init__(
+        self,
+        docs: Iterable[Document] = (),
+        *,
+        name: str = "hr",
+        fail: bool = False,
+        restricted: bool = False,
+        sensitive_sources: bool = False,
+    ) -> None:
+        self.name = name
+        self.docs = list(docs)
+        self.fail = fail
+        self.calls: list[dict[str, Any]] = []
+        self.info = SimpleNamespace(
+            name=name, id=f"{name}-id", description="HR policies", topics=["leave"],
+            restricted=restricted, sensitive_sources=sensitive_sources,
+            routing_hint="", routing_keywords=[],
+        )  # fmt: skip
+
+    @property
+    def queries(self) -> list[str]:
+        """The query of every call, in order."""
+        return [call["query"] for call in self.calls]
+
+    def search(self, query: str, **kwargs: Any) -> list[Document]:
+        self.calls.append({"query": query, **kwargs})
+        if self.fail:
+            msg = "chroma is down"
+            raise ConnectionError(msg)
+        wanted = kwargs.get("filter") or {}
+        docs = [d for d in self.docs if all(d.metadata.get(k) == v for k, v in wanted.items())]
+        return [d.model_copy(deep=True) for d in docs[: kwargs.get("k", 4)]]
+
+    async def asearch(self, query: str, **kwargs: Any) -> list[Document]:
+        return self.search(query, **kwargs)
+
+
+def dump_messages(messages: Iterable[BaseMessage], *, tool_ids: bool = True) -> str:
+    """The messages as canonical JSON, to compare two histories byte for byte.
+
+    ``tool_ids=False`` leaves out the ids of tool messages (``ToolNode`` draws them at random).
+    """
+    rows = [
+        m.model_dump(exclude=None if tool_ids or not isinstance(m, ToolMessage) else {"id"})
+        for m in messages
+    ]
+    return json.dumps(rows, sort_keys=True, default=str)
+
+
+def user_config(user_id: str | None = "u1", **extra: Any) -> dict[str, Any]:
+    """A run config whose ``configurable`` carries ``user_id`` (and ``extra``)."""
+    return {"configurable": {"user_id": user_id, **extra}}
+
+
+def ranked_hits(
+    ids: st.SearchStrategy[str], *, low: float, high: float, max_size: int
+) -> st.SearchStrategy[list[tuple[str, float]]]:
+    """Lists of ``(id, score)`` with distinct ids, best score first."""
+    hits = st.lists(
+        st.tuples(ids, st.floats(low, high)), max_size=max_size, unique_by=lambda h: h[0]
+    )
+    return hits.map(lambda found: sorted(found, key=lambda h: -h[1]))

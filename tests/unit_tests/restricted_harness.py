@@ -30,10 +30,9 @@ from typing import Any
 from langchain.agents import create_agent
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from langchain_knowledge_inject import (
     KnowledgeInjectionMiddleware,
@@ -41,6 +40,7 @@ from langchain_knowledge_inject import (
     create_knowledge_base_search_tool,
     create_knowledge_graph,
 )
+from tests.unit_tests.fakes import RecordingChatModel
 from tests.unit_tests.restricted_fixtures import ScriptedSummarizer, count_raw_passages
 
 SURFACES = ("injector", "graph", "middleware", "tool")
@@ -52,26 +52,7 @@ TOOL_NAME = "knowledge_base_search"
 # --- test doubles ----------------------------------------------------------------------------
 
 
-class MainModel(BaseChatModel):
-    """The main model: replies from ``script`` (then "ok") and records what it receives."""
-
-    script: list[AIMessage] = Field(default_factory=list)
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "recording-main-model"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> MainModel:
-        return self
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        self.received.append(list(messages))
-        reply = self.script.pop(0) if self.script else AIMessage("ok")
-        return ChatResult(generations=[ChatGeneration(message=reply)])
-
-
-def tool_calling_model(query: str) -> MainModel:
+def tool_calling_model(query: str) -> RecordingChatModel:
     """A main model that first calls ``knowledge_base_search(query, k=8)``, then answers.
 
     ``k=8`` asks for more than injection showed, so the tool has fresh chunks to
@@ -79,7 +60,7 @@ def tool_calling_model(query: str) -> MainModel:
     """
     args = {"query": query, "k": 8}
     call = {"name": TOOL_NAME, "args": args, "id": "call-1", "type": "tool_call"}
-    return MainModel(script=[AIMessage("", tool_calls=[call]), AIMessage("done")])
+    return RecordingChatModel(script=[AIMessage("", tool_calls=[call]), AIMessage("done")])
 
 
 class ListKB:
@@ -220,7 +201,7 @@ class Turn:
         return channel_text(self.channels.get(channel))
 
 
-def _main_text(model: MainModel, question: str) -> list[str]:
+def _main_text(model: RecordingChatModel, question: str) -> list[str]:
     return [m.text for received in model.received for m in received if m.text != question]
 
 
@@ -285,7 +266,7 @@ def run_surface(
     inp = {"messages": [HumanMessage(question)]}
     if surface == "injector":
         injector = KnowledgeInjector(kb, summarizer_model=summarizer, **flag)
-        model = MainModel()
+        model = RecordingChatModel()
         out = injector.invoke([HumanMessage(question)], config)
         model.invoke(out)
         turn.channels["output"] = out
@@ -301,7 +282,7 @@ def run_surface(
         if events:
             turn.channels["events"] = _events(tool, call, config)
     else:
-        model = tool_calling_model(question) if tool_origin else MainModel()
+        model = tool_calling_model(question) if tool_origin else RecordingChatModel()
         saver = InMemorySaver()
         tools = []
         if tool_origin == "separate":

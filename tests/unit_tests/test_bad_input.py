@@ -21,11 +21,8 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
-from pydantic import Field
 
 from langchain_knowledge_inject import (
     ConfigurationError,
@@ -39,6 +36,7 @@ from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
 from langchain_knowledge_inject.store.knowledge_base import MAX_QUERY_CHARS
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.turn.placement import add_knowledge_prompt, is_injected
+from tests.unit_tests.fakes import CountingEmbedding, RecordingChatModel
 
 LEAVE = "Employees receive 25 days of annual leave per calendar year."
 SICK = "Sick leave requires a doctor's note after three consecutive days."
@@ -46,33 +44,6 @@ HEBREW = "חופשה שנתית: לכל עובד עשרים וחמישה ימי 
 ARABIC = "الإجازة السنوية: يحصل كل موظف على خمسة وعشرين يوما في السنة."
 EMOJI = "Beach party 🏖️🌴 on Friday: bring sunscreen ☀️ and snacks 🍉."
 ONE_MB = ("annual leave days per year " * 40_000)[: 1024 * 1024]
-
-
-class RecordingEmbeddings(DeterministicFakeEmbedding):
-    """Deterministic fake vectors; remembers the longest query it was asked to embed."""
-
-    longest_query: int = 0
-
-    def embed_query(self, text: str) -> list[float]:
-        self.longest_query = max(self.longest_query, len(text))
-        return super().embed_query(text)
-
-
-class RecordingChatModel(BaseChatModel):
-    """Always answers "ok"; records what it received."""
-
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "recording"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> RecordingChatModel:
-        return self
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        self.received.append(list(messages))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage("ok"))])
 
 
 class BrokenEmbeddings(Embeddings):
@@ -86,8 +57,8 @@ class BrokenEmbeddings(Embeddings):
 
 
 @pytest.fixture
-def emb() -> RecordingEmbeddings:
-    return RecordingEmbeddings(size=32)
+def emb() -> CountingEmbedding:
+    return CountingEmbedding(size=32)
 
 
 @pytest.fixture

@@ -151,8 +151,8 @@ def test_the_three_providers_follow_the_context_block_protocol(tmp_path) -> None
     emb = DeterministicFakeEmbedding(size=8)
     blocks = [
         ProcedureLibrary([Procedure("p", "d", ["s"])], embeddings=emb),
-        EpisodicMemory(client=chromadb.EphemeralClient(), path=tempfile.mkdtemp(), collection_prefix="proto",
-                       embeddings=emb),
+        EpisodicMemory(client=chromadb.EphemeralClient(), path=tempfile.mkdtemp(),
+                       collection_prefix="proto", embeddings=emb),
         UserFacts(InMemoryStore()),
     ]
 

@@ -8,20 +8,13 @@ import types
 from pathlib import Path
 
 import pytest
-from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase
 from langchain_knowledge_inject.ingest.sample_data import SAMPLE_QUESTIONS
 from langchain_knowledge_inject.integrations.cli import main
-from langchain_knowledge_inject.store import knowledge_base
 
-
-@pytest.fixture(autouse=True)
-def fake_default_model(monkeypatch):
-    """Every KnowledgeBase opened without ``embeddings=`` gets the same fake model."""
-    fake = DeterministicFakeEmbedding(size=64)
-    monkeypatch.setattr(knowledge_base, "default_embeddings", lambda **_: fake)
-    return fake
+# Every KnowledgeBase opened without ``embeddings=`` gets the same fake model.
+pytestmark = pytest.mark.usefixtures("fake_default_model")
 
 
 @pytest.fixture

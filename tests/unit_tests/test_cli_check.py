@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import pytest
 from langchain_core.documents import Document
-from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase
 from langchain_knowledge_inject.integrations.cli import main
-from langchain_knowledge_inject.store import knowledge_base
 
-
-@pytest.fixture(autouse=True)
-def fake_default_model(monkeypatch):
-    fake = DeterministicFakeEmbedding(size=64)
-    monkeypatch.setattr(knowledge_base, "default_embeddings", lambda **_: fake)
-    return fake
+# Every KnowledgeBase opened without ``embeddings=`` gets the same fake model.
+pytestmark = pytest.mark.usefixtures("fake_default_model")
 
 
 def test_check_reports_and_repairs_drift(tmp_path, fake_default_model, capsys):

@@ -11,14 +11,11 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_knowledge_inject import KnowledgeBase
 from langchain_knowledge_inject.store import fusion
 from langchain_knowledge_inject.store.fusion import fuse, fuse_with_documents
+from tests.unit_tests.fakes import ranked_hits
 
 ids = st.sampled_from([f"c{i}" for i in range(10)])
-dense_lists = st.lists(st.tuples(ids, st.floats(0, 1)), max_size=10, unique_by=lambda x: x[0]).map(
-    lambda hits: sorted(hits, key=lambda h: -h[1])
-)
-keyword_lists = st.lists(
-    st.tuples(ids, st.floats(0.01, 1e4)), max_size=10, unique_by=lambda x: x[0]
-).map(lambda hits: sorted(hits, key=lambda h: -h[1]))
+dense_lists = ranked_hits(ids, low=0, high=1, max_size=10)
+keyword_lists = ranked_hits(ids, low=0.01, high=1e4, max_size=10)
 parent_maps = st.dictionaries(ids, st.sampled_from(["A", "B", "C", ""]), max_size=10)
 
 

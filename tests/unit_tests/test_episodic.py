@@ -22,6 +22,7 @@ from langchain_knowledge_inject.memory.episodic import (
 )
 from langchain_knowledge_inject.turn.blocks import BlockText
 from langchain_knowledge_inject.turn.placement import place_context
+from tests.unit_tests.fakes import user_config as cfg
 
 NOW = datetime(2024, 6, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -38,10 +39,6 @@ class TableEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         return self.table.get(text) or self.fallback.embed_query(text)
-
-
-def cfg(user_id: str | None = "u1", **extra) -> dict:
-    return {"configurable": {"user_id": user_id, **extra}}
 
 
 @pytest.fixture

@@ -12,10 +12,7 @@ from langgraph.store.sqlite import AsyncSqliteStore, SqliteStore
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.memory import facts as facts_module
 from langchain_knowledge_inject.memory.facts import UserFacts, format_user_facts, normalize_fact_key
-
-
-def cfg(user_id: str | None) -> dict:
-    return {"configurable": {"user_id": user_id}}
+from tests.unit_tests.fakes import user_config as cfg
 
 
 @pytest.fixture

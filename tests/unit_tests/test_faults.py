@@ -395,12 +395,18 @@ def test_a_bad_filter_in_the_injector_raises_rather_than_degrades(tmp_path, emb)
 # -- keyword catch-up in server mode (two catalogs on one Chroma) ------------------------
 
 
-def test_another_catalogs_writes_reach_the_keyword_index(tmp_path, emb):
+def _two_catalogs(tmp_path, emb, *, sync_interval):
+    """Two catalogs over one Chroma collection: ``first`` writes, ``second`` catches up."""
     client = chromadb.EphemeralClient()
     name = f"shared-{uuid.uuid4().hex[:8]}"
     first = KnowledgeBase(name, path=tmp_path / "a", client=client, embeddings=emb)
     second = KnowledgeBase(name, path=tmp_path / "b", client=client, embeddings=emb,
-                           sync_interval=0)  # fmt: skip
+                           sync_interval=sync_interval)  # fmt: skip
+    return first, second
+
+
+def test_another_catalogs_writes_reach_the_keyword_index(tmp_path, emb):
+    first, second = _two_catalogs(tmp_path, emb, sync_interval=0)
     first.add_documents(DOCS)
     hits = second.search("receipt euros", k=1, mode="keyword", min_score=0.0)
     assert hits and hits[0].metadata["source"] == "expenses.md"
@@ -423,11 +429,7 @@ def test_another_catalogs_writes_reach_the_keyword_index(tmp_path, emb):
 
 
 def test_catch_up_is_rate_limited_by_the_interval(tmp_path, emb):
-    client = chromadb.EphemeralClient()
-    name = f"shared-{uuid.uuid4().hex[:8]}"
-    first = KnowledgeBase(name, path=tmp_path / "a", client=client, embeddings=emb)
-    second = KnowledgeBase(name, path=tmp_path / "b", client=client, embeddings=emb,
-                           sync_interval=3600)  # fmt: skip
+    first, second = _two_catalogs(tmp_path, emb, sync_interval=3600)
     first.add_documents(DOCS[:1])
     assert second.search("annual leave", mode="keyword", min_score=0.0)  # first catch-up
     first.add_documents(DOCS[1:])
@@ -437,11 +439,7 @@ def test_catch_up_is_rate_limited_by_the_interval(tmp_path, emb):
 
 
 def test_sync_interval_none_never_catches_up(tmp_path, emb):
-    client = chromadb.EphemeralClient()
-    name = f"shared-{uuid.uuid4().hex[:8]}"
-    first = KnowledgeBase(name, path=tmp_path / "a", client=client, embeddings=emb)
-    second = KnowledgeBase(name, path=tmp_path / "b", client=client, embeddings=emb,
-                           sync_interval=None)  # fmt: skip
+    first, second = _two_catalogs(tmp_path, emb, sync_interval=None)
     first.add_documents(DOCS)
     assert not second.search("receipt euros", mode="keyword", min_score=0.0)
 

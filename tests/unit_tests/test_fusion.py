@@ -12,14 +12,11 @@ from langchain_knowledge_inject.store.fusion import (
     fuse,
     keyword_unit_scores,
 )
+from tests.unit_tests.fakes import ranked_hits
 
 ids = st.sampled_from([f"c{i}" for i in range(12)])
-dense_lists = st.lists(st.tuples(ids, st.floats(0, 1)), max_size=12, unique_by=lambda x: x[0]).map(
-    lambda hits: sorted(hits, key=lambda h: -h[1])
-)
-keyword_lists = st.lists(
-    st.tuples(ids, st.floats(0.01, 1e4)), max_size=12, unique_by=lambda x: x[0]
-).map(lambda hits: sorted(hits, key=lambda h: -h[1]))
+dense_lists = ranked_hits(ids, low=0, high=1, max_size=12)
+keyword_lists = ranked_hits(ids, low=0.01, high=1e4, max_size=12)
 
 
 def test_constants_are_sane():

@@ -9,13 +9,11 @@ from typing import Any
 
 import pytest
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel, GenericFakeChatModel
+from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
-from pydantic import Field
 
 from langchain_knowledge_inject import (
     ConfigurationError,
@@ -32,7 +30,7 @@ from langchain_knowledge_inject.integrations.graph import (
 )
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.turn.placement import INJECTED_KEY, is_injected
-from tests.unit_tests.fakes import WordHashEmbedding
+from tests.unit_tests.fakes import NumberedChatModel, WordHashEmbedding, dump_messages
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "knowledge_graph.mmd"
 SNAPSHOT_TOOLS = Path(__file__).parent / "snapshots" / "knowledge_graph_tools.mmd"
@@ -49,32 +47,6 @@ QUESTIONS = [
     "sick leave note?",
     "Thanks, that is all for leave.",
 ]
-
-
-class RecordingChatModel(BaseChatModel):
-    """Scripted chat model: replies from ``script`` (or a numbered echo) and records its input."""
-
-    script: list[AIMessage] = Field(default_factory=list)
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-    calls: int = 0
-
-    @property
-    def _llm_type(self) -> str:
-        return "recording"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> RecordingChatModel:
-        return self
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        self.received.append(list(messages))
-        self.calls += 1
-        reply = (
-            self.script.pop(0)
-            if self.script
-            else AIMessage(f"reply {self.calls}", id=f"ai-{self.calls}")
-        )
-        return ChatResult(generations=[ChatGeneration(message=reply)])
-
 
 
 @pytest.fixture
@@ -98,10 +70,6 @@ def _thread(name: str = "t1", **configurable: Any) -> dict[str, Any]:
     return {"configurable": {"thread_id": name, **configurable}}
 
 
-def _dump(messages: list[BaseMessage]) -> str:
-    return json.dumps([m.model_dump() for m in messages], sort_keys=True, default=str)
-
-
 def _human(i: int) -> HumanMessage:
     return HumanMessage(QUESTIONS[i % len(QUESTIONS)], id=f"h{i}")
 
@@ -110,7 +78,7 @@ def _human(i: int) -> HumanMessage:
 
 
 def test_model_sees_system_prompt_history_and_dynamic_context(kb):
-    model = RecordingChatModel()
+    model = NumberedChatModel()
     graph = create_knowledge_graph(
         model, kb, system_prompt="You are HR.", checkpointer=InMemorySaver()
     )
@@ -136,7 +104,7 @@ def test_model_sees_system_prompt_history_and_dynamic_context(kb):
 
 
 def test_nothing_retrieved_sends_exactly_system_and_history(kb):
-    model = RecordingChatModel()
+    model = NumberedChatModel()
     graph = create_knowledge_graph(model, kb, system_prompt="You are HR.")
     state = graph.invoke({"messages": [HumanMessage("Tell me about the parking garage.")]})
     assert [m.type for m in model.received[-1]] == ["system", "human"]
@@ -147,7 +115,7 @@ def test_nothing_retrieved_sends_exactly_system_and_history(kb):
 
 
 def test_leading_system_message_in_history_gets_the_knowledge_prompt(kb):
-    model = RecordingChatModel()
+    model = NumberedChatModel()
     graph = create_knowledge_graph(model, kb)
     graph.invoke({"messages": [SystemMessage("Be brief."), HumanMessage("annual leave?")]})
     sent = model.received[-1]
@@ -156,7 +124,7 @@ def test_leading_system_message_in_history_gets_the_knowledge_prompt(kb):
 
 
 def test_knowledge_prompt_none_leaves_the_system_prompt_alone(kb):
-    model = RecordingChatModel()
+    model = NumberedChatModel()
     graph = create_knowledge_graph(model, kb, system_prompt="S", knowledge_prompt=None)
     graph.invoke({"messages": [HumanMessage("annual leave?")]})
     assert model.received[-1][0].content == "S"
@@ -181,16 +149,16 @@ def _converse(graph, turns: int, config: dict[str, Any]) -> list[BaseMessage]:
 
 def test_checkpointed_history_is_byte_identical_to_a_run_without_injection(kb):
     turns = 12
-    model = RecordingChatModel()
+    model = NumberedChatModel()
     graph = create_knowledge_graph(model, kb, system_prompt="S", checkpointer=InMemorySaver())
     with_knowledge = _converse(graph, turns, _thread("on"))
 
-    plain_model = RecordingChatModel()
+    plain_model = NumberedChatModel()
     plain = create_knowledge_graph(plain_model, kb, system_prompt="S", checkpointer=InMemorySaver())
     without = _converse(plain, turns, _thread("off", knowledge_enabled=False))
 
     assert len(with_knowledge) == 2 * turns
-    assert _dump(with_knowledge) == _dump(without)
+    assert dump_messages(with_knowledge) == dump_messages(without)
     assert not any(is_injected(m) or "[Retrieved Knowledge]" in m.text for m in with_knowledge)
     # the model did get knowledge, exactly one injected message per call, never accumulated
     injected_per_call = [sum(is_injected(m) for m in call) for call in model.received]
@@ -200,26 +168,26 @@ def test_checkpointed_history_is_byte_identical_to_a_run_without_injection(kb):
     # what the model saw = system + stored history + at most one injected message
     for i, call in enumerate(model.received):
         clean = [m for m in call if not is_injected(m)]
-        assert _dump(clean[1:]) == _dump(with_knowledge[: 2 * i + 1])
+        assert dump_messages(clean[1:]) == dump_messages(with_knowledge[: 2 * i + 1])
 
 
 def test_sqlite_checkpointer_keeps_an_injection_free_history(kb, tmp_path):
     turns = 15
     db = tmp_path / "checkpoints.sqlite"
-    model = RecordingChatModel()
+    model = NumberedChatModel()
     with sqlite3.connect(db, check_same_thread=False) as conn:
         graph = create_knowledge_graph(model, kb, system_prompt="S", checkpointer=SqliteSaver(conn))
         _converse(graph, turns, _thread("sql"))
     # a new process would read this: reopen the file with a fresh saver
     with sqlite3.connect(db, check_same_thread=False) as conn:
-        reader = create_knowledge_graph(RecordingChatModel(), kb, checkpointer=SqliteSaver(conn))
+        reader = create_knowledge_graph(NumberedChatModel(), kb, checkpointer=SqliteSaver(conn))
         stored = reader.get_state(_thread("sql")).values
     plain = create_knowledge_graph(
-        RecordingChatModel(), kb, system_prompt="S", checkpointer=InMemorySaver()
+        NumberedChatModel(), kb, system_prompt="S", checkpointer=InMemorySaver()
     )
     without = _converse(plain, turns, _thread("off", knowledge_enabled=False))
 
-    assert _dump(stored["messages"]) == _dump(without)
+    assert dump_messages(stored["messages"]) == dump_messages(without)
     assert len(stored["messages"]) == 2 * turns
     assert not any(is_injected(m) for m in stored["messages"])
     assert isinstance(stored["knowledge_manifest"], dict)
@@ -227,19 +195,19 @@ def test_sqlite_checkpointer_keeps_an_injection_free_history(kb, tmp_path):
 
 
 async def test_async_multi_turn_matches_sync(kb):
-    model = RecordingChatModel()
+    model = NumberedChatModel()
     graph = create_knowledge_graph(model, kb, system_prompt="S", checkpointer=InMemorySaver())
     for i in range(4):
         state = await graph.ainvoke({"messages": [_human(i)]}, _thread("async"))
     sync = create_knowledge_graph(
-        RecordingChatModel(), kb, system_prompt="S", checkpointer=InMemorySaver()
+        NumberedChatModel(), kb, system_prompt="S", checkpointer=InMemorySaver()
     )
-    assert _dump(state["messages"]) == _dump(_converse(sync, 4, _thread("sync")))
+    assert dump_messages(state["messages"]) == dump_messages(_converse(sync, 4, _thread("sync")))
     assert is_injected(model.received[0][1])
 
 
 def test_per_turn_fields_are_overwritten_not_accumulated(kb):
-    graph = create_knowledge_graph(RecordingChatModel(), kb, checkpointer=InMemorySaver())
+    graph = create_knowledge_graph(NumberedChatModel(), kb, checkpointer=InMemorySaver())
     first = graph.invoke({"messages": [HumanMessage("annual leave?")]}, _thread())
     assert first["retrieved"] and first["dynamic_context"]
     second = graph.invoke({"messages": [HumanMessage("parking garage?")]}, _thread())
@@ -250,7 +218,7 @@ def test_per_turn_fields_are_overwritten_not_accumulated(kb):
 
 
 def test_document_added_between_turns_is_used_on_the_next_turn(kb):
-    model = RecordingChatModel()
+    model = NumberedChatModel()
     graph = create_knowledge_graph(model, kb, checkpointer=InMemorySaver())
     graph.invoke({"messages": [HumanMessage("When does the parking garage open?")]}, _thread())
     assert not any(is_injected(m) for m in model.received[-1])
@@ -269,7 +237,7 @@ def test_document_added_between_turns_is_used_on_the_next_turn(kb):
 def test_override_knowledge_enabled_false_skips_retrieval_and_injection(kb, monkeypatch):
     calls = []
     monkeypatch.setattr(kb, "search", lambda *a, **k: calls.append(a) or [])
-    model = RecordingChatModel()
+    model = NumberedChatModel()
     graph = create_knowledge_graph(model, kb)
     state = graph.invoke(
         {"messages": [HumanMessage("annual leave?")]},
@@ -282,7 +250,7 @@ def test_override_knowledge_enabled_false_skips_retrieval_and_injection(kb, monk
 
 
 def test_override_top_k(kb):
-    graph = create_knowledge_graph(RecordingChatModel(), kb)
+    graph = create_knowledge_graph(NumberedChatModel(), kb)
     msg = {"messages": [HumanMessage("manager approval")]}
     assert len(graph.invoke(msg)["knowledge_manifest"]["chunk_ids"]) == 2
     assert (
@@ -292,7 +260,7 @@ def test_override_top_k(kb):
 
 
 def test_override_min_score(kb):
-    model = RecordingChatModel()
+    model = NumberedChatModel()
     graph = create_knowledge_graph(model, kb)
     state = graph.invoke(
         {"messages": [HumanMessage("annual leave?")]}, {"configurable": {"min_score": 0.99}}
@@ -306,7 +274,7 @@ def test_override_tenant_id(kb):
         [Document("Tenant acme: parking garage badges at desk 4.", metadata={"source": "acme.md"})],
         tenant_id="acme",
     )
-    graph = create_knowledge_graph(RecordingChatModel(), kb)
+    graph = create_knowledge_graph(NumberedChatModel(), kb)
     msg = {"messages": [HumanMessage("parking garage badges")]}
     assert "acme.md" not in graph.invoke(msg)["knowledge_manifest"]["sources"]
     tenant = graph.invoke(msg, {"configurable": {"tenant_id": "acme"}})
@@ -315,7 +283,7 @@ def test_override_tenant_id(kb):
 
 @pytest.mark.parametrize("placement", ["postfix", "system"])
 def test_override_placement(kb, placement):
-    model = RecordingChatModel()
+    model = NumberedChatModel()
     graph = create_knowledge_graph(model, kb, system_prompt="S", checkpointer=InMemorySaver())
     state = graph.invoke(
         {"messages": [HumanMessage("annual leave?", id="h")]}, _thread(placement=placement)
@@ -333,7 +301,7 @@ def test_override_placement(kb, placement):
 
 
 def test_invalid_override_raises_configuration_error(kb):
-    graph = create_knowledge_graph(RecordingChatModel(), kb)
+    graph = create_knowledge_graph(NumberedChatModel(), kb)
     with pytest.raises(ConfigurationError):
         graph.invoke(
             {"messages": [HumanMessage("leave")]}, {"configurable": {"placement": "middle"}}
@@ -342,7 +310,7 @@ def test_invalid_override_raises_configuration_error(kb):
 
 def test_invalid_constructor_options_raise(kb):
     with pytest.raises(ConfigurationError):
-        create_knowledge_graph(RecordingChatModel(), kb, placement="middle")
+        create_knowledge_graph(NumberedChatModel(), kb, placement="middle")
     with pytest.raises(ConfigurationError):
         create_knowledge_graph(object(), kb)  # type: ignore[arg-type]
 
@@ -351,7 +319,7 @@ def test_invalid_constructor_options_raise(kb):
 
 
 def test_manifest_on_custom_stream(kb):
-    graph = create_knowledge_graph(RecordingChatModel(), kb)
+    graph = create_knowledge_graph(NumberedChatModel(), kb)
     chunks = list(graph.stream({"messages": [HumanMessage("annual leave?")]}, stream_mode="custom"))
     assert len(chunks) == 1
     manifest = chunks[0]["knowledge_injection"]
@@ -359,7 +327,7 @@ def test_manifest_on_custom_stream(kb):
 
 
 async def test_manifest_as_custom_event(kb):
-    graph = create_knowledge_graph(RecordingChatModel(), kb)
+    graph = create_knowledge_graph(NumberedChatModel(), kb)
     events = [
         e
         async for e in graph.astream_events(
@@ -373,7 +341,7 @@ async def test_manifest_as_custom_event(kb):
 
 def test_prefix_hash_is_stable_across_turns_for_dynamic_context(kb):
     graph = create_knowledge_graph(
-        RecordingChatModel(), kb, system_prompt="S", checkpointer=InMemorySaver()
+        NumberedChatModel(), kb, system_prompt="S", checkpointer=InMemorySaver()
     )
     first = graph.invoke({"messages": [HumanMessage("annual leave?")]}, _thread())
     from langchain_knowledge_inject.turn.manifest import hash_messages
@@ -398,7 +366,7 @@ SAFE_REPLY = json.dumps(
 
 
 def test_restricted_graph_routes_through_safe_summarize(kb):
-    model = RecordingChatModel()
+    model = NumberedChatModel()
     summarizer = GenericFakeChatModel(messages=iter([SAFE_REPLY]))
     graph = create_knowledge_graph(model, kb, restricted=True, summarizer_model=summarizer)
     nodes = [
@@ -414,7 +382,7 @@ def test_restricted_graph_routes_through_safe_summarize(kb):
 
 
 def test_restricted_without_summarizer_fails_closed(kb):
-    model = RecordingChatModel()
+    model = NumberedChatModel()
     graph = create_knowledge_graph(model, kb, restricted=True)
     state = graph.invoke({"messages": [HumanMessage("annual leave?")]})
     assert state["safe_summary"]["reason"] == "summarizer_error"
@@ -424,7 +392,7 @@ def test_restricted_without_summarizer_fails_closed(kb):
 
 
 def test_restricted_per_request_and_skipped_otherwise(kb):
-    graph = create_knowledge_graph(RecordingChatModel(), kb)
+    graph = create_knowledge_graph(NumberedChatModel(), kb)
     msg = {"messages": [HumanMessage("annual leave?")]}
     plain = [next(iter(u)) for u in graph.stream(msg, stream_mode="updates")]
     assert "safe_summarize" not in plain
@@ -455,7 +423,7 @@ def test_build_context_without_a_safe_summary_fails_closed(kb):
 
 def test_tool_loop_keeps_context_next_to_the_user_message_and_tool_skips_injected(kb):
     tool = create_knowledge_base_search_tool(kb, top_k=4)
-    model = RecordingChatModel(
+    model = NumberedChatModel(
         script=[
             AIMessage(
                 "",
@@ -500,7 +468,7 @@ def test_node_factories_compose_into_an_own_graph(kb):
 def test_mermaid_drawing_matches_snapshot(kb, snapshot, with_tools):
     tools = [create_knowledge_base_search_tool(kb)] if with_tools else None
     drawing = (
-        create_knowledge_graph(RecordingChatModel(), kb, tools=tools).get_graph().draw_mermaid()
+        create_knowledge_graph(NumberedChatModel(), kb, tools=tools).get_graph().draw_mermaid()
     )
     assert drawing == snapshot.read_text(encoding="utf-8")
 
@@ -549,7 +517,7 @@ def test_chat_without_a_model_prints_the_messages_that_would_be_sent(tmp_path, m
 
 
 def test_chat_with_a_model_answers_and_names_the_sources(tmp_path, monkeypatch):
-    model = RecordingChatModel()
+    model = NumberedChatModel()
     code, out = _chat(tmp_path, monkeypatch, "annual leave?\nparking garage?\n", model=model)
     assert code == 0
     assert "assistant> reply 1" in out and "(knowledge given to the model: leave.md)" in out
@@ -566,9 +534,9 @@ def test_chat_with_a_model_answers_and_names_the_sources(tmp_path, monkeypatch):
 def test_chat_builds_the_model_with_init_chat_model(tmp_path, monkeypatch):
     built: list[str] = []
 
-    def fake_init(name: str, **kwargs: Any) -> RecordingChatModel:
+    def fake_init(name: str, **kwargs: Any) -> NumberedChatModel:
         built.append(name)
-        return RecordingChatModel()
+        return NumberedChatModel()
 
     monkeypatch.setattr("langchain.chat_models.init_chat_model", fake_init)
     code, out = _chat(tmp_path, monkeypatch, "annual leave?\nquit\n", model_name="fake:model-1")

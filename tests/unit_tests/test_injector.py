@@ -7,7 +7,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import GenericFakeChatModel
@@ -25,6 +24,7 @@ from langchain_knowledge_inject.integrations.runnable import InjectionConfig
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.turn.manifest import InjectionManifest, emit_manifest, hash_messages
 from langchain_knowledge_inject.turn.placement import INJECTED_KEY, is_injected
+from tests.unit_tests.fakes import CallbackRecorder
 
 LEAVE = "Employees receive 25 days of annual leave per calendar year."
 SICK = "Sick leave requires a doctor's note after three consecutive days."
@@ -81,14 +81,6 @@ def _history() -> list:
         AIMessage("Hello! How can I help?"),
         HumanMessage("How many days of annual leave do I get?"),
     ]
-
-
-class EventCollector(BaseCallbackHandler):
-    def __init__(self):
-        self.events: list[tuple[str, Any]] = []
-
-    def on_custom_event(self, name, data, **kwargs):
-        self.events.append((name, data))
 
 
 # -- the basic turn ------------------------------------------------------------------------
@@ -503,7 +495,7 @@ def test_prefix_hash_is_stable_across_turns(kb):
 
 
 def test_manifest_is_emitted_as_a_custom_event(kb):
-    collector = EventCollector()
+    collector = CallbackRecorder()
     KnowledgeInjector(kb).invoke(_history(), config={"callbacks": [collector]})
     assert [name for name, _ in collector.events] == ["knowledge_injection"]
     assert collector.events[0][1]["chunk_ids"] == ["c0", "c1", "c2"]

@@ -11,23 +11,11 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_knowledge_inject import ConfigurationError, KnowledgeBase, KnowledgeBaseNotFoundError
 from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
 from langchain_knowledge_inject.store.knowledge_base import chunk_id
+from tests.unit_tests.fakes import CountingEmbedding
 
 LEAVE = "Employees receive 25 days of annual leave per calendar year."
 SICK = "Sick leave requires a doctor's note after three consecutive days."
 EXPENSES = "Expenses above 50 euros need a receipt and manager approval."
-
-
-class CountingEmbedding(DeterministicFakeEmbedding):
-    documents_embedded: int = 0
-    queries_embedded: int = 0
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        self.documents_embedded += len(texts)
-        return super().embed_documents(texts)
-
-    def embed_query(self, text: str) -> list[float]:
-        self.queries_embedded += 1
-        return super().embed_query(text)
 
 
 @pytest.fixture

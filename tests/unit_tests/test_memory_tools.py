@@ -11,14 +11,11 @@ import chromadb
 import pytest
 from langchain.agents import create_agent
 from langchain_core.embeddings import DeterministicFakeEmbedding
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool
 from langchain_tests.unit_tests import ToolsUnitTests
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
-from pydantic import Field
 
 from langchain_knowledge_inject.memory import tools as memory_tools_module
 from langchain_knowledge_inject.memory.episodic import EpisodicMemory
@@ -28,15 +25,13 @@ from langchain_knowledge_inject.memory.tools import (
     create_store_memory_tool,
     create_user_fact_tools,
 )
-
-
-def cfg(user_id: str | None = "u1", **extra: Any) -> dict:
-    return {"configurable": {"user_id": user_id, **extra}}
+from tests.unit_tests.fakes import RecordingChatModel
+from tests.unit_tests.fakes import user_config as cfg
 
 
 def new_memory() -> EpisodicMemory:
-    return EpisodicMemory(client=chromadb.EphemeralClient(), path=tempfile.mkdtemp(), min_score=-1.0,
-                          collection_prefix=f"tools-{uuid.uuid4().hex[:10]}",
+    return EpisodicMemory(client=chromadb.EphemeralClient(), path=tempfile.mkdtemp(),
+                          min_score=-1.0, collection_prefix=f"tools-{uuid.uuid4().hex[:10]}",
                           embeddings=DeterministicFakeEmbedding(size=32))  # fmt: skip
 
 
@@ -170,28 +165,13 @@ def test_create_memory_tools_returns_the_tools_for_the_given_stores(facts) -> No
 # --- end to end through create_agent ---------------------------------------------------------
 
 
-class ScriptedModel(BaseChatModel):
-    script: list[AIMessage] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedModel:
-        return self
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        reply = self.script.pop(0) if self.script else AIMessage("done")
-        return ChatResult(generations=[ChatGeneration(message=reply)])
-
-
 def test_an_agent_sets_a_fact_and_saves_a_note_for_the_user_of_the_run(facts) -> None:
     memory = new_memory()
     calls = [
         {"name": "set_user_fact", "args": {"key": "city", "value": "Porto"}, "id": "1"},
         {"name": "store_memory", "args": {"content": "Moving in June."}, "id": "2"},
     ]
-    model = ScriptedModel(script=[AIMessage("", tool_calls=calls), AIMessage("Noted!")])
+    model = RecordingChatModel(script=[AIMessage("", tool_calls=calls), AIMessage("Noted!")])
     agent = create_agent(model, tools=create_memory_tools(memory=memory, facts=facts),
                          checkpointer=InMemorySaver())  # fmt: skip
 

@@ -18,12 +18,9 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
-from pydantic import Field
 
 from langchain_knowledge_inject import (
     ConfigurationError,
@@ -41,6 +38,8 @@ from langchain_knowledge_inject.memory.procedures import Procedure
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.turn.placement import add_knowledge_prompt, is_injected
 from langchain_knowledge_inject.turn.tokens import approximate_token_count
+from tests.unit_tests.fakes import FakeKB, NumberedChatModel
+from tests.unit_tests.fakes import user_config as cfg
 
 LEAVE = "Employees receive 25 days of annual leave per calendar year."
 SICK = "Sick leave requires a doctor's note after three consecutive days."
@@ -59,55 +58,12 @@ def _prompted(msgs):
     return add_knowledge_prompt(msgs, KNOWLEDGE_SYSTEM_PROMPT)
 
 
-class FakeKB:
-    """Scripted knowledge base: returns its documents, whatever the query."""
-
-    def __init__(self, docs: list[Document] | None = None) -> None:
-        self.name = "hr"
-        self.docs = list(docs or [])
-        self.queries: list[str] = []
-
-    @property
-    def info(self) -> SimpleNamespace:
-        return SimpleNamespace(name="hr", id="hr-id", description="HR policies", topics=["leave"])
-
-    def search(self, query: str, *, k: int = 4, **kwargs: Any) -> list[Document]:
-        self.queries.append(query)
-        return self.docs[:k]
-
-    async def asearch(self, query: str, **kwargs: Any) -> list[Document]:
-        return self.search(query, **kwargs)
-
-
 def _doc(text: str, i: int, score: float) -> Document:
     return Document(text, id=f"c{i}", metadata={"source": f"f{i}.md", "score": score})
 
 
-class ScriptedModel(BaseChatModel):
-    """Replies from ``script`` (then a numbered echo) and records what it received."""
-
-    script: list[AIMessage] = Field(default_factory=list)
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedModel:
-        return self
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        self.received.append(list(messages))
-        reply = self.script.pop(0) if self.script else AIMessage(f"reply {len(self.received)}")
-        return ChatResult(generations=[ChatGeneration(message=reply)])
-
-
 def _call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
     return AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id}])
-
-
-def cfg(user_id: str | None = "u1", **extra: Any) -> dict[str, Any]:
-    return {"configurable": {"user_id": user_id, **extra}}
 
 
 @pytest.fixture
@@ -131,7 +87,8 @@ def procedures(emb) -> ProcedureLibrary:
 
 @pytest.fixture
 def memory(emb) -> EpisodicMemory:
-    return EpisodicMemory(client=chromadb.EphemeralClient(), path=tempfile.mkdtemp(), embeddings=emb, min_score=-1.0,
+    return EpisodicMemory(client=chromadb.EphemeralClient(), path=tempfile.mkdtemp(),
+                          embeddings=emb, min_score=-1.0,
                           collection_prefix=f"wire-{uuid.uuid4().hex[:10]}")  # fmt: skip
 
 
@@ -503,7 +460,7 @@ def _injected_text(messages: list[BaseMessage]) -> str:
 def test_graph_records_each_turn_and_recalls_it_in_a_later_session(kb, memory, facts) -> None:
     store = InMemoryStore()
     facts = UserFacts(store)
-    model = ScriptedModel()
+    model = NumberedChatModel()
     graph = create_knowledge_graph(
         model, kb, blocks=[memory, facts], checkpointer=InMemorySaver(), store=store
     )
@@ -533,7 +490,7 @@ def test_graph_records_each_turn_and_recalls_it_in_a_later_session(kb, memory, f
 
 
 async def test_graph_async_records_and_a_second_user_is_kept_apart(kb, memory) -> None:
-    model = ScriptedModel()
+    model = NumberedChatModel()
     graph = create_knowledge_graph(model, kb, blocks=[memory], checkpointer=InMemorySaver())
 
     await graph.ainvoke({"messages": [("user", "My dog is called Rex.")]}, cfg(thread_id="a"))
@@ -551,7 +508,7 @@ async def test_graph_restricted_mode_summarizes_knowledge_and_keeps_user_blocks(
 ) -> None:
     memory.record_exchange("My manager is Dana.", "Noted.", user_id="u1")
     facts.set("u1", "team", "Payroll")
-    model = ScriptedModel()
+    model = NumberedChatModel()
     graph = create_knowledge_graph(model, kb, blocks=[memory, facts], restricted=True)
 
     state = await graph.ainvoke({"messages": [("user", "Who approves my leave?")]}, cfg())
@@ -564,13 +521,13 @@ async def test_graph_restricted_mode_summarizes_knowledge_and_keeps_user_blocks(
 
 
 def test_graph_without_episodic_memory_has_no_record_node(kb, facts) -> None:
-    graph = create_knowledge_graph(ScriptedModel(), kb, blocks=[facts])
+    graph = create_knowledge_graph(NumberedChatModel(), kb, blocks=[facts])
 
     assert "record_memory" not in graph.get_graph().nodes
 
 
 def test_graph_memory_tools_loop_records_once_per_user_turn(kb, memory, facts) -> None:
-    model = ScriptedModel(
+    model = NumberedChatModel(
         script=[
             _call("set_user_fact", {"key": "home city", "value": "Porto"}, "c1"),
             _call("store_memory", {"content": "Prefers aisle seats on flights."}, "c2"),
@@ -598,7 +555,7 @@ def test_graph_memory_tools_loop_records_once_per_user_turn(kb, memory, facts) -
 
 
 def test_middleware_injects_the_blocks_and_records_after_the_agent(kb, memory, facts) -> None:
-    model = ScriptedModel()
+    model = NumberedChatModel()
     middleware = KnowledgeInjectionMiddleware(kb, blocks=[memory, facts])
     agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver())
     facts.set("u1", "team", "Payroll")
@@ -619,7 +576,7 @@ def test_middleware_injects_the_blocks_and_records_after_the_agent(kb, memory, f
 
 def test_middleware_memory_tools_in_an_agent_loop(kb, memory, facts) -> None:
     memory.k = 5  # fake embeddings rank arbitrarily: inject every episode of the user
-    model = ScriptedModel(
+    model = NumberedChatModel(
         script=[
             _call("set_user_fact", {"key": "home_city", "value": "Porto"}, "c1"),
             _call("store_memory", {"content": "Prefers aisle seats on flights."}, "c2"),
@@ -654,7 +611,7 @@ def test_middleware_memory_tools_in_an_agent_loop(kb, memory, facts) -> None:
 
 
 async def test_middleware_async_records_via_aafter_agent(kb, memory) -> None:
-    model = ScriptedModel()
+    model = NumberedChatModel()
     agent = create_agent(model, middleware=[KnowledgeInjectionMiddleware(kb, blocks=[memory])],
                          checkpointer=InMemorySaver())  # fmt: skip
 

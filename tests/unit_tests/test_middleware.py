@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from pydantic import Field
 
 from langchain_knowledge_inject import (
     ConfigurationError,
@@ -23,33 +19,12 @@ from langchain_knowledge_inject import (
 )
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.turn.placement import is_injected
-from tests.unit_tests.fakes import WordHashEmbedding
+from tests.unit_tests.fakes import NumberedChatModel, WordHashEmbedding, dump_messages
 
 LEAVE = "Employees receive 25 days of annual leave per calendar year."
 SICK = "Sick leave requires a doctor's note after three consecutive days."
 EXPENSES = "Expenses above 50 euros need a receipt and manager approval."
 PARKING = "The parking garage opens at 7am; badges are issued by facilities."
-
-
-class FakeToolCallingModel(BaseChatModel):
-    """Replies from a script (tool calls included) and records every input it receives."""
-
-    script: list[AIMessage] = Field(default_factory=list)
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "fake-tool-calling"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> FakeToolCallingModel:
-        return self
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        self.received.append(list(messages))
-        reply = (
-            self.script.pop(0) if self.script else AIMessage("ok", id=f"end-{len(self.received)}")
-        )
-        return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
 def _call(tool_name: str, args: dict[str, Any], call_id: str) -> AIMessage:
@@ -101,7 +76,7 @@ def searches(kb, monkeypatch) -> list[str]:
 
 def _request(messages: list[BaseMessage], state: dict[str, Any] | None = None) -> ModelRequest:
     return ModelRequest(
-        model=FakeToolCallingModel(),
+        model=NumberedChatModel(),
         messages=messages,
         system_message=SystemMessage("You are HR."),
         state=state if state is not None else {"messages": messages},
@@ -254,12 +229,6 @@ def _agent(kb, model, *, tools=(clock,), **options):
     )
 
 
-def _dump(messages: list[BaseMessage]) -> str:
-    # ToolNode gives tool messages random ids; everything else is scripted
-    rows = [m.model_dump(exclude={"id"} if isinstance(m, ToolMessage) else None) for m in messages]
-    return json.dumps(rows, sort_keys=True, default=str)
-
-
 def _script(turn: int) -> list[AIMessage]:
     return [
         _call("clock", {}, f"c{turn}a"),
@@ -277,7 +246,7 @@ QUESTIONS = [
 
 
 def test_agent_tool_loop_keeps_the_injection_next_to_the_last_human_turn(kb, searches):
-    model = FakeToolCallingModel(script=[m for t in range(2) for m in _script(t)])
+    model = NumberedChatModel(script=[m for t in range(2) for m in _script(t)])
     agent = _agent(kb, model)
     config = {"configurable": {"thread_id": "t"}}
     for question in QUESTIONS[:2]:
@@ -299,9 +268,9 @@ def test_agent_tool_loop_keeps_the_injection_next_to_the_last_human_turn(kb, sea
 
 def test_agent_checkpointed_history_is_injection_free_and_identical_to_no_injection(kb):
     config = {"configurable": {"thread_id": "t"}}
-    on_model = FakeToolCallingModel(script=[m for t in range(4) for m in _script(t)])
+    on_model = NumberedChatModel(script=[m for t in range(4) for m in _script(t)])
     on = _agent(kb, on_model)
-    off_model = FakeToolCallingModel(script=[m for t in range(4) for m in _script(t)])
+    off_model = NumberedChatModel(script=[m for t in range(4) for m in _script(t)])
     off = _agent(kb, off_model)
     for question in QUESTIONS:
         on.invoke({"messages": [HumanMessage(question, id=question)]}, config)
@@ -313,13 +282,14 @@ def test_agent_checkpointed_history_is_injection_free_and_identical_to_no_inject
     stored = on.get_state(config).values["messages"]
     assert len(stored) == 4 * 6
     assert not any(is_injected(m) or "[Retrieved Knowledge]" in m.text for m in stored)
-    assert _dump(stored) == _dump(off.get_state(config).values["messages"])
+    unchanged = off.get_state(config).values["messages"]
+    assert dump_messages(stored, tool_ids=False) == dump_messages(unchanged, tool_ids=False)
     assert any(is_injected(m) for call in on_model.received for m in call)
     assert not any(is_injected(m) for call in off_model.received for m in call)
 
 
 async def test_agent_async_and_document_added_between_turns(kb, searches):
-    model = FakeToolCallingModel()
+    model = NumberedChatModel()
     agent = _agent(kb, model)
     config = {"configurable": {"thread_id": "t"}}
     await agent.ainvoke({"messages": [HumanMessage("When does the parking garage open?")]}, config)
@@ -334,7 +304,7 @@ async def test_agent_async_and_document_added_between_turns(kb, searches):
 
 
 def test_agent_overrides_from_configurable(kb, searches):
-    model = FakeToolCallingModel()
+    model = NumberedChatModel()
     agent = _agent(kb, model)
     agent.invoke(
         {"messages": [HumanMessage("annual leave?")]},
@@ -354,7 +324,7 @@ def test_agent_overrides_from_configurable(kb, searches):
 
 
 async def test_agent_emits_the_manifest_once_per_turn(kb):
-    model = FakeToolCallingModel(script=_script(0))
+    model = NumberedChatModel(script=_script(0))
     agent = _agent(kb, model)
     events = [
         e
@@ -370,7 +340,7 @@ async def test_agent_emits_the_manifest_once_per_turn(kb):
 
 
 def test_agent_search_tool_skips_chunks_injected_this_turn(kb):
-    model = FakeToolCallingModel(
+    model = NumberedChatModel(
         script=[
             _call("knowledge_base_search", {"query": "annual leave"}, "s1"),
             _call("knowledge_base_search", {"query": "sick leave note"}, "s2"),
@@ -387,7 +357,7 @@ def test_agent_search_tool_skips_chunks_injected_this_turn(kb):
 
 
 def test_agent_restricted_without_summarizer_never_shows_raw_text(kb):
-    model = FakeToolCallingModel(script=_script(0))
+    model = NumberedChatModel(script=_script(0))
     agent = _agent(kb, model, restricted=True)
     state = agent.invoke(
         {"messages": [HumanMessage("annual leave?")]}, {"configurable": {"thread_id": "t"}}

@@ -7,12 +7,10 @@ from typing import Any
 
 import pytest
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel, GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
-from pydantic import Field
 
 from langchain_knowledge_inject import ConfigurationError, KnowledgeInjector, create_knowledge_node
 from langchain_knowledge_inject.integrations.graph import (
@@ -23,29 +21,13 @@ from langchain_knowledge_inject.integrations.graph import (
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.turn.manifest import MANIFEST_EVENT
 from langchain_knowledge_inject.turn.placement import is_injected
+from tests.unit_tests.fakes import FakeKB, NumberedChatModel
 
 LEAVE = "Employees receive 25 days of annual leave per calendar year."
 
 
-class FakeKB:
-    def search(self, query: str, **kwargs: Any) -> list[Document]:
-        return [Document(LEAVE, id="c1", metadata={"source": "leave.md", "score": 0.9})]
-
-    async def asearch(self, query: str, **kwargs: Any) -> list[Document]:
-        return self.search(query, **kwargs)
-
-
-class RecordingModel(BaseChatModel):
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "recording"
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        self.received.append(list(messages))
-        reply = AIMessage(f"answer {len(self.received)}")
-        return ChatResult(generations=[ChatGeneration(message=reply)])
+def _kb() -> FakeKB:
+    return FakeKB([Document(LEAVE, id="c1", metadata={"source": "leave.md", "score": 0.9})])
 
 
 def _graph(node: Any, *, checkpointer: Any = None) -> Any:
@@ -57,14 +39,14 @@ def _graph(node: Any, *, checkpointer: Any = None) -> Any:
 
 
 async def test_the_model_gets_the_knowledge_and_the_history_stays_clean():
-    model = RecordingModel()
-    graph = _graph(create_knowledge_node(model, FakeKB(), system_prompt="You are HR."),
+    model = NumberedChatModel()
+    graph = _graph(create_knowledge_node(model, _kb(), system_prompt="You are HR."),
                    checkpointer=InMemorySaver())  # fmt: skip
     config = {"configurable": {"thread_id": "t1"}}
     first = graph.invoke({"messages": [HumanMessage("Leave days?")]}, config)
     second = await graph.ainvoke({"messages": [HumanMessage("And sick leave?")]}, config)
     assert [m.type for m in first["messages"]] == ["human", "ai"]
-    assert first["messages"][-1].content == "answer 1"  # the reply lands in messages
+    assert first["messages"][-1].content == "reply 1"  # the reply lands in messages
     assert [m.type for m in second["messages"]] == ["human", "ai", "human", "ai"]
     assert not any(is_injected(m) for m in second["messages"])  # nothing injected is stored
     stored = graph.get_state(config).values["messages"]
@@ -78,23 +60,23 @@ async def test_the_model_gets_the_knowledge_and_the_history_stays_clean():
 
 
 def test_the_manifest_is_streamed_on_the_custom_mode():
-    graph = _graph(create_knowledge_node(GenericFakeChatModel(messages=iter(["ok"])), FakeKB()))
+    graph = _graph(create_knowledge_node(GenericFakeChatModel(messages=iter(["ok"])), _kb()))
     chunks = list(graph.stream({"messages": [HumanMessage("Leave days?")]}, stream_mode="custom"))
     assert chunks[0][MANIFEST_EVENT]["chunk_ids"] == ["c1"]
 
 
 def test_a_state_without_messages_is_reported_at_the_first_run():
-    node = create_knowledge_node(RecordingModel(), FakeKB())
+    node = create_knowledge_node(NumberedChatModel(), _kb())
     with pytest.raises(ConfigurationError, match="messages"):
         node.invoke({"history": []})
 
 
 def test_the_pipeline_nodes_in_a_plain_messages_state_graph_fail_loudly():
-    injector = KnowledgeInjector(FakeKB())
+    injector = KnowledgeInjector(_kb())
     builder = StateGraph(MessagesState)
     builder.add_node("retrieve", make_retrieve_node(injector))
     builder.add_node("build_context", make_build_context_node(injector))
-    builder.add_node("call_model", make_call_model_node(RecordingModel(), injector))
+    builder.add_node("call_model", make_call_model_node(NumberedChatModel(), injector))
     builder.add_edge(START, "retrieve")
     builder.add_edge("retrieve", "build_context")
     builder.add_edge("build_context", "call_model")
@@ -102,7 +84,7 @@ def test_the_pipeline_nodes_in_a_plain_messages_state_graph_fail_loudly():
     with pytest.raises(ConfigurationError, match=r"KnowledgeState.*create_knowledge_node"):
         graph.invoke({"messages": [HumanMessage("Leave days?")]})
     alone = StateGraph(MessagesState)
-    alone.add_node("call_model", make_call_model_node(RecordingModel(), injector))
+    alone.add_node("call_model", make_call_model_node(NumberedChatModel(), injector))
     alone.add_edge(START, "call_model")
     with pytest.raises(ConfigurationError, match="dynamic_context"):
         alone.compile().invoke({"messages": [HumanMessage("Leave days?")]})
@@ -110,7 +92,7 @@ def test_the_pipeline_nodes_in_a_plain_messages_state_graph_fail_loudly():
 
 def test_injector_piped_into_a_model_as_a_node_is_reported(caplog):
     model = GenericFakeChatModel(messages=iter(["ok"]))
-    graph = _graph(KnowledgeInjector(FakeKB()) | model)
+    graph = _graph(KnowledgeInjector(_kb()) | model)
     with caplog.at_level(logging.WARNING, logger="langchain_knowledge_inject"):
         state = graph.invoke({"messages": [HumanMessage("Leave days?")]})
     assert [m.type for m in state["messages"]] == ["human"]  # LangGraph dropped the reply...
@@ -118,10 +100,10 @@ def test_injector_piped_into_a_model_as_a_node_is_reported(caplog):
 
 
 def test_inside_a_tool_loop_the_knowledge_stays_next_to_the_user_message():
-    model = RecordingModel()
-    node = create_knowledge_node(model, FakeKB())
+    model = NumberedChatModel()
+    node = create_knowledge_node(model, _kb())
     state = {"messages": [HumanMessage("Leave days?"), AIMessage("", tool_calls=[
         {"name": "clock", "args": {}, "id": "1"}])]}  # fmt: skip
     out = node.invoke(state)
-    assert out["messages"][0].content == "answer 1"
+    assert out["messages"][0].content == "reply 1"
     assert is_injected(model.received[0][-3])  # next to the user message, not the tool call

@@ -5,7 +5,7 @@ from __future__ import annotations
 import doctest
 
 import pytest
-from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
+from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.memory import procedures as procedures_module
@@ -15,6 +15,7 @@ from langchain_knowledge_inject.memory.procedures import (
     ProcedureLibrary,
     format_procedure,
 )
+from tests.unit_tests.fakes import CountingEmbedding
 
 LEAVE = Procedure(
     "Request leave",
@@ -30,24 +31,9 @@ EXPENSE = Procedure(
 )
 
 
-class CountingEmbeddings(Embeddings):
-    def __init__(self) -> None:
-        self.inner = DeterministicFakeEmbedding(size=32)
-        self.documents = 0
-        self.queries = 0
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        self.documents += len(texts)
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> list[float]:
-        self.queries += 1
-        return self.inner.embed_query(text)
-
-
 @pytest.fixture
 def library() -> ProcedureLibrary:
-    return ProcedureLibrary([LEAVE, EXPENSE], embeddings=CountingEmbeddings(), threshold=0.9)
+    return ProcedureLibrary([LEAVE, EXPENSE], embeddings=CountingEmbedding(size=32), threshold=0.9)
 
 
 def test_a_procedure_normalizes_its_steps_to_a_tuple_of_single_lines() -> None:
@@ -116,8 +102,8 @@ def test_the_procedure_vectors_are_computed_once(library) -> None:
         library.match("how do I book a holiday?")
 
     emb = library.embeddings
-    assert emb.documents == 4  # two procedures, one description and one example each
-    assert emb.queries == 3
+    assert emb.documents_embedded == 4  # two procedures, one description and one example each
+    assert emb.queries_embedded == 3
 
 
 def test_render_gives_one_numbered_procedure_under_its_header(library) -> None:
@@ -146,10 +132,10 @@ async def test_async_twins_agree_with_the_sync_methods(library) -> None:
 
 
 async def test_the_async_path_builds_the_index_too() -> None:
-    lib = ProcedureLibrary([LEAVE], embeddings=CountingEmbeddings(), threshold=0.9)
+    lib = ProcedureLibrary([LEAVE], embeddings=CountingEmbedding(size=32), threshold=0.9)
 
     assert (await lib.amatch("how do I book a holiday?")).procedure is LEAVE
-    assert lib.embeddings.documents == 2
+    assert lib.embeddings.documents_embedded == 2
 
 
 def test_docstring_examples() -> None:

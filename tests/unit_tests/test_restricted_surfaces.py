@@ -16,9 +16,7 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import Field
+from langchain_core.messages import HumanMessage
 
 from langchain_knowledge_inject import (
     KnowledgeBase,
@@ -27,7 +25,7 @@ from langchain_knowledge_inject import (
     create_knowledge_base_search_tool,
     create_knowledge_graph,
 )
-from tests.unit_tests.fakes import WordHashEmbedding
+from tests.unit_tests.fakes import RecordingChatModel, WordHashEmbedding
 from tests.unit_tests.restricted_fixtures import (
     ALL_DOCUMENTS,
     REPLIES,
@@ -44,20 +42,6 @@ CHUNKS = [d.page_content for d in ALL_DOCUMENTS]
 OPTIONS: dict[str, Any] = {"top_k": 8, "min_score": 0.0, "mode": "keyword"}
 CASES = [(kind, structured) for kind in REPLIES for structured in (False, True)]
 SURFACES = ("injector", "graph", "middleware", "tool")
-
-
-class RecordingModel(BaseChatModel):
-    """The main model: records every message list it receives."""
-
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "recording-main-model"
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        self.received.append(list(messages))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage("ok"))])
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +62,7 @@ def _seen_by_main_model(surface: str, kb: KnowledgeBase, summarizer: BaseChatMod
             kb, top_k=8, min_score=0.0, mode="keyword", **restricted
         )
         return str(tool.invoke({"query": QUESTION}))
-    model = RecordingModel()
+    model = RecordingChatModel()
     if surface == "injector":
         messages = KnowledgeInjector(kb, **OPTIONS, **restricted).invoke([HumanMessage(QUESTION)])
         model.invoke(messages)

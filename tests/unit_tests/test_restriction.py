@@ -8,7 +8,6 @@ import logging
 from typing import Any
 
 import pytest
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import BaseMessage
@@ -30,6 +29,7 @@ from langchain_knowledge_inject.restricted.summary import (
     tool_result,
 )
 from langchain_knowledge_inject.store.knowledge_base import KnowledgeBaseInfo
+from tests.unit_tests.fakes import CallbackRecorder
 from tests.unit_tests.restricted_fixtures import (
     ATTACK_DOCUMENTS,
     CHUNKS,
@@ -535,20 +535,8 @@ def test_model_io_log_is_opt_in_and_redacted(
     assert count_copied_values(logged, [CHUNKS["leave"]]) == 0
 
 
-class _Recorder(BaseCallbackHandler):
-    def __init__(self) -> None:
-        self.events: list[tuple[str, dict]] = []
-        self.chat_model_runs = 0
-
-    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
-        self.events.append((name, data))
-
-    def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
-        self.chat_model_runs += 1
-
-
 def test_custom_events_inside_a_run() -> None:
-    recorder = _Recorder()
+    recorder = CallbackRecorder()
     model = make_summarizer("copying")
     step = RunnableLambda(lambda q: summarize_chunks(q, RESTRICTED_DOCUMENTS[:2], model=model))
     result = step.invoke(QUESTION, config={"callbacks": [recorder]})
@@ -563,7 +551,7 @@ def test_custom_events_inside_a_run() -> None:
 
 
 async def test_async_custom_events_inside_a_run() -> None:
-    recorder = _Recorder()
+    recorder = CallbackRecorder()
     model = make_summarizer("honest")
 
     async def step(question: str) -> SafeSummary:

@@ -8,10 +8,7 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import Field
+from langchain_core.messages import HumanMessage
 
 from langchain_knowledge_inject import (
     ConfigurationError,
@@ -29,6 +26,7 @@ from langchain_knowledge_inject.settings import (
     SettingsOptions,
     build_settings,
 )
+from tests.unit_tests.fakes import FakeKB, RecordingChatModel
 
 TEXTS = [
     "Employees receive 25 days of annual leave per calendar year.",
@@ -37,34 +35,11 @@ TEXTS = [
 ]
 
 
-class FakeKB:
-    """Scripted knowledge base: returns its documents, records every call's arguments."""
-
-    def __init__(self) -> None:
-        self.calls: list[dict[str, Any]] = []
-        self.docs = [
-            Document(t, id=f"c{i}", metadata={"source": f"f{i}.md", "score": 0.9 - i / 10})
-            for i, t in enumerate(TEXTS)
-        ]
-
-    def search(self, query: str, **kwargs: Any) -> list[Document]:
-        self.calls.append({"query": query, **kwargs})
-        return self.docs[: kwargs["k"]]
-
-    async def asearch(self, query: str, **kwargs: Any) -> list[Document]:
-        return self.search(query, **kwargs)
-
-
-class RecordingModel(BaseChatModel):
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "recording"
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        self.received.append(list(messages))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage("ok"))])
+def _kb() -> FakeKB:
+    return FakeKB(
+        Document(t, id=f"c{i}", metadata={"source": f"f{i}.md", "score": 0.9 - i / 10})
+        for i, t in enumerate(TEXTS)
+    )
 
 
 # --- the settings object ---------------------------------------------------------------------
@@ -152,7 +127,7 @@ def test_invalid_overrides_name_the_key_and_none_means_no_override():
 
 
 def test_mode_and_max_tokens_per_request_take_effect():
-    kb = FakeKB()
+    kb = _kb()
     injector = KnowledgeInjector(kb, top_k=3)
     full = injector.prepare([HumanMessage("leave?")])
     assert kb.calls[-1]["mode"] == "hybrid" and len(full.manifest.chunk_ids) == 3
@@ -164,7 +139,7 @@ def test_mode_and_max_tokens_per_request_take_effect():
 
 
 def test_the_runnable_declares_its_per_request_fields():
-    injector = KnowledgeInjector(FakeKB(), top_k=3)
+    injector = KnowledgeInjector(_kb(), top_k=3)
     specs = {spec.id: spec for spec in injector.config_specs}
     assert set(specs) == set(REQUEST_KEYS)
     assert specs["top_k"].default == 3 and specs["top_k"].description
@@ -178,7 +153,7 @@ def test_the_runnable_declares_its_per_request_fields():
 SURFACES = ("injector", "graph", "middleware", "tool", "node")
 
 
-def _surface(name: str, kb: FakeKB, model: RecordingModel, **kwargs: Any) -> Any:
+def _surface(name: str, kb: FakeKB, model: RecordingChatModel, **kwargs: Any) -> Any:
     if name == "injector":
         return KnowledgeInjector(kb, **kwargs)
     if name == "graph":
@@ -193,7 +168,7 @@ def _surface(name: str, kb: FakeKB, model: RecordingModel, **kwargs: Any) -> Any
 def test_every_surface_takes_the_settings_object_and_uses_it():
     settings = KnowledgeSettings(top_k=1, mode="keyword")
     for surface in SURFACES:
-        kb, model = FakeKB(), RecordingModel()
+        kb, model = _kb(), RecordingChatModel()
         built = _surface(surface, kb, model, settings=settings)
         if surface == "tool":
             built.invoke({"query": "annual leave"})
@@ -209,23 +184,23 @@ def test_every_surface_takes_the_settings_object_and_uses_it():
 @pytest.mark.parametrize("surface", SURFACES)
 def test_every_surface_rejects_an_unknown_option(surface):
     with pytest.raises(ConfigurationError) as info:
-        _surface(surface, FakeKB(), RecordingModel(), colour="red")
+        _surface(surface, _kb(), RecordingChatModel(), colour="red")
     assert info.value.option == "colour"
     kwargs: dict[str, Any] = {"settings": KnowledgeSettings(), "top_k": 0}
     with pytest.raises(ConfigurationError) as info:
-        _surface(surface, FakeKB(), RecordingModel(), **kwargs)
+        _surface(surface, _kb(), RecordingChatModel(), **kwargs)
     assert info.value.option == "top_k"
 
 
 def test_keyword_options_override_the_settings_object():
     injector = KnowledgeInjector(
-        FakeKB(), settings=KnowledgeSettings(top_k=2, mode="dense"), top_k=5
+        _kb(), settings=KnowledgeSettings(top_k=2, mode="dense"), top_k=5
     )
     assert (injector.settings.top_k, injector.settings.mode) == (5, "dense")
 
 
 def test_a_ready_injector_is_accepted_but_not_reconfigured():
-    injector = KnowledgeInjector(FakeKB(), top_k=2)
+    injector = KnowledgeInjector(_kb(), top_k=2)
     assert KnowledgeInjectionMiddleware(injector).injector is injector
     with pytest.raises(ConfigurationError) as info:
         KnowledgeInjectionMiddleware(injector, top_k=3)
@@ -233,7 +208,7 @@ def test_a_ready_injector_is_accepted_but_not_reconfigured():
 
 
 def test_the_lcel_injector_adds_the_same_knowledge_prompt_as_graph_and_middleware():
-    kb, model = FakeKB(), RecordingModel()
+    kb, model = _kb(), RecordingChatModel()
     create_knowledge_graph(model, kb).invoke({"messages": [HumanMessage("leave?")]})
     agent = create_agent(model, middleware=[KnowledgeInjectionMiddleware(kb)])
     agent.invoke({"messages": [HumanMessage("leave?")]})

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import GenericFakeChatModel
@@ -27,7 +26,7 @@ from langchain_knowledge_inject.turn.sources import (
     as_sources,
     merge_results,
 )
-from tests.unit_tests.fakes import WordHashEmbedding
+from tests.unit_tests.fakes import CallbackRecorder, WordHashEmbedding
 from tests.unit_tests.restricted_fixtures import make_summarizer
 
 TEXTS = {
@@ -204,18 +203,6 @@ def test_the_tool_searches_a_vector_store_and_a_retriever():
 # --- traces ---
 
 
-class RetrieverEvents(BaseCallbackHandler):
-    def __init__(self) -> None:
-        self.starts: list[str] = []
-        self.ends: list[list[Document]] = []
-
-    def on_retriever_start(self, serialized, query, **kwargs) -> None:
-        self.starts.append(query)
-
-    def on_retriever_end(self, documents, **kwargs) -> None:
-        self.ends.append(list(documents))
-
-
 async def test_retrieval_is_a_retriever_run_with_its_documents(kb):
     injector = KnowledgeInjector([kb, _store().as_retriever()], top_k=3, min_score=0.0)
     events = [
@@ -230,9 +217,9 @@ async def test_retrieval_is_a_retriever_run_with_its_documents(kb):
     assert len(ends) == 2
     texts = [d.page_content for e in ends for d in e["data"]["output"]]
     assert TEXTS["leave.md"] in texts
-    handler = RetrieverEvents()
+    handler = CallbackRecorder()
     injector.invoke([HumanMessage("annual leave?")], {"callbacks": [handler]})
-    assert handler.starts[0] == "annual leave?" and any(handler.ends)
+    assert handler.retriever_queries[0] == "annual leave?" and any(handler.retriever_results)
 
 
 @pytest.mark.parametrize("surface", ["injector", "graph", "tool"])

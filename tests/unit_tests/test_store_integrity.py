@@ -15,6 +15,7 @@ from langchain_knowledge_inject import KnowledgeBase, StoreError
 from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
 from langchain_knowledge_inject.integrations.cli import main
 from langchain_knowledge_inject.store import knowledge_base, storage
+from tests.unit_tests.fakes import CountingEmbedding
 
 SECRET = "The merger code is amber-walrus-pilot and the price is 7,350,000 euros."
 DOCS = [
@@ -307,7 +308,7 @@ def test_from_chroma_adopts_a_langchain_chroma_collection_without_re_embedding(t
 
     store = Chroma("handbook", embedding_function=emb, persist_directory=str(tmp_path / "lc"))
     ids = store.add_documents(DOCS)
-    counting = _CountingEmbedding(size=16)
+    counting = CountingEmbedding(size=16)
     kb = KnowledgeBase.from_chroma(
         "handbook",
         persist_directory=tmp_path / "lc",
@@ -315,7 +316,7 @@ def test_from_chroma_adopts_a_langchain_chroma_collection_without_re_embedding(t
         path=tmp_path / "kb",
         restricted=True,
     )
-    assert counting.documents == 3  # the model check only: the collection was not re-embedded
+    assert counting.documents_embedded == 3  # the model check only: nothing was re-embedded
     assert kb.info.chunk_count == len(DOCS) and kb.info.restricted is True
     hit = kb.search("amber walrus pilot", k=1, mode="keyword", min_score=0.0)[0]
     assert hit.id == ids[0] and hit.metadata["source"] == "deal.md"
@@ -365,14 +366,6 @@ def test_vectorstore_writes_go_through_the_knowledge_base(tmp_path, emb):
     assert found[0].id == "acme-1"
     shared = kb.search("Acme staff days", k=4, mode="keyword", min_score=0.0)
     assert "acme-1" not in [d.id for d in shared]
-
-
-class _CountingEmbedding(DeterministicFakeEmbedding):
-    documents: int = 0
-
-    def embed_documents(self, texts):
-        self.documents += len(texts)
-        return super().embed_documents(texts)
 
 
 class _ShiftedEmbedding(DeterministicFakeEmbedding):

@@ -13,12 +13,9 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import HumanMessage
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.graph import START, MessagesState, StateGraph
-from pydantic import Field
 
 from langchain_knowledge_inject import (
     KnowledgeBase,
@@ -28,7 +25,7 @@ from langchain_knowledge_inject import (
     create_knowledge_graph,
     create_knowledge_node,
 )
-from tests.unit_tests.fakes import WordHashEmbedding
+from tests.unit_tests.fakes import RecordingChatModel, WordHashEmbedding
 from tests.unit_tests.restricted_fixtures import HONEST_SUMMARY, count_raw_passages, make_summarizer
 
 QUESTION = "How many days of annual leave do employees receive?"
@@ -39,18 +36,6 @@ TEXTS = [
 ]
 SOURCES = ("knowledge_base", "retriever", "vector_store")
 SURFACES = ("injector", "graph", "middleware", "tool", "messages_state_node")
-
-
-class RecordingModel(BaseChatModel):
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "recording"
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        self.received.append(list(messages))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage("ok"))])
 
 
 def _docs() -> list[Document]:
@@ -78,7 +63,7 @@ def _seen(surface: str, source: Any, options: dict[str, Any]) -> str:
     if surface == "tool":
         tool = create_knowledge_base_search_tool(source, **options)
         return str(tool.invoke({"query": QUESTION}))
-    model = RecordingModel()
+    model = RecordingChatModel()
     turn = {"messages": [HumanMessage(QUESTION)]}
     if surface == "injector":
         model.invoke(KnowledgeInjector(source, **options).invoke([HumanMessage(QUESTION)]))

@@ -27,10 +27,7 @@ from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import Field
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_knowledge_inject import (
     KnowledgeBase,
@@ -39,6 +36,7 @@ from langchain_knowledge_inject import (
     create_knowledge_base_search_tool,
     create_knowledge_graph,
 )
+from tests.unit_tests.fakes import RecordingChatModel
 
 TENANTS = ["acme", "Acme", "acme ", "acme-2", "globex", "ünïcödé", "a/b", "0", "t" * 80, "x.y"]
 UNSEEN = "initech"
@@ -75,21 +73,6 @@ documents = st.lists(
 queries = st.lists(
     st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join), min_size=1, max_size=2
 )
-
-
-class RecordingChatModel(BaseChatModel):
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "recording"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> RecordingChatModel:
-        return self
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        self.received.append(list(messages))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage("ok"))])
 
 
 @pytest.fixture(scope="module")
