@@ -24,6 +24,7 @@ def demo_store(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("demo-store")
 
 
+@pytest.mark.slow
 def test_demo_finds_the_expected_policy_for_every_question(demo_store, capsys) -> None:
     assert main(["demo", "--path", str(demo_store)]) == 0
     out = capsys.readouterr().out
@@ -78,6 +79,7 @@ def test_ingest_and_search_a_folder(tmp_path, capsys) -> None:
     assert capsys.readouterr().out.startswith("No results.")
 
 
+@pytest.mark.slow
 def test_installed_console_script(tmp_path) -> None:
     exe = shutil.which("kinject") or shutil.which("kinject", path=str(Path(sys.executable).parent))
     if exe is None:

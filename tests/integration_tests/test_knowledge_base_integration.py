@@ -69,6 +69,7 @@ def test_default_model_is_used_without_arguments(tmp_path, monkeypatch):
     assert kb.search("paid leave per year", k=1)[0].metadata["source"] == "leave.md"
 
 
+@pytest.mark.slow
 def test_persistence_across_process_restart(tmp_path, real_embeddings):
     kb = KnowledgeBase("hr", path=tmp_path, embeddings=real_embeddings)
     kb.add_documents(_docs())

@@ -34,7 +34,7 @@ import pytest
 from langchain_knowledge_inject import KnowledgeBase, ingest
 from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 FILES = 300  # one chunk each; ingest writes 256 chunks per batch, so two batches
 KB_NAME = "crash"

@@ -31,7 +31,7 @@ from langchain_knowledge_inject import KnowledgeBase, KnowledgeInjector
 from langchain_knowledge_inject.errors import StoreTimeoutError
 from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 HANG_GUARD = 120.0  # seconds: only against a hang, never a measurement
 LEAVE = SAMPLE_QUESTIONS[0]

@@ -155,6 +155,7 @@ def _can_mount_tmpfs() -> bool:
     return probe.returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _can_mount_tmpfs(), reason="needs root and unshare -m to mount a tmpfs")
 def test_disk_full_on_a_real_tmpfs_is_a_store_error_and_recovers(tmp_path):
     """A real full file system: a 32 MiB tmpfs in a private mount namespace."""

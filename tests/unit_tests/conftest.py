@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
-from langchain_core.embeddings import DeterministicFakeEmbedding
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
 
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
+
+from langchain_knowledge_inject import KnowledgeBase
 from langchain_knowledge_inject.store import knowledge_base
+from tests.unit_tests.fakes import WordHashEmbedding
 
 
 @pytest.fixture
@@ -18,3 +25,36 @@ def fake_default_model(monkeypatch: pytest.MonkeyPatch) -> DeterministicFakeEmbe
     fake = DeterministicFakeEmbedding(size=64)
     monkeypatch.setattr(knowledge_base, "default_embeddings", lambda **_: fake)
     return fake
+
+
+@pytest.fixture
+def make_kb(tmp_path: Path) -> Iterator[Callable[..., KnowledgeBase]]:
+    """Opens knowledge bases under ``tmp_path`` (closed after the test).
+
+    ``make_kb(docs, name="hr", embeddings=WordHashEmbedding(), path=tmp_path / "store",
+    **options)`` adds ``docs`` and returns the open knowledge base.
+    """
+    opened: list[KnowledgeBase] = []
+
+    def make(
+        docs: Iterable[Document] = (),
+        *,
+        name: str = "hr",
+        embeddings: Embeddings | None = None,
+        path: Path | None = None,
+        **options: Any,
+    ) -> KnowledgeBase:
+        kb = KnowledgeBase(
+            name,
+            path=tmp_path / "store" if path is None else path,
+            embeddings=WordHashEmbedding() if embeddings is None else embeddings,
+            **options,
+        )
+        opened.append(kb)
+        if docs := list(docs):
+            kb.add_documents(docs)
+        return kb
+
+    yield make
+    for kb in reversed(opened):
+        kb.close()

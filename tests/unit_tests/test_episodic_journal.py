@@ -57,6 +57,7 @@ def journal_lines(path: Path) -> list[dict]:
     return [json.loads(line) for f in files for line in f.read_text().splitlines() if line]
 
 
+@pytest.mark.slow
 def test_record_returns_before_the_write_and_a_search_waits_for_it(tmp_path) -> None:
     emb = GatedEmbeddings()
     memory = EpisodicMemory(path=tmp_path, embeddings=emb, min_score=0)
@@ -109,12 +110,16 @@ def test_a_failing_write_is_logged_kept_and_retried(tmp_path, caplog) -> None:
     memory.close()
 
 
+@pytest.mark.slow
 def test_flush_raises_when_the_writes_keep_failing_and_nothing_is_lost(tmp_path) -> None:
-    memory = EpisodicMemory(path=tmp_path, embeddings=FlakyEmbeddings(failures=10**6))
+    # flush_timeout_s bounds close() too (default 30 s): the writes never succeed here
+    memory = EpisodicMemory(
+        path=tmp_path, embeddings=FlakyEmbeddings(failures=10**6), flush_timeout_s=3
+    )
     memory.record("I like tea.", user_id="u1", episode_id="tea")
 
     with pytest.raises(MemoryWriteError, match="embedding service down"):
-        memory.flush(timeout=3)
+        memory.flush()
     assert [e["meta"]["ep_id"] for e in journal_lines(tmp_path)] == ["tea"]
     with pytest.raises(MemoryWriteError):
         memory.close()  # still cannot write: it says so, the journal keeps the episode
@@ -144,6 +149,7 @@ CRASH = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_crash_loses_nothing_recorded_the_journal_is_replayed_on_open(tmp_path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     subprocess.run([sys.executable, "-c", CRASH, str(tmp_path)], check=True, env=env,

@@ -48,6 +48,7 @@ def emb() -> DeterministicFakeEmbedding:
 # -- bounded calls -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_stuck_call_raises_store_timeout_and_frees_the_caller():
     release = threading.Event()
     calls = BoundedCalls(0.05, kb_name="kb")
@@ -60,6 +61,7 @@ def test_a_stuck_call_raises_store_timeout_and_frees_the_caller():
     assert calls.call("query", lambda: 42) == 42  # the pool serves again
 
 
+@pytest.mark.slow
 def test_calls_queued_behind_stuck_ones_never_run():
     release = threading.Event()
     ran: list[int] = []
@@ -74,6 +76,7 @@ def test_calls_queued_behind_stuck_ones_never_run():
     assert ran == []  # cancelled while queued
 
 
+@pytest.mark.slow
 def test_one_deadline_covers_every_call_of_an_operation():
     release = threading.Event()
     calls = BoundedCalls(0.1, kb_name="kb")
@@ -194,6 +197,7 @@ def _bound(kb: KnowledgeBase, seconds: float) -> None:
     kb._calls.timeout = seconds
 
 
+@pytest.mark.slow
 def test_frozen_server_degrades_the_turn_and_records_the_error(tmp_path, emb):
     client = _FreezableClient()
     frozen = _server_kb(tmp_path, emb, f"srv-{uuid.uuid4().hex[:8]}", client)
@@ -227,6 +231,7 @@ def test_frozen_server_degrades_the_turn_and_records_the_error(tmp_path, emb):
     assert frozen.check().clean  # the timed-out write left nothing half done locally
 
 
+@pytest.mark.slow
 async def test_frozen_server_async_turn_degrades_and_healthy_kb_answers(tmp_path, emb):
     client = _FreezableClient()
     frozen = _server_kb(tmp_path, emb, f"srv-{uuid.uuid4().hex[:8]}", client)
@@ -299,6 +304,7 @@ def _use_in_child(kb: KnowledgeBase, path, queue) -> None:
     queue.put(outcome)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_gets_a_clear_error_and_never_hangs(tmp_path, emb):
     kb = KnowledgeBase("hr", path=tmp_path, embeddings=emb)

@@ -50,11 +50,8 @@ QUESTIONS = [
 
 
 @pytest.fixture
-def kb(tmp_path):
-    base = KnowledgeBase(
-        "hr", path=tmp_path / "store", embeddings=WordHashEmbedding()
-    )
-    base.add_documents(
+def kb(make_kb):
+    return make_kb(
         [
             Document(LEAVE, metadata={"source": "leave.md", "category": "leave"}),
             Document(SICK, metadata={"source": "sick.md", "category": "leave"}),
@@ -62,8 +59,6 @@ def kb(tmp_path):
             Document(REMOTE, metadata={"source": "remote.md", "category": "work"}),
         ]
     )
-    yield base
-    base.close()
 
 
 def _thread(name: str = "t1", **configurable: Any) -> dict[str, Any]:

@@ -297,6 +297,7 @@ def test_retriever_k_in_constructor_and_invoke(kb):
         kb.as_retriever(k=0)
 
 
+@pytest.mark.slow
 def test_second_process_gets_a_clear_error(tmp_path):
     import subprocess
     import sys

@@ -14,12 +14,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_knowledge_inject import (
     ConfigurationError,
-    KnowledgeBase,
     KnowledgeInjectionMiddleware,
 )
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.turn.placement import is_injected
-from tests.unit_tests.fakes import NumberedChatModel, WordHashEmbedding, dump_messages
+from tests.unit_tests.fakes import NumberedChatModel, dump_messages
 
 LEAVE = "Employees receive 25 days of annual leave per calendar year."
 SICK = "Sick leave requires a doctor's note after three consecutive days."
@@ -41,19 +40,14 @@ def clock() -> str:
 
 
 @pytest.fixture
-def kb(tmp_path):
-    base = KnowledgeBase(
-        "hr", path=tmp_path / "store", embeddings=WordHashEmbedding()
-    )
-    base.add_documents(
+def kb(make_kb):
+    return make_kb(
         [
             Document(LEAVE, metadata={"source": "leave.md", "category": "leave"}),
             Document(SICK, metadata={"source": "sick.md", "category": "leave"}),
             Document(EXPENSES, metadata={"source": "expenses.md", "category": "finance"}),
         ]
     )
-    yield base
-    base.close()
 
 
 @pytest.fixture

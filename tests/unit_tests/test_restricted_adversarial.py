@@ -81,6 +81,7 @@ def test_the_suite_is_large_enough():
     assert len({case.name for case in SMUGGLING_CASES}) == len(SMUGGLING_CASES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("surface", SURFACES)
 def test_hostile_summarizer_reaches_nobody(surface, logs):
     reached: list[str] = []

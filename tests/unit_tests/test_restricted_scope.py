@@ -186,6 +186,7 @@ def test_the_model_cannot_widen_a_pinned_category(tmp_path):
 # --- the tool's token budget --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_ten_megabyte_chunk_is_not_returned_whole():
     huge = "confidential " * (10 * 1024 * 1024 // 13)
     kb = ListKB([huge, "A short second passage."])

@@ -312,6 +312,7 @@ def test_no_chunks_refuses_without_calling_the_model() -> None:
 # --- timeouts and errors -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("structured", [False, True], ids=["json", "structured"])
 def test_sync_timeout_returns_without_waiting_for_the_model(structured: bool) -> None:
     model = make_summarizer("slow", structured=structured)
@@ -323,6 +324,7 @@ def test_sync_timeout_returns_without_waiting_for_the_model(structured: bool) ->
     assert len(model.requests) == 1  # it was called, and abandoned
 
 
+@pytest.mark.slow
 async def test_async_timeout_returns_without_waiting_for_the_model() -> None:
     model = make_summarizer("slow")
     result = await asummarize_chunks(QUESTION, RESTRICTED_DOCUMENTS, model=model, timeout=0.05)

@@ -220,6 +220,7 @@ def test_a_failing_model_falls_back_to_the_heuristic_with_a_log(answer, error, c
     assert condenser.condense(msgs).model_calls == 1  # a failure is not cached
 
 
+@pytest.mark.slow
 def test_a_model_that_hangs_times_out_to_the_heuristic():
     release = threading.Event()
 
@@ -239,6 +240,7 @@ def test_a_model_that_hangs_times_out_to_the_heuristic():
     )
 
 
+@pytest.mark.slow
 async def test_async_twin_condenses_caches_and_times_out():
     fake = GenericFakeChatModel(messages=iter([AIMessage("meal allowance abroad")]))
     condenser = QueryCondenser(fake)
