@@ -8,6 +8,8 @@
 - ``CallbackRecorder``: a callback handler that records custom events, chat-model runs
   and retriever runs.
 - ``dump_messages`` / ``user_config``: small helpers the surface tests share.
+- ``LEAVE``, ``SICK``, ``EXPENSES``, ``REMOTE``, ``PARKING``: the HR policy texts the
+  unit tests search, and ``hr_documents(...)`` to make documents of them.
 - ``ranked_hits``: a Hypothesis strategy of ranked ``(id, score)`` lists for fusion tests.
 
 Fixtures (``fake_default_model``, ``make_kb``) are in ``tests/unit_tests/conftest.py``.
@@ -19,7 +21,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import SimpleNamespace
 from typing import Any
 
@@ -33,6 +35,11 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 __all__ = [
+    "EXPENSES",
+    "LEAVE",
+    "PARKING",
+    "REMOTE",
+    "SICK",
     "CallbackRecorder",
     "CountingEmbedding",
     "FakeKB",
@@ -40,9 +47,36 @@ __all__ = [
     "RecordingChatModel",
     "WordHashEmbedding",
     "dump_messages",
+    "hr_documents",
     "ranked_hits",
     "user_config",
 ]
+
+LEAVE = "Employees receive 25 days of annual leave per calendar year."
+SICK = "Sick leave requires a doctor's note after three consecutive days."
+EXPENSES = "Expenses above 50 euros need a receipt and manager approval."
+REMOTE = "Remote work is allowed two days per week with manager approval."
+PARKING = "The parking garage opens at 7am; badges are issued by facilities."
+
+_POLICIES = {
+    "leave": (LEAVE, "leave"),
+    "sick": (SICK, "leave"),
+    "expenses": (EXPENSES, "finance"),
+    "remote": (REMOTE, "work"),
+    "parking": (PARKING, "facilities"),
+}
+
+
+def hr_documents(*topics: str) -> list[Document]:
+    """Documents of the HR policies named (``"leave"``, ``"sick"``, ``"expenses"``, ...).
+
+    Each has ``source`` ``<topic>.md`` and a ``category`` (leave, finance, work, facilities).
+    """
+    return [
+        Document(_POLICIES[t][0], metadata={"source": f"{t}.md", "category": _POLICIES[t][1]})
+        for t in topics
+    ]
+
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -132,13 +166,14 @@ class RecordingChatModel(BaseChatModel):
 
     Every call appends its message list to ``received``. The reply is the next message of
     ``script`` (tool calls included); once the script is spent it is ``reply`` with ``{n}``
-    replaced by the call's number (1, 2, ...), with the id ``reply_id`` formatted alike
-    (no id when ``None``). ``bind_tools`` returns the model itself, so it serves agents.
+    replaced by the call's number (1, 2, ...), or ``reply(messages)`` when ``reply`` is a
+    function, with the id ``reply_id`` formatted alike (no id when ``None``).
+    ``bind_tools`` returns the model itself, so it serves agents.
     """
 
     script: list[AIMessage] = Field(default_factory=list)
     received: list[list[BaseMessage]] = Field(default_factory=list)
-    reply: str = "ok"
+    reply: str | Callable[[list[BaseMessage]], str] = "ok"
     reply_id: str | None = None
 
     @property
@@ -160,7 +195,8 @@ class RecordingChatModel(BaseChatModel):
         else:
             n = len(self.received)
             message_id = None if self.reply_id is None else self.reply_id.format(n=n)
-            message = AIMessage(self.reply.format(n=n), id=message_id)
+            text = self.reply(messages) if callable(self.reply) else self.reply.format(n=n)
+            message = AIMessage(text, id=message_id)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 

@@ -36,10 +36,8 @@ from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
 from langchain_knowledge_inject.store.knowledge_base import MAX_QUERY_CHARS
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.turn.placement import add_knowledge_prompt, is_injected
-from tests.unit_tests.fakes import CountingEmbedding, RecordingChatModel
+from tests.unit_tests.fakes import LEAVE, SICK, CountingEmbedding, RecordingChatModel
 
-LEAVE = "Employees receive 25 days of annual leave per calendar year."
-SICK = "Sick leave requires a doctor's note after three consecutive days."
 HEBREW = "חופשה שנתית: לכל עובד עשרים וחמישה ימי חופשה בשנה."
 ARABIC = "الإجازة السنوية: يحصل كل موظف على خمسة وعشرين يوما في السنة."
 EMOJI = "Beach party 🏖️🌴 on Friday: bring sunscreen ☀️ and snacks 🍉."

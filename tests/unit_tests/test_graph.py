@@ -30,15 +30,17 @@ from langchain_knowledge_inject.integrations.graph import (
 )
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.turn.placement import INJECTED_KEY, is_injected
-from tests.unit_tests.fakes import NumberedChatModel, WordHashEmbedding, dump_messages
+from tests.unit_tests.fakes import (
+    LEAVE,
+    PARKING,
+    NumberedChatModel,
+    WordHashEmbedding,
+    dump_messages,
+    hr_documents,
+)
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "knowledge_graph.mmd"
 SNAPSHOT_TOOLS = Path(__file__).parent / "snapshots" / "knowledge_graph_tools.mmd"
-LEAVE = "Employees receive 25 days of annual leave per calendar year."
-SICK = "Sick leave requires a doctor's note after three consecutive days."
-EXPENSES = "Expenses above 50 euros need a receipt and manager approval."
-REMOTE = "Remote work is allowed two days per week with manager approval."
-PARKING = "The parking garage opens at 7am; badges are issued by facilities."
 QUESTIONS = [
     "How many days of annual leave?",
     "What do I need for expenses receipt rules?",
@@ -51,14 +53,7 @@ QUESTIONS = [
 
 @pytest.fixture
 def kb(make_kb):
-    return make_kb(
-        [
-            Document(LEAVE, metadata={"source": "leave.md", "category": "leave"}),
-            Document(SICK, metadata={"source": "sick.md", "category": "leave"}),
-            Document(EXPENSES, metadata={"source": "expenses.md", "category": "finance"}),
-            Document(REMOTE, metadata={"source": "remote.md", "category": "work"}),
-        ]
-    )
+    return make_kb(hr_documents("leave", "sick", "expenses", "remote"))
 
 
 def _thread(name: str = "t1", **configurable: Any) -> dict[str, Any]:

@@ -24,11 +24,7 @@ from langchain_knowledge_inject.integrations.runnable import InjectionConfig
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.turn.manifest import InjectionManifest, emit_manifest, hash_messages
 from langchain_knowledge_inject.turn.placement import INJECTED_KEY, is_injected
-from tests.unit_tests.fakes import CallbackRecorder
-
-LEAVE = "Employees receive 25 days of annual leave per calendar year."
-SICK = "Sick leave requires a doctor's note after three consecutive days."
-EXPENSES = "Expenses above 50 euros need a receipt and manager approval."
+from tests.unit_tests.fakes import EXPENSES, LEAVE, SICK, CallbackRecorder
 
 
 class FakeKB:

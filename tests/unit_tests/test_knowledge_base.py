@@ -11,11 +11,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_knowledge_inject import ConfigurationError, KnowledgeBase, KnowledgeBaseNotFoundError
 from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
 from langchain_knowledge_inject.store.knowledge_base import chunk_id
-from tests.unit_tests.fakes import CountingEmbedding
-
-LEAVE = "Employees receive 25 days of annual leave per calendar year."
-SICK = "Sick leave requires a doctor's note after three consecutive days."
-EXPENSES = "Expenses above 50 euros need a receipt and manager approval."
+from tests.unit_tests.fakes import EXPENSES, LEAVE, SICK, CountingEmbedding
 
 
 @pytest.fixture

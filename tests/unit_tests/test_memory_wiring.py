@@ -38,12 +38,9 @@ from langchain_knowledge_inject.memory.procedures import Procedure
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.turn.placement import add_knowledge_prompt, is_injected
 from langchain_knowledge_inject.turn.tokens import approximate_token_count
-from tests.unit_tests.fakes import FakeKB, NumberedChatModel
+from tests.unit_tests.fakes import EXPENSES, LEAVE, SICK, FakeKB, NumberedChatModel
 from tests.unit_tests.fakes import user_config as cfg
 
-LEAVE = "Employees receive 25 days of annual leave per calendar year."
-SICK = "Sick leave requires a doctor's note after three consecutive days."
-EXPENSES = "Expenses above 50 euros need a receipt and manager approval."
 ASK = "How do I request leave?"
 HEADERS = [
     "[Procedure]",

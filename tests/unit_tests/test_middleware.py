@@ -18,12 +18,14 @@ from langchain_knowledge_inject import (
 )
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.turn.placement import is_injected
-from tests.unit_tests.fakes import NumberedChatModel, dump_messages
-
-LEAVE = "Employees receive 25 days of annual leave per calendar year."
-SICK = "Sick leave requires a doctor's note after three consecutive days."
-EXPENSES = "Expenses above 50 euros need a receipt and manager approval."
-PARKING = "The parking garage opens at 7am; badges are issued by facilities."
+from tests.unit_tests.fakes import (
+    LEAVE,
+    PARKING,
+    SICK,
+    NumberedChatModel,
+    dump_messages,
+    hr_documents,
+)
 
 
 def _call(tool_name: str, args: dict[str, Any], call_id: str) -> AIMessage:
@@ -41,13 +43,7 @@ def clock() -> str:
 
 @pytest.fixture
 def kb(make_kb):
-    return make_kb(
-        [
-            Document(LEAVE, metadata={"source": "leave.md", "category": "leave"}),
-            Document(SICK, metadata={"source": "sick.md", "category": "leave"}),
-            Document(EXPENSES, metadata={"source": "expenses.md", "category": "finance"}),
-        ]
-    )
+    return make_kb(hr_documents("leave", "sick", "expenses"))
 
 
 @pytest.fixture

@@ -21,9 +21,7 @@ from langchain_knowledge_inject.integrations.graph import (
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.turn.manifest import MANIFEST_EVENT
 from langchain_knowledge_inject.turn.placement import is_injected
-from tests.unit_tests.fakes import FakeKB, NumberedChatModel
-
-LEAVE = "Employees receive 25 days of annual leave per calendar year."
+from tests.unit_tests.fakes import LEAVE, FakeKB, NumberedChatModel
 
 
 def _kb() -> FakeKB:

@@ -8,10 +8,9 @@ import threading
 from typing import Any
 
 import pytest
-from langchain_core.language_models import BaseChatModel, GenericFakeChatModel
+from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import Field
+from langchain_core.outputs import ChatResult
 
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.turn.placement import place_context, retrieval_query
@@ -22,6 +21,7 @@ from langchain_knowledge_inject.turn.query import (
     looks_like_follow_up,
     salient_terms,
 )
+from tests.unit_tests.fakes import RecordingChatModel
 
 
 def chat(*texts: str) -> list[BaseMessage]:
@@ -32,24 +32,9 @@ def chat(*texts: str) -> list[BaseMessage]:
     ]
 
 
-class Recorder(BaseChatModel):
-    """Answers from a function of the request; records every request."""
-
-    answer: Any
-    requests: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "recorder"
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[override]
-        self.requests.append(list(messages))
-        reply = self.answer(messages)
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(reply))])
-
-
-def recorder(answer: Any = lambda messages: "standalone question") -> Recorder:
-    return Recorder(answer=answer, requests=[])
+def recorder(answer: Any = lambda messages: "standalone question") -> RecordingChatModel:
+    """A query model that answers ``answer(messages)`` and records every request."""
+    return RecordingChatModel(reply=answer)
 
 
 # -- the heuristic -------------------------------------------------------------------------
@@ -145,7 +130,7 @@ def test_the_condenser_sends_the_prompt_history_and_message_and_uses_the_answer(
     assert (result.query, result.how, result.model_calls) == (
         "Meal allowance when travelling abroad", "model", 1,
     )  # fmt: skip
-    [request] = model.requests
+    [request] = model.received
     assert request[0].content == CONDENSE_PROMPT
     assert request[1].content == (
         "Conversation:\nUser: Meal allowance at home?\nAssistant: EUR 45.\n\n"
@@ -161,7 +146,7 @@ def test_the_answer_is_cached_per_turn():
     assert condenser.condense(msgs).how == "model"
     assert condenser.condense(list(msgs)).how == "cache"
     assert condenser.condense(chat("Hotel cap?", "EUR 160.", "and abroad?")).how == "model"
-    assert len(model.requests) == 2
+    assert len(model.received) == 2
 
 
 def test_the_cache_is_bounded_and_can_be_off():
@@ -182,7 +167,7 @@ def test_no_history_no_call_and_only_follow_ups_saves_calls():
     switch = chat("Hotel cap?", "EUR 160.", "How do I report a stolen laptop?")
     result = gated.condense(switch)
     assert (result.query, result.how, result.model_calls) == (switch[-1].content, "heuristic", 0)
-    assert model.requests == []
+    assert model.received == []
     assert QueryCondenser(model).condense([SystemMessage("s")]).how == "none"
 
 
@@ -190,7 +175,7 @@ def test_the_request_keeps_the_last_turns_clipped():
     model = recorder()
     texts = [f"turn {i} " + "x" * 50 for i in range(10)] + ["and then?"]
     QueryCondenser(model, max_turns=3, max_chars=20).condense(chat(*texts))
-    body = model.requests[0][1].content
+    body = model.received[0][1].content
     assert body.count("\n") == 5 and "turn 9" in body and "turn 6" not in body
     assert all(len(line) <= len("Assistant: ") + 20 for line in body.splitlines()[1:4])
 
@@ -200,7 +185,7 @@ def test_injected_content_is_stripped_before_the_condenser_sees_the_history():
     history = chat("Meal allowance at home?", "EUR 45.", "and abroad?")
     injected = place_context(history, "[User Facts]\nsecret=value", placement="dynamic_context")
     QueryCondenser(model).condense(injected)
-    assert "secret" not in model.requests[0][1].content
+    assert "secret" not in model.received[0][1].content
 
 
 @pytest.mark.parametrize(
