@@ -146,7 +146,7 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         >>> from langchain_core.documents import Document
         >>> from langchain_core.language_models import GenericFakeChatModel
         >>> from langchain_core.messages import HumanMessage, SystemMessage
-        >>> from langchain_knowledge_inject import KNOWLEDGE_SYSTEM_PROMPT
+        >>> from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
         >>> class TinyKB:  # a KnowledgeBase in real use
         ...     def search(self, query, **kwargs):
         ...         return [Document("Staff get 25 days of leave.", id="c1",
