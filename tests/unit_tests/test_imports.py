@@ -77,6 +77,7 @@ def test_an_unknown_root_name_is_an_attribute_error() -> None:
         langchain_knowledge_inject.no_such_name  # noqa: B018
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_every_old_module_path_imports_the_moved_module_with_a_warning() -> None:
     # One fresh interpreter, so that no old path is already cached in sys.modules.
     code = (
