@@ -25,12 +25,12 @@ ONNX is an extra rather than the default because Optimum's ONNX package
 installing it resolves sentence-transformers 5.x, transformers 4.x and
 huggingface-hub 0.x instead of the newer majors the base install gets.
 
-Threads: on a small machine more intra-op threads than cores makes encoding
-many times slower under load, so loading the default model caps torch's thread
-count, and ONNX Runtime's intra-op threads, at the number of cores this process
-may run on (override with the environment variable ``KINJECT_TORCH_THREADS``);
-ONNX Runtime runs operators sequentially (one inter-op thread) and its idle
-intra-op threads sleep rather than spin.
+Threads: see :mod:`~langchain_knowledge_inject.store.embedding_threads`. Loading
+the default model sets torch's intra-op thread count to 1 when the process may
+use at most 2 cores (else one per usable core), unless the user chose a count
+(``KINJECT_TORCH_THREADS``, ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` or
+``torch.set_num_threads``); ONNX Runtime sessions get the same count, one
+inter-op thread, and idle threads that sleep rather than spin.
 """
 
 from __future__ import annotations
@@ -46,6 +46,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
+from langchain_knowledge_inject.store.embedding_threads import (
+    configure_torch_threads as configure_torch_threads,  # re-exported: benchmarks and users
+)
+from langchain_knowledge_inject.store.embedding_threads import (
+    embedding_threads as embedding_threads,
+)
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -65,37 +71,6 @@ _default_lock = threading.Lock()
 _default_model: Embeddings | None = None
 _onnx_models: dict[tuple[str, str], Embeddings] = {}
 _defaults: list[Embeddings] = []
-
-
-def _available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-def embedding_threads() -> int:
-    """Intra-op threads for the default model: ``KINJECT_TORCH_THREADS`` or the usable cores."""
-    env = os.environ.get("KINJECT_TORCH_THREADS")
-    return max(1, int(env) if env else _available_cores())
-
-
-def configure_torch_threads(threads: int | None = None) -> int:
-    """Cap torch's intra-op thread count at the cores this process can use.
-
-    Args:
-        threads: Thread count to use. Defaults to ``KINJECT_TORCH_THREADS`` when
-            set, else the number of cores available to this process.
-
-    Returns:
-        The thread count torch now uses.
-    """
-    import torch
-
-    threads = max(1, threads if threads is not None else embedding_threads())
-    if torch.get_num_threads() != threads:
-        torch.set_num_threads(threads)
-    return torch.get_num_threads()
 
 
 def onnx_available() -> bool:
@@ -227,11 +202,11 @@ def _quantization_target() -> str:
     return "avx512" if "avx512f" in flags else "avx2"
 
 
-def _onnx_session_options() -> Any:
+def _onnx_session_options(threads: int) -> Any:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    options.intra_op_num_threads = embedding_threads()
+    options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     # idle intra-op threads sleep instead of spinning: on a small shared machine a
@@ -251,7 +226,7 @@ def _load_onnx_model(folder: Path, *, quantized: bool) -> Embeddings:
         raise KnowledgeBaseOpenError(msg)
     from langchain_huggingface import HuggingFaceEmbeddings
 
-    configure_torch_threads()  # tokenization and pooling still run on torch
+    threads = configure_torch_threads()  # pooling runs on torch; ONNX Runtime gets the same count
     target = _quantization_target()
     try:
         file_name = _onnx_file(folder, target if quantized else None)
@@ -277,7 +252,7 @@ def _load_onnx_model(folder: Path, *, quantized: bool) -> Embeddings:
                 "model_kwargs": {
                     "provider": "CPUExecutionProvider",
                     "file_name": file_name,
-                    "session_options": _onnx_session_options(),
+                    "session_options": _onnx_session_options(threads),
                 },
             },
             encode_kwargs={"normalize_embeddings": True, "batch_size": 32},

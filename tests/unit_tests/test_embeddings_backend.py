@@ -58,14 +58,5 @@ def test_onnx_file_finds_the_export_and_the_quantized_file(tmp_path):
     assert emb._onnx_file(tmp_path, "avx512_vnni") is None
 
 
-def test_thread_count_follows_the_environment(monkeypatch):
-    monkeypatch.setenv("KINJECT_TORCH_THREADS", "3")
-    assert emb.embedding_threads() == 3
-    monkeypatch.setenv("KINJECT_TORCH_THREADS", "0")
-    assert emb.embedding_threads() == 1
-    monkeypatch.delenv("KINJECT_TORCH_THREADS")
-    assert emb.embedding_threads() >= 1
-
-
 def test_quantization_target_is_a_name_sentence_transformers_accepts():
     assert emb._quantization_target() in ("arm64", "avx2", "avx512", "avx512_vnni")
