@@ -70,3 +70,17 @@ def test_the_torch_default_estimate_matches_torch():
     from langchain_knowledge_inject.store.embedding_threads import torch_default_threads
 
     assert _torch_alone() == torch_default_threads()
+
+
+def test_onnx_sessions_get_torch_thread_count(tmp_path):
+    pytest.importorskip("optimum.onnxruntime", reason="the 'onnx' extra is not installed")
+    import torch
+
+    from langchain_knowledge_inject.store.embeddings import default_embeddings
+
+    model = default_embeddings(backend="onnx", cache_dir=tmp_path)
+    session = model._client[0].auto_model.session  # optimum's ORTModel keeps the InferenceSession
+    options = session.get_session_options()
+    assert options.intra_op_num_threads == torch.get_num_threads()
+    assert options.inter_op_num_threads == 1
+    assert len(model.embed_query("annual leave")) == 384

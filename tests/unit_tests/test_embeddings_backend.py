@@ -60,3 +60,10 @@ def test_onnx_file_finds_the_export_and_the_quantized_file(tmp_path):
 
 def test_quantization_target_is_a_name_sentence_transformers_accepts():
     assert emb._quantization_target() in ("arm64", "avx2", "avx512", "avx512_vnni")
+
+
+def test_onnx_sessions_take_the_given_thread_count_and_do_not_spin():
+    options = emb._onnx_session_options(3)
+    assert options.intra_op_num_threads == 3
+    assert options.inter_op_num_threads == 1
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
