@@ -16,14 +16,17 @@ or the environment variable ``KINJECT_EMBEDDINGS_BACKEND``):
   with torch's to cosine 0.9999999, so a knowledge base built with one backend
   is searched with the other.
 * ``"onnx-int8"``: the same export with int8 dynamic quantization (an option:
-  faster again, at a small quality cost; see ``benchmarks/ingest.py``).
+  faster again, at a small quality cost; see ``benchmarks/embedding_speed.py``).
 * ``"auto"`` (the default): ``"onnx"`` when the ``onnx`` extra is installed
   (``pip install "langchain-knowledge-inject[onnx]"``), else ``"torch"``.
 
-ONNX is an extra rather than the default because Optimum's ONNX package
-(``optimum-onnx`` 0.1.0, the newest) requires ``transformers < 4.58``:
-installing it resolves sentence-transformers 5.x, transformers 4.x and
-huggingface-hub 0.x instead of the newer majors the base install gets.
+ONNX is an extra rather than the default because no release of Optimum's
+ONNX Runtime support works with transformers 5: every ``optimum-onnx``
+(0.0.1 to 0.1.0, the newest) requires ``transformers < 4.58``, so installing it
+resolves sentence-transformers 5.7, transformers 4.57 and huggingface-hub 0.36
+instead of the 6.x / 5.x / 1.x the base install gets; ``optimum`` 1.x fails on
+import with transformers 5. It halves query-embedding time; on full-window
+chunks fp32 ONNX costs about as much CPU as torch, int8 about 0.75x.
 
 Threads: see :mod:`~langchain_knowledge_inject.store.embedding_threads`. Loading
 the default model sets torch's intra-op thread count to 1 when the process may
