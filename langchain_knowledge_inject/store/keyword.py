@@ -56,6 +56,8 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 
+from langchain_knowledge_inject.keyword_mirror import POSTINGS_ABOVE, KeywordMirror
+
 __all__ = [
     "BOUNDED_ABOVE",
     "MAX_QUERY_TERMS",
@@ -84,6 +86,7 @@ BOUNDED_ABOVE = 5
 """Queries whose terms hold more than this many budgets of postings take the bounded path."""
 
 _DF_CACHE_MAX = 100_000
+_TRIM_EVERY = 50_000
 _MAX_QUERY_CHARS = 20_000
 _MAX_TERM_CHARS = 64
 _WORD = re.compile(r"[^\W_]+")
@@ -227,7 +230,14 @@ class KeywordIndex:
         []
     """
 
-    def __init__(self, conn: sqlite3.Connection, *, lock: threading.RLock | None = None) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        lock: threading.RLock | None = None,
+        postings_above: int = POSTINGS_ABOVE,
+        background_build: bool = True,
+    ) -> None:
         self._conn = conn
         self._lock = lock if lock is not None else threading.RLock()
         # (fts table, term) -> (chunks holding the term, chunks in the table when counted)
@@ -243,6 +253,9 @@ class KeywordIndex:
                 " row_id INTEGER PRIMARY KEY, kb_id TEXT NOT NULL, partition TEXT NOT NULL,"
                 " chunk_id TEXT NOT NULL, UNIQUE (kb_id, partition, chunk_id))"
             )
+            self._mirror = KeywordMirror(
+                conn, tokenize=TOKENIZER, above=postings_above, background=background_build
+            )
 
     def add(self, kb_id: str, partition: str, rows: Sequence[tuple[str, str]]) -> None:
         """Index chunks; a chunk id already present is re-indexed with the new text.
@@ -257,6 +270,7 @@ class KeywordIndex:
         with self._lock:
             table = self._ensure_table(kb_id, partition)
             self._delete_rows(kb_id, partition, table, [chunk_id for chunk_id, _ in rows])
+            added: list[int] = []
             for chunk_id, text in dict(rows).items():
                 cursor = self._conn.execute(
                     "INSERT INTO kw_rows (kb_id, partition, chunk_id) VALUES (?, ?, ?)",
@@ -266,6 +280,10 @@ class KeywordIndex:
                     f"INSERT INTO {table} (rowid, text) VALUES (?, ?)",
                     (cursor.lastrowid, text),
                 )
+                added.append(int(cursor.lastrowid))
+            self._mirror.log(table, added, added=True)
+            if len(added) >= _TRIM_EVERY or added[-1] % _TRIM_EVERY < len(added):
+                self._mirror.trim(table)
 
     def delete(self, kb_id: str, partition: str, chunk_ids: Sequence[str]) -> None:
         """Remove chunks from the index; unknown ids are ignored.
@@ -290,10 +308,13 @@ class KeywordIndex:
             tables = self._conn.execute(
                 "SELECT fts_table FROM kw_partitions WHERE kb_id = ?", (kb_id,)
             ).fetchall()
-            for (table,) in tables:
-                self._conn.execute(f"DROP TABLE IF EXISTS {table}")
+            # the DELETEs first: they open the caller's transaction, so a rollback also
+            # restores the dropped tables (sqlite3 runs a DROP outside one in autocommit)
             self._conn.execute("DELETE FROM kw_partitions WHERE kb_id = ?", (kb_id,))
             self._conn.execute("DELETE FROM kw_rows WHERE kb_id = ?", (kb_id,))
+            for (table,) in tables:
+                self._mirror.forget(table)
+                self._conn.execute(f"DROP TABLE IF EXISTS {table}")
             self._df_cache.clear()
 
     def search(self, kb_id: str, partition: str, query: str, *, k: int) -> list[tuple[str, float]]:
@@ -375,6 +396,11 @@ class KeywordIndex:
     ) -> list[tuple[int, float]]:
         """The best rows for the OR of ``terms``; bounded work on a large table (module doc)."""
         rows = self._row_total(table)
+        copy = self._mirror.index(table, rows)
+        if copy is not None:
+            stems = copy.tokenizer.lookup(terms)
+            if all(len(stem) == 1 for stem in stems):  # else a term is an FTS5 phrase
+                return copy.search([stem[0] for stem in stems if stem[0] >= 0], limit=limit)
         if len(terms) < 2 or rows <= BOUNDED_ABOVE * POSTING_BUDGET:
             return self._ranked(table, terms, limit)
         frequency = {term: self._document_frequency(table, term, rows) for term in terms}
@@ -473,3 +499,4 @@ class KeywordIndex:
             row_ids = [(row_id,) for (row_id,) in found]
             self._conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", row_ids)
             self._conn.executemany("DELETE FROM kw_rows WHERE row_id = ?", row_ids)
+            self._mirror.log(table, [row_id for (row_id,) in found], added=False)
