@@ -56,7 +56,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 
-from langchain_knowledge_inject.keyword_mirror import POSTINGS_ABOVE, KeywordMirror
+from langchain_knowledge_inject.store.keyword_mirror import POSTINGS_ABOVE, KeywordMirror
 
 __all__ = [
     "BOUNDED_ABOVE",

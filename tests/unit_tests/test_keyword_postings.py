@@ -7,9 +7,9 @@ import sqlite3
 
 import pytest
 
-from langchain_knowledge_inject import keyword_mirror
-from langchain_knowledge_inject.keyword import TOKENIZER, KeywordIndex
-from langchain_knowledge_inject.keyword_postings import Fts5Tokenizer, PostingsIndex
+from langchain_knowledge_inject.store import keyword_mirror
+from langchain_knowledge_inject.store.keyword import TOKENIZER, KeywordIndex
+from langchain_knowledge_inject.store.keyword_postings import Fts5Tokenizer, PostingsIndex
 
 WORDS = [f"w{i}" for i in range(200)] + [
     "running",

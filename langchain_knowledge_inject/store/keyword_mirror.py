@@ -33,7 +33,7 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 
-from langchain_knowledge_inject.keyword_postings import Fts5Tokenizer, PostingsIndex
+from langchain_knowledge_inject.store.keyword_postings import Fts5Tokenizer, PostingsIndex
 
 __all__ = ["LOG_KEEP", "POSTINGS_ABOVE", "KeywordMirror"]
 
