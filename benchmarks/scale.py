@@ -17,7 +17,14 @@ The store grows in steps (10k, then up to 100k, then up to 1M); at each size:
   allows one process at a time, so the builder closes it first), after warm-up;
 * memory: resident set size (RSS) of that serving process after its queries,
   plus its open time and first-query time (loading the HNSW index), the RSS of
-  the builder, and the store size on disk.
+  the builder, and the store size on disk;
+* the keyword copy: a partition of 50k chunks or more is searched by keyword
+  through an in-memory copy built on a background thread after the first
+  hybrid search (``keyword_mirror``); the serving process waits for it before
+  timing (``kw copy``: seconds from that first search until it is ready), and
+  its memory is in the serving RSS;
+* the same hybrid queries in a second serving process whose keyword side is
+  FTS5 only, as before the copy (``FTS5-only hybrid``; ``--no-fts5-arm`` skips it).
 
 A time budget (``--budget-min``, default 25) bounds the run: a step predicted
 to end past it is not run, and its figures are extrapolated from the measured
@@ -37,6 +44,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zlib
 from pathlib import Path
@@ -154,8 +162,20 @@ def _pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) * 1000
 
 
-def serve(path: Path, queries: int, salt: int) -> dict[str, Any]:
-    """Open the store in this (fresh) process, query it, report latency and memory."""
+def _keyword_copy_builds() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("kinject-kw-")]
+
+
+def serve(path: Path, queries: int, salt: int, copy_above: int | None = None) -> dict[str, Any]:
+    """Open the store in this (fresh) process, query it, report latency and memory.
+
+    ``copy_above`` overrides ``keyword_mirror.POSTINGS_ABOVE`` (a huge value
+    measures the FTS5-only keyword side of earlier versions).
+    """
+    from langchain_knowledge_inject.store import keyword_mirror
+
+    if copy_above is not None:
+        keyword_mirror.POSTINGS_ABOVE = copy_above
     corpus = Corpus()
     rss_before = _rss_mb()
     start = time.perf_counter()
@@ -165,6 +185,12 @@ def serve(path: Path, queries: int, salt: int) -> dict[str, Any]:
     kb.search("warm " + corpus.queries(1, salt + 99)[0], k=4, mode="dense", min_score=0.0)
     first_s = time.perf_counter() - start
     out: dict[str, Any] = {"open_s": open_s, "first_query_s": first_s}
+    start = time.perf_counter()
+    kb.search("warm " + corpus.queries(1, salt + 98)[0], k=4, mode="hybrid", min_score=0.0)
+    out["first_hybrid_s"] = time.perf_counter() - start
+    for thread in _keyword_copy_builds():  # the keyword copy of a large partition
+        thread.join()
+    out["keyword_copy_ready_s"] = time.perf_counter() - start
     for mode in ("dense", "hybrid"):
         for q in corpus.queries(20, salt + 50):  # warm-up
             kb.search(q, k=4, mode=mode, min_score=0.0)
@@ -182,7 +208,9 @@ def serve(path: Path, queries: int, salt: int) -> dict[str, Any]:
     return out
 
 
-def _serve_in_child(path: Path, queries: int, salt: int) -> dict[str, Any]:
+def _serve_in_child(
+    path: Path, queries: int, salt: int, copy_above: int | None = None
+) -> dict[str, Any]:
     cmd = [
         sys.executable,
         __file__,
@@ -193,6 +221,8 @@ def _serve_in_child(path: Path, queries: int, salt: int) -> dict[str, Any]:
         "--salt",
         str(salt),
     ]
+    if copy_above is not None:
+        cmd += ["--copy-above", str(copy_above)]
     done = subprocess.run(cmd, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -244,9 +274,15 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument("--serve", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--salt", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--copy-above", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--no-fts5-arm",
+        action="store_true",
+        help="skip the second serving process that searches by keyword through FTS5 only",
+    )
     args = parser.parse_args()
     if args.serve is not None:
-        print(json.dumps(serve(args.serve, args.queries, args.salt)))
+        print(json.dumps(serve(args.serve, args.queries, args.salt, args.copy_above)))
         return
 
     import chromadb
@@ -297,6 +333,9 @@ def main() -> None:
             }
             current = size
             row.update(_serve_in_child(path, args.queries, step * 10))
+            if not args.no_fts5_arm:  # the same queries, keyword side through FTS5 only
+                fts5 = _serve_in_child(path, args.queries, step * 10, copy_above=10**12)
+                row.update({f"fts5_{k}": v for k, v in fts5.items() if k.startswith("hybrid")})
             rows.append(row)
             shown = {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}
             print(f"# measured {size}: {json.dumps(shown)}", flush=True)
@@ -307,7 +346,8 @@ def main() -> None:
     print()
     header = (
         f"{'chunks':>9} {'ingest/s':>9} {'dense p50':>10} {'dense p95':>10} {'hybrid p50':>11} "
-        f"{'hybrid p95':>11} {'serve RSS':>10} {'open+1st q':>11} {'disk':>8}"
+        f"{'hybrid p95':>11} {'FTS5-only hybrid p50/p95':>25} {'serve RSS':>10} "
+        f"{'open+1st q':>11} {'kw copy':>8} {'disk':>8}"
     )
     print(header)
     for r in rows:
@@ -316,8 +356,11 @@ def main() -> None:
             f"{r['size']:>9,} {r['ingest_chunks_per_s']:>9,.0f} "
             f"{r['dense_p50_ms']:>8.1f}ms {r['dense_p95_ms']:>8.1f}ms "
             f"{r['hybrid_p50_ms']:>9.1f}ms {r['hybrid_p95_ms']:>9.1f}ms "
+            f"{r.get('fts5_hybrid_p50_ms', float('nan')):>14.1f}/"
+            f"{r.get('fts5_hybrid_p95_ms', float('nan')):>7.1f}ms "
             f"{r['serve_rss_mb']:>8,.0f}MB "
-            f"{r['open_s'] + r['first_query_s']:>10.1f}s {r['disk_mb']:>6,.0f}MB{mark}"
+            f"{r['open_s'] + r['first_query_s']:>10.1f}s "
+            f"{r.get('keyword_copy_ready_s', float('nan')):>7.1f}s {r['disk_mb']:>6,.0f}MB{mark}"
         )
     total = time.perf_counter() - run_start
     print(f"\n# total {total / 60:.1f} min; load average at end {os.getloadavg()}")

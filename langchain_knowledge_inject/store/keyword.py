@@ -28,15 +28,20 @@ diacritics folded (FTS5's ``porter unicode61 remove_diacritics 2``); the
 stemmer adds 0.03 nDCG@10 over ``unicode61`` alone.
 
 Large partitions: the cost of an FTS5 BM25 query grows with the postings of
-every query term, and a frequent word has a posting per few chunks. When the
-query's terms hold more than :data:`BOUNDED_ABOVE` times
-:data:`POSTING_BUDGET` postings together, only the rarest terms that fit the
-budget select candidates; every term still
-scores them, exactly (the query ``(all terms) AND (selecting terms)`` ranked by
-``bm25()``, less the selecting terms' own ``bm25()``). A chunk that matches
-only frequent words is then not found; at 1M synthetic chunks 98.9% of the top
-100 stayed the same and a query took half the time. Partitions of up to
-100,000 chunks are searched exactly as before.
+every query term, and a frequent word has a posting per few chunks. A
+partition of at least 50,000 chunks (``keyword_mirror.POSTINGS_ABOVE``) is
+therefore searched through an in-memory copy of its postings
+(:mod:`keyword_postings`, numpy arrays) that scores the terms with the same
+formula and statistics as FTS5's ``bm25()``, so with the same scores; the
+FTS5 table stays the record, and the copy follows it through a change log
+written in the same transaction (:mod:`keyword_mirror`). The phrase part is
+still asked of FTS5 (cheap: few rows hold a phrase). While no copy is ready
+(a background build after a start, a connection holding uncommitted writes,
+a read-only catalog), FTS5 answers: when the query's terms hold more than
+:data:`BOUNDED_ABOVE` times :data:`POSTING_BUDGET` postings together, only
+the rarest terms that fit the budget select candidates; every term still
+scores them, exactly (the query ``(all terms) AND (selecting terms)`` ranked
+by ``bm25()``, less the selecting terms' own ``bm25()``).
 
 Example:
     >>> import sqlite3
@@ -56,7 +61,8 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 
-from langchain_knowledge_inject.store.keyword_mirror import POSTINGS_ABOVE, KeywordMirror
+from langchain_knowledge_inject.store import keyword_mirror
+from langchain_knowledge_inject.store.keyword_mirror import KeywordMirror
 
 __all__ = [
     "BOUNDED_ABOVE",
@@ -217,6 +223,11 @@ class KeywordIndex:
         conn: An open SQLite connection; the tables are created if missing.
         lock: Lock shared with the connection's other users; a private one
             by default.
+        postings_above: Partitions of at least this many chunks are searched
+            through an in-memory copy (:mod:`keyword_mirror`); None takes
+            :data:`keyword_mirror.POSTINGS_ABOVE` (50,000).
+        background_build: Build a copy on a background thread (FTS5 answers
+            meanwhile); False builds it on the first search.
 
     Example:
         >>> import sqlite3
@@ -235,7 +246,7 @@ class KeywordIndex:
         conn: sqlite3.Connection,
         *,
         lock: threading.RLock | None = None,
-        postings_above: int = POSTINGS_ABOVE,
+        postings_above: int | None = None,
         background_build: bool = True,
     ) -> None:
         self._conn = conn
@@ -254,7 +265,10 @@ class KeywordIndex:
                 " chunk_id TEXT NOT NULL, UNIQUE (kb_id, partition, chunk_id))"
             )
             self._mirror = KeywordMirror(
-                conn, tokenize=TOKENIZER, above=postings_above, background=background_build
+                conn,
+                tokenize=TOKENIZER,
+                above=keyword_mirror.POSTINGS_ABOVE if postings_above is None else postings_above,
+                background=background_build,
             )
 
     def add(self, kb_id: str, partition: str, rows: Sequence[tuple[str, str]]) -> None:
