@@ -45,7 +45,7 @@ POSTINGS_ABOVE = 50_000
 LOG_KEEP = 200_000
 """Change-log entries kept per table; older ones are trimmed (copies behind them rebuild)."""
 
-_BUILD_BATCH = 50_000
+_BUILD_BATCH = 20_000
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS kw_log ("

@@ -17,7 +17,8 @@ lengths agree with the FTS5 table exactly.
 Layout: rows get *slots* in arrival order. Postings live in a few immutable
 *segments* (term ids sorted; per term a run of slots and frequencies); each
 added batch becomes a segment and neighbouring segments of similar size are
-merged, so there are O(log n) of them. A delete only clears the slot's
+merged up to 4M postings each (a merge's memory stays bounded), so a million
+60-word chunks make about fifteen. A delete only clears the slot's
 ``alive`` flag; document frequencies then count live slots, and the index
 compacts itself when a quarter of its slots are dead.
 
@@ -49,6 +50,7 @@ BM25_B = 0.75
 _CACHE_MAX = 500_000
 _STEM_BATCH = 20_000
 _DEAD_COMPACT = 0.25
+_SEGMENT_MAX = 4_000_000  # postings; bounds the memory a merge needs (about 30 bytes each)
 
 
 class Fts5Tokenizer:
@@ -402,17 +404,21 @@ class PostingsIndex:
 
     def _merge_tail(self) -> None:
         segs = self._segments
-        while len(segs) > 1 and segs[-1].size * 4 >= segs[-2].size:
+        while (
+            len(segs) > 1
+            and segs[-1].size * 4 >= segs[-2].size
+            and segs[-1].size + segs[-2].size <= _SEGMENT_MAX
+        ):
             tail = _Segment.merged(segs[-2:])
             del segs[-2:]
             segs.append(tail)
 
     def _compact(self) -> None:
-        """Drop dead slots: renumber the live ones and rebuild the postings as one segment."""
+        """Drop dead slots: renumber the live ones (in order) and filter every segment."""
         alive = self._alive[: self._slots]
         keep = np.full(self._slots, -1, dtype=np.int64)
         keep[alive] = np.arange(self._live, dtype=np.int64)
-        segments = [_Segment.merged(self._segments, keep)] if self._segments else []
+        segments = [_Segment.merged([s], keep) for s in self._segments]
         self._segments = [s for s in segments if s.size]
         self._rows = self._rows[: self._slots][alive].copy()
         self._lengths = self._lengths[: self._slots][alive].copy()
