@@ -216,8 +216,14 @@ class KeywordMirror:
             finally:
                 conn.close()
             self._install(table, copy)
-        except Exception:  # the copy is an optimization: FTS5 keeps answering
-            logger.warning("Keyword copy of %s could not be built; FTS5 serves it", table, exc_info=True)
+        except Exception:  # the copy is an optimization: FTS5 answers meanwhile
+            self._background = False  # e.g. a read-only file: build on the searching thread
+            logger.warning(
+                "Keyword copy of %s could not be built on a background thread; the next "
+                "search builds it on its own thread",
+                table,
+                exc_info=True,
+            )
         finally:
             with self._guard:
                 self._building.discard(table)
@@ -244,6 +250,7 @@ def _build(conn: sqlite3.Connection, table: str, tokenize: str) -> _Copy:
     cursor = conn.execute(f"SELECT rowid, text FROM {table}")
     while batch := cursor.fetchmany(_BUILD_BATCH):
         index.add(batch)
+    index.tokenizer.release()
     return _Copy(index, seq)
 
 

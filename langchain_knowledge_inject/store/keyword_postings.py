@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from itertools import chain, repeat
 
 import numpy as np
@@ -50,6 +51,8 @@ BM25_B = 0.75
 _CACHE_MAX = 500_000
 _STEM_BATCH = 20_000
 _DEAD_COMPACT = 0.25
+_SCORE_ALL_BELOW = 100_000  # postings: a query holding fewer scores all of them at once
+_SELECT_BUDGET = 50_000  # postings that the terms selecting MaxScore's candidates start with
 _SEGMENT_MAX = 4_000_000  # postings; bounds the memory a merge needs (about 30 bytes each)
 
 
@@ -152,6 +155,13 @@ class Fts5Tokenizer:
         self._pieces.clear()
         self._terms_used = 0
 
+    def release(self) -> None:
+        """Drop the cache of tokenized pieces (after a bulk build; it refills as needed)."""
+        self._forget()
+        self._piece_start = np.zeros(1024, dtype=np.int64)
+        self._piece_len = np.zeros(1024, dtype=np.int64)
+        self._piece_terms = np.zeros(4096, dtype=np.int64)
+
     def _learn(self, words: Sequence[str]) -> None:
         unknown = list(dict.fromkeys(words))
         for start in range(0, len(unknown), _STEM_BATCH):
@@ -197,40 +207,51 @@ class Fts5Tokenizer:
 
 
 class _Segment:
-    """Immutable postings: ``terms`` sorted; term ``terms[i]`` owns ``starts[i]:starts[i+1]``."""
+    """Immutable postings: ``terms`` sorted; term ``terms[i]`` owns ``starts[i]:starts[i+1]``.
 
-    __slots__ = ("docs", "freqs", "starts", "terms")
+    Per term it also keeps the largest frequency and the shortest row holding
+    it, from which a query bounds the term's best possible score.
+    """
 
-    def __init__(self, term_of: np.ndarray, docs: np.ndarray, freqs: np.ndarray) -> None:
-        # term_of and docs are sorted by (term, doc)
+    __slots__ = ("docs", "freqs", "max_freq", "min_length", "starts", "terms")
+
+    def __init__(
+        self, term_of: np.ndarray, docs: np.ndarray, freqs: np.ndarray, lengths: np.ndarray
+    ) -> None:
+        # term_of and docs are sorted by (term, doc); lengths: slot -> tokens
         self.terms, first = np.unique(term_of, return_index=True)
         self.starts = np.append(first, len(term_of)).astype(np.int64)
         self.docs = docs.astype(np.int32, copy=False)
         self.freqs = freqs.astype(np.uint16 if freqs.size == 0 or freqs.max() < 65536 else np.int32)
+        if self.docs.size:
+            self.max_freq = np.maximum.reduceat(self.freqs, first).astype(np.int32)
+            self.min_length = np.minimum.reduceat(lengths[self.docs], first).astype(np.int32)
+        else:
+            self.max_freq = self.min_length = np.zeros(0, dtype=np.int32)
 
     @property
     def size(self) -> int:
         return int(self.docs.size)
 
-    def postings(self, term: int) -> tuple[np.ndarray, np.ndarray] | None:
+    def find(self, term: int) -> int:
+        """Position of ``term`` in :attr:`terms`, -1 when absent."""
         i = int(np.searchsorted(self.terms, term))
-        if i >= self.terms.size or self.terms[i] != term:
-            return None
-        lo, hi = self.starts[i], self.starts[i + 1]
-        return self.docs[lo:hi], self.freqs[lo:hi]
+        return i if i < self.terms.size and self.terms[i] == term else -1
 
     def term_of(self) -> np.ndarray:
         return np.repeat(self.terms, np.diff(self.starts))
 
     @classmethod
-    def from_pairs(cls, term_of: np.ndarray, docs: np.ndarray) -> _Segment:
+    def from_pairs(cls, term_of: np.ndarray, docs: np.ndarray, lengths: np.ndarray) -> _Segment:
         """A segment from one (term, doc) pair per token occurrence, in any order."""
         keys = (term_of.astype(np.int64) << 32) | docs.astype(np.int64)
         keys, freqs = np.unique(keys, return_counts=True)
-        return cls(keys >> 32, keys & 0xFFFFFFFF, freqs)
+        return cls(keys >> 32, keys & 0xFFFFFFFF, freqs, lengths)
 
     @classmethod
-    def merged(cls, parts: Sequence[_Segment], keep: np.ndarray | None = None) -> _Segment:
+    def merged(
+        cls, parts: Sequence[_Segment], lengths: np.ndarray, keep: np.ndarray | None = None
+    ) -> _Segment:
         """One segment from ``parts``; ``keep`` maps old slots to new ones (-1: dropped)."""
         term_of = np.concatenate([p.term_of() for p in parts])
         docs = np.concatenate([p.docs for p in parts]).astype(np.int64)
@@ -242,7 +263,17 @@ class _Segment:
         # each part is sorted by (term, doc) and holds later slots than the one before:
         # a stable sort by term (a merge of sorted runs) leaves every term's slots sorted
         order = np.argsort(term_of, kind="stable")
-        return cls(term_of[order], docs[order], freqs[order])
+        return cls(term_of[order], docs[order], freqs[order], lengths)
+
+
+@dataclass
+class _Term:
+    """One query term: its postings runs, statistics and score bound."""
+
+    parts: list[tuple[np.ndarray, np.ndarray]]  # (slots, frequencies) per segment
+    idf: float
+    bound: float
+    size: int
 
 
 class PostingsIndex:
@@ -298,7 +329,9 @@ class PostingsIndex:
         self._live += len(rows)
         self._live_tokens += int(lengths.sum())
         if term_of.size:
-            self._segments.append(_Segment.from_pairs(term_of, np.repeat(slots, lengths)))
+            self._segments.append(
+                _Segment.from_pairs(term_of, np.repeat(slots, lengths), self._lengths)
+            )
             self._merge_tail()
 
     def delete(self, row_ids: Iterable[int]) -> None:
@@ -323,8 +356,15 @@ class PostingsIndex:
     def search(self, terms: Sequence[int], *, limit: int) -> list[tuple[int, float]]:
         """The best rows for the OR of ``terms``, scored as FTS5's ``-bm25()``.
 
+        Exact top-``limit`` by MaxScore: the terms with the highest score bounds
+        select candidates, every term scores them (the others by binary search
+        in their postings), and terms are added to the selecting ones until the
+        remaining terms' bounds together fall below the ``limit``-th score, so
+        no row outside the candidates can enter. Small queries score every
+        posting at once.
+
         Args:
-            terms: Term ids from the tokenizer's :meth:`Fts5Tokenizer.term_ids`; a
+            terms: Term ids from the tokenizer's :meth:`Fts5Tokenizer.lookup`; a
                 term given twice counts twice, like a phrase repeated in an FTS5 query.
             limit: Most rows returned.
 
@@ -334,31 +374,14 @@ class PostingsIndex:
         if self._live == 0 or limit <= 0:
             return []
         norm = self._normalizer()
-        docs_parts: list[np.ndarray] = []
-        weight_parts: list[np.ndarray] = []
-        for term in terms:
-            found = self._postings(term)
-            if found is None:
-                continue
-            docs, freqs = found
-            rows_with = docs.size
-            idf = math.log((self._live - rows_with + 0.5) / (rows_with + 0.5))
-            if idf <= 0.0:
-                idf = 1e-6
-            f = freqs.astype(np.float64)
-            docs_parts.append(docs)
-            weight_parts.append(idf * ((f * (BM25_K1 + 1.0)) / (f + norm[docs])))
-        if not docs_parts:
+        found = [t for term in terms if (t := self._term(term, norm)) is not None]
+        if not found:
             return []
-        docs = np.concatenate(docs_parts)
-        weights = np.concatenate(weight_parts)
-        if docs.size * 8 < self._slots:
-            slots, inverse = np.unique(docs, return_inverse=True)
-            scores = np.bincount(inverse, weights, minlength=slots.size)
+        found.sort(key=lambda t: -t.bound)
+        if sum(t.size for t in found) <= _SCORE_ALL_BELOW:
+            slots, scores = self._score(found, norm)
         else:
-            dense = np.bincount(docs, weights, minlength=self._slots)
-            slots = np.flatnonzero(dense)
-            scores = dense[slots]
+            slots, scores = self._max_score(found, norm, limit)
         if slots.size > limit:
             best = np.argpartition(-scores, limit - 1)[:limit]
             slots, scores = slots[best], scores[best]
@@ -366,21 +389,87 @@ class PostingsIndex:
         order = np.lexsort((rows, -scores))
         return [(int(r), float(s)) for r, s in zip(rows[order], scores[order], strict=True)]
 
-    def _postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray] | None:
-        found = [p for s in self._segments if (p := s.postings(term_id)) is not None]
-        if not found:
+    def _max_score(
+        self, found: list[_Term], norm: np.ndarray, limit: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        selecting = 1
+        while selecting < len(found) and sum(t.size for t in found[: selecting + 1]) <= _SELECT_BUDGET:
+            selecting += 1
+        while True:
+            slots, scores = self._score(found[:selecting], norm)
+            for term in found[selecting:]:
+                scores += self._lookup(term, slots, norm)
+            rest = sum(t.bound for t in found[selecting:])
+            if selecting == len(found) or (
+                slots.size >= limit and np.partition(scores, slots.size - limit)[-limit] > rest
+            ):
+                return slots, scores
+            selecting += 1
+
+    def _term(self, term_id: int, norm: np.ndarray) -> _Term | None:
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        bound = 0.0
+        avgdl = self._live_tokens / self._live
+        for seg in self._segments:
+            i = seg.find(term_id)
+            if i < 0:
+                continue
+            lo, hi = seg.starts[i], seg.starts[i + 1]
+            parts.append((seg.docs[lo:hi], seg.freqs[lo:hi]))
+            f = float(seg.max_freq[i])
+            shortest = BM25_K1 * (1 - BM25_B + BM25_B * float(seg.min_length[i]) / avgdl)
+            bound = max(bound, (f * (BM25_K1 + 1.0)) / (f + shortest))
+        if not parts:
             return None
-        if len(found) == 1:
-            docs, freqs = found[0]
-        else:
-            docs = np.concatenate([d for d, _ in found])
-            freqs = np.concatenate([f.astype(np.int32) for _, f in found])
         if self._dead:
-            live = self._alive[docs]
-            docs, freqs = docs[live], freqs[live]
-            if docs.size == 0:
-                return None
-        return docs, freqs
+            rows_with = sum(int(self._alive[docs].sum()) for docs, _ in parts)
+        else:
+            rows_with = sum(docs.size for docs, _ in parts)
+        if rows_with == 0:
+            return None
+        idf = math.log((self._live - rows_with + 0.5) / (rows_with + 0.5))
+        if idf <= 0.0:
+            idf = 1e-6
+        return _Term(parts, idf, idf * bound * (1 + 1e-9), sum(d.size for d, _ in parts))
+
+    def _score(self, found: Sequence[_Term], norm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every live row holding one of ``found`` (sorted slots) and its score over them."""
+        docs_parts: list[np.ndarray] = []
+        weight_parts: list[np.ndarray] = []
+        for term in found:
+            for docs, freqs in term.parts:
+                if self._dead:
+                    live = self._alive[docs]
+                    docs, freqs = docs[live], freqs[live]
+                f = freqs.astype(np.float64)
+                docs_parts.append(docs)
+                weight_parts.append(term.idf * ((f * (BM25_K1 + 1.0)) / (f + norm[docs])))
+        docs = np.concatenate(docs_parts)
+        weights = np.concatenate(weight_parts)
+        if docs.size * 8 < self._slots:
+            slots, inverse = np.unique(docs, return_inverse=True)
+            return slots, np.bincount(inverse, weights, minlength=slots.size)
+        dense = np.bincount(docs, weights, minlength=self._slots)
+        slots = np.flatnonzero(dense)
+        return slots, dense[slots]
+
+    def _lookup(self, term: _Term, slots: np.ndarray, norm: np.ndarray) -> np.ndarray:
+        """``term``'s score in each of ``slots`` (sorted), found by binary search."""
+        out = np.zeros(slots.size, dtype=np.float64)
+        for docs, freqs in term.parts:
+            lo = int(np.searchsorted(slots, docs[0]))
+            hi = int(np.searchsorted(slots, docs[-1], side="right"))
+            if lo == hi:
+                continue
+            wanted = slots[lo:hi]
+            at = np.searchsorted(docs, wanted)
+            hit = docs[at] == wanted
+            if not hit.any():
+                continue
+            f = freqs[at[hit]].astype(np.float64)
+            where = wanted[hit]
+            out[lo:hi][hit] += term.idf * ((f * (BM25_K1 + 1.0)) / (f + norm[where]))
+        return out
 
     def _normalizer(self) -> np.ndarray:
         """``k1 * (1 - b + b * D / avgdl)`` per slot, for the current statistics."""
@@ -409,7 +498,7 @@ class PostingsIndex:
             and segs[-1].size * 4 >= segs[-2].size
             and segs[-1].size + segs[-2].size <= _SEGMENT_MAX
         ):
-            tail = _Segment.merged(segs[-2:])
+            tail = _Segment.merged(segs[-2:], self._lengths)
             del segs[-2:]
             segs.append(tail)
 
@@ -418,10 +507,10 @@ class PostingsIndex:
         alive = self._alive[: self._slots]
         keep = np.full(self._slots, -1, dtype=np.int64)
         keep[alive] = np.arange(self._live, dtype=np.int64)
-        segments = [_Segment.merged([s], keep) for s in self._segments]
-        self._segments = [s for s in segments if s.size]
         self._rows = self._rows[: self._slots][alive].copy()
         self._lengths = self._lengths[: self._slots][alive].copy()
+        segments = [_Segment.merged([s], self._lengths, keep) for s in self._segments]
+        self._segments = [s for s in segments if s.size]
         self._alive = np.ones(self._live, dtype=bool)
         self._slots = self._live
         self._dead = 0

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from langchain_knowledge_inject.store import keyword_mirror
+from langchain_knowledge_inject.store import keyword, keyword_mirror
 from langchain_knowledge_inject.store.keyword import TOKENIZER, KeywordIndex
 from langchain_knowledge_inject.store.keyword_postings import Fts5Tokenizer, PostingsIndex
 
@@ -258,3 +258,32 @@ def test_postings_index_handles_empty_rows_and_limits():
     assert [row for row, _ in index.search(terms, limit=5)] == [2]
     assert index.search([], limit=5) == []
     assert index.search(terms, limit=0) == []
+
+
+@pytest.mark.parametrize("budget", [1, 50, 400])
+def test_max_score_pruning_returns_the_exact_top_k(monkeypatch, budget):
+    from langchain_knowledge_inject.store import keyword_postings
+
+    monkeypatch.setattr(keyword_postings, "_SCORE_ALL_BELOW", 0)  # always prune
+    monkeypatch.setattr(keyword_postings, "_SELECT_BUDGET", budget)
+    monkeypatch.setattr(keyword_postings, "_SEGMENT_MAX", 3000)  # several segments
+    monkeypatch.setattr(keyword, "PHRASE_WEIGHT", 0.0)  # the phrase bonus depends on k
+    conn = sqlite3.connect(":memory:")
+    fast, plain = _pair(conn)
+    corpus = _corpus(1500, 11)
+    for start in range(0, 1500, 100):  # each catch-up of the copy adds a segment
+        fast.add("kb", "", corpus[start : start + 100])
+        conn.commit()
+        fast.search("kb", "", "w0", k=1)
+    fast.delete("kb", "", [cid for cid, _ in corpus[::7]])  # dead slots in the postings
+    conn.commit()
+    for k in (1, 10, 100):
+        for query in QUERIES:
+            got = fast.search("kb", "", query, k=k)
+            want = plain.search("kb", "", query, k=k)
+            assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9), query
+            exact = dict(plain.search("kb", "", query, k=5000))
+            for cid, score in got:
+                assert score == pytest.approx(exact[cid], rel=1e-9)
+    copy = fast._mirror._copies[fast._table("kb", "")].index
+    assert len(copy._segments) > 1
