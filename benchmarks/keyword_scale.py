@@ -40,10 +40,10 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scale import Corpus  # noqa: E402
+from scale import Corpus
 
-from langchain_knowledge_inject.store import keyword  # noqa: E402
-from langchain_knowledge_inject.store.keyword import KeywordIndex  # noqa: E402
+from langchain_knowledge_inject.store import keyword
+from langchain_knowledge_inject.store.keyword import KeywordIndex
 
 K = 100
 
@@ -79,7 +79,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _overlap(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> float:
-    """Share of ``want``'s ids found in ``got``; ids tied with ``want``'s last score count as found."""
+    """Share of ``want``'s ids in ``got``; ids tied with ``want``'s last score count as found."""
     if not want:
         return 1.0 if not got else 0.0
     found = {cid for cid, _ in got}

@@ -119,7 +119,9 @@ class KeywordMirror:
             (table, LOG_KEEP),
         ).fetchone()
         if row is not None:
-            self._conn.execute("DELETE FROM kw_log WHERE fts_table = ? AND seq <= ?", (table, row[0]))
+            self._conn.execute(
+                "DELETE FROM kw_log WHERE fts_table = ? AND seq <= ?", (table, row[0])
+            )
             self._conn.execute(
                 "INSERT INTO kw_log_floor (fts_table, floor) VALUES (?, ?)"
                 " ON CONFLICT (fts_table) DO UPDATE SET floor = max(floor, excluded.floor)",
@@ -160,9 +162,7 @@ class KeywordMirror:
     def _raise_floor(self, table: str) -> None:
         self._conn.execute("DELETE FROM kw_log WHERE fts_table = ?", (table,))
         top = self._conn.execute("SELECT coalesce(max(seq), 0) FROM kw_log").fetchone()[0]
-        seq = self._conn.execute(
-            "SELECT seq FROM sqlite_sequence WHERE name = 'kw_log'"
-        ).fetchone()
+        seq = self._conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'kw_log'").fetchone()
         floor = max(int(top), int(seq[0]) if seq else 0) + 1
         self._conn.execute(
             "INSERT INTO kw_log_floor (fts_table, floor) VALUES (?, ?)"
@@ -201,7 +201,10 @@ class KeywordMirror:
                 return None
             self._building.add(table)
         thread = threading.Thread(
-            target=self._build_elsewhere, args=(path, table), name=f"kinject-kw-{table}", daemon=True
+            target=self._build_elsewhere,
+            args=(path, table),
+            name=f"kinject-kw-{table}",
+            daemon=True,
         )
         thread.start()
         return None
@@ -242,9 +245,7 @@ class KeywordMirror:
 
 def _build(conn: sqlite3.Connection, table: str, tokenize: str) -> _Copy:
     seq = conn.execute("SELECT coalesce(max(seq), 0) FROM kw_log").fetchone()[0]
-    floor_row = conn.execute(
-        "SELECT seq FROM sqlite_sequence WHERE name = 'kw_log'"
-    ).fetchone()
+    floor_row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'kw_log'").fetchone()
     seq = max(int(seq), int(floor_row[0]) if floor_row else 0)
     index = PostingsIndex(Fts5Tokenizer(tokenize))
     cursor = conn.execute(f"SELECT rowid, text FROM {table}")

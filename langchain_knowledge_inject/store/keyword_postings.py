@@ -187,7 +187,7 @@ class Fts5Tokenizer:
         return term_id
 
     def _store(self, words: list[str], counts: np.ndarray, term_ids: list[int]) -> None:
-        """Record ``words[i]``'s ``counts[i]`` tokens, whose ids follow each other in ``term_ids``."""
+        """Record ``words[i]``'s ``counts[i]`` tokens, whose ids follow in order in ``term_ids``."""
         first = len(self._pieces)
         need = first + len(words)
         if need > self._piece_len.size:
@@ -343,7 +343,9 @@ class PostingsIndex:
         wanted = np.fromiter(row_ids, dtype=np.int64)
         if wanted.size == 0 or self._live == 0:
             return
-        hit = np.flatnonzero(self._alive[: self._slots] & np.isin(self._rows[: self._slots], wanted))
+        hit = np.flatnonzero(
+            self._alive[: self._slots] & np.isin(self._rows[: self._slots], wanted)
+        )
         if hit.size == 0:
             return
         self._alive[hit] = False
@@ -393,7 +395,9 @@ class PostingsIndex:
         self, found: list[_Term], norm: np.ndarray, limit: int
     ) -> tuple[np.ndarray, np.ndarray]:
         selecting = 1
-        while selecting < len(found) and sum(t.size for t in found[: selecting + 1]) <= _SELECT_BUDGET:
+        while (
+            selecting < len(found) and sum(t.size for t in found[: selecting + 1]) <= _SELECT_BUDGET
+        ):
             selecting += 1
         while True:
             slots, scores = self._score(found[:selecting], norm)

@@ -82,7 +82,9 @@ def test_copy_is_used_and_ranks_exactly_like_fts5():
     assert table not in plain._mirror._copies
     # a small k keeps the best rows
     top = fast.search("kb", "", "w0 w1 w150", k=5)
-    assert [s for _, s in top] == pytest.approx([s for _, s in plain.search("kb", "", "w0 w1 w150", k=5)])
+    assert [s for _, s in top] == pytest.approx(
+        [s for _, s in plain.search("kb", "", "w0 w1 w150", k=5)]
+    )
 
 
 def test_deletes_replacements_and_readds_reach_the_copy():
@@ -203,7 +205,10 @@ def test_a_copy_behind_the_trimmed_log_is_rebuilt(monkeypatch):
         fast.add("kb", "", [(f"n{i}", f"zzztrim w{i}")])
     fast._mirror.trim(table)
     conn.commit()
-    assert conn.execute("SELECT count(*) FROM kw_log WHERE fts_table = ?", (table,)).fetchone()[0] <= 10
+    assert (
+        conn.execute("SELECT count(*) FROM kw_log WHERE fts_table = ?", (table,)).fetchone()[0]
+        <= 10
+    )
     _assert_same(reader, plain)  # behind the floor: rebuilt
     assert reader._mirror._copies[table] is not old
     assert len(reader.search("kb", "", "zzztrim", k=100)) == 30
