@@ -33,7 +33,8 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 
-from langchain_knowledge_inject.store.keyword_postings import Fts5Tokenizer, PostingsIndex
+from langchain_knowledge_inject.store.keyword_postings import PostingsIndex
+from langchain_knowledge_inject.store.keyword_tokens import Fts5Tokenizer
 
 __all__ = ["LOG_KEEP", "POSTINGS_ABOVE", "KeywordMirror"]
 

@@ -9,7 +9,8 @@ import pytest
 
 from langchain_knowledge_inject.store import keyword, keyword_mirror
 from langchain_knowledge_inject.store.keyword import TOKENIZER, KeywordIndex
-from langchain_knowledge_inject.store.keyword_postings import Fts5Tokenizer, PostingsIndex
+from langchain_knowledge_inject.store.keyword_postings import PostingsIndex
+from langchain_knowledge_inject.store.keyword_tokens import Fts5Tokenizer
 
 WORDS = [f"w{i}" for i in range(200)] + [
     "running",
