@@ -126,7 +126,7 @@ class KeywordMirror:
             self._conn.execute(
                 "INSERT INTO kw_log_floor (fts_table, floor) VALUES (?, ?)"
                 " ON CONFLICT (fts_table) DO UPDATE SET floor = max(floor, excluded.floor)",
-                (table, row[0] + 1),
+                (table, row[0]),  # a copy at or past it needs only what is kept
             )
 
     def index(self, table: str, rows: int) -> PostingsIndex | None:
