@@ -12,7 +12,7 @@ mode), ``memory`` (procedures, facts, episodes) and ``integrations`` (the surfac
 
 import logging
 
-from langchain_knowledge_inject import _compat
+from langchain_knowledge_inject._compat import MOVED_NAMES, install_module_aliases, moved_name
 from langchain_knowledge_inject._version import __version__
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
@@ -79,7 +79,7 @@ __all__ = [
 
 # Names the root exported before 0.3, now in their subpackage; they still resolve, with a
 # DeprecationWarning naming the new home, for one release.
-_compat.MOVED_NAMES.update(
+MOVED_NAMES.update(
     {
         "DEFAULT_KNOWLEDGE_TEMPLATE": "turn.formatting",
         "KNOWLEDGE_SYSTEM_PROMPT": "turn.formatting",
@@ -125,11 +125,11 @@ _compat.MOVED_NAMES.update(
         "KnowledgeBaseSearchInput": "integrations.tools",
     }
 )
-_compat.install_module_aliases()
+install_module_aliases()
 
 
 def __getattr__(name: str) -> object:
-    return _compat.moved_name(name)
+    return moved_name(name)
 
 
 logging.getLogger("langchain_knowledge_inject").addHandler(logging.NullHandler())

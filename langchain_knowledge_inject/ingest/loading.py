@@ -317,7 +317,7 @@ def ingest(
     start = time.perf_counter()
     report = IngestReport()
     names: dict[Path, str] = {}
-    files = _collect_files(paths, recursive=recursive, report=report, names=names)
+    files = collect_files(paths, recursive=recursive, report=report, names=names)
     settings = json.dumps([_PIPELINE_VERSION, chunk_size, chunk_overlap, category, tenant_id])
     settings_hash = hashlib.sha256(settings.encode()).hexdigest()[:16]
     given = {"category": category, "tenant_id": tenant_id}
@@ -390,7 +390,7 @@ def _check_chunking(chunk_size: int, chunk_overlap: int) -> None:
         raise ConfigurationError(msg, option="chunk_overlap", value=chunk_overlap)
 
 
-def _collect_files(
+def collect_files(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
     recursive: bool,

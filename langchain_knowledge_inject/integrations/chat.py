@@ -1,8 +1,8 @@
 """``kinject chat``: a terminal chat over a knowledge base.
 
 With a model (``--model provider:model``, or the ``KINJECT_CHAT_MODEL`` environment
-variable) every turn runs through :func:`create_knowledge_graph` with an
-in-memory checkpointer: retrieval, the dynamic_context message, the model's
+variable) every turn runs the same pipeline as the graph and the Runnable, with the
+history kept in memory: retrieval, the dynamic_context message, the model's
 answer and the sources it was given. Any model ``init_chat_model`` can build
 works (install its integration package, e.g. ``langchain-openai``).
 
@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import os
 import sys
-import uuid
 from typing import IO, TYPE_CHECKING, Any
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_knowledge_inject.errors import KnowledgeBaseNotFoundError
-from langchain_knowledge_inject.integrations.graph import compose_messages, create_knowledge_graph
-from langchain_knowledge_inject.integrations.runnable import KnowledgeInjector
+from langchain_knowledge_inject.integrations.engine import InjectionEngine, as_message
 from langchain_knowledge_inject.turn.placement import is_injected
 
 if TYPE_CHECKING:
@@ -126,24 +124,24 @@ def _open_knowledge_base(name: str, path: str | None, embeddings: Embeddings | N
 
 
 class _ModelTurn:
-    """One chat turn through the knowledge graph, with the history in a checkpointer."""
+    """One chat turn: the engine's messages to the model, the history kept in memory."""
 
     def __init__(self, model: Any, kb: Any, system_prompt: str, tenant: str | None) -> None:
-        from langgraph.checkpoint.memory import InMemorySaver
-
-        self.graph = create_knowledge_graph(
-            model, kb, system_prompt=system_prompt, tenant_id=tenant, checkpointer=InMemorySaver()
-        )
-        self.config: Any = {"configurable": {"thread_id": uuid.uuid4().hex}}
+        self.model = model
+        self.engine = InjectionEngine(kb, tenant_id=tenant)
+        self.system_prompt = system_prompt
+        self.history: list[BaseMessage] = []
 
     def run(self, text: str, out: IO[str]) -> None:
-        state = self.graph.invoke({"messages": [HumanMessage(text)]}, self.config)
-        reply = state["messages"][-1]
+        self.history.append(HumanMessage(text))
+        turn = self.engine.prepare([SystemMessage(self.system_prompt), *self.history])
+        reply = as_message(self.model.invoke(turn.messages))
+        self.history.append(reply)
         print(f"assistant> {reply.text}", file=out)
-        manifest = state.get("knowledge_manifest") or {}
-        sources = sorted(set(manifest.get("sources") or []))
-        if manifest.get("retrieval_error"):
-            print(f"  (retrieval failed: {manifest['retrieval_error']})", file=out)
+        manifest = turn.manifest
+        sources = sorted(set(manifest.sources))
+        if manifest.retrieval_error:
+            print(f"  (retrieval failed: {manifest.retrieval_error})", file=out)
         elif sources:
             print(f"  (knowledge given to the model: {', '.join(sources)})", file=out)
         else:
@@ -154,7 +152,7 @@ class _DryRunTurn:
     """One chat turn without a model: print the messages that would be sent."""
 
     def __init__(self, kb: Any, system_prompt: str, tenant: str | None) -> None:
-        self.injector = KnowledgeInjector(kb, tenant_id=tenant)
+        self.engine = InjectionEngine(kb, tenant_id=tenant)
         self.system_prompt = system_prompt
         self.history: list[BaseMessage] = []
         self.turns = 0
@@ -162,8 +160,8 @@ class _DryRunTurn:
     def run(self, text: str, out: IO[str]) -> None:
         self.history.append(HumanMessage(text))
         self.turns += 1
-        messages = compose_messages(self.history, None, system_prompt=self.system_prompt)
-        sent = self.injector.prepare(messages).messages
+        messages = [SystemMessage(self.system_prompt), *self.history]
+        sent = self.engine.prepare(messages).messages
         print(f"--- turn {self.turns}: {len(sent)} messages would be sent ---", file=out)
         for message in sent:
             label = f"{message.type} (injected)" if is_injected(message) else message.type

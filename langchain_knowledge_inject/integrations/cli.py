@@ -144,7 +144,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         DEFAULT_CHUNK_OVERLAP,
         DEFAULT_CHUNK_SIZE,
         IngestReport,
-        _collect_files,
+        collect_files,
         ingest,
     )
     from langchain_knowledge_inject.store.knowledge_base import KnowledgeBase
@@ -154,7 +154,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     if args.chunk_overlap is None:
         chunk_overlap = min(chunk_overlap, chunk_size // 2)
     # Missing paths and empty folders fail before the knowledge base is created.
-    _collect_files(args.paths, recursive=not args.no_recursive, report=IngestReport())
+    collect_files(args.paths, recursive=not args.no_recursive, report=IngestReport())
     # ingest() splits the files. With the default chunk size the knowledge base's own
     # splitter then cuts what exceeds the embedding model's window (the default ingest
     # path); a chunk size the user chose is stored as it is.

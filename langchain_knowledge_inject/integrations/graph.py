@@ -28,9 +28,9 @@ per-turn state fields (overwritten every turn), never in the history. The stored
 history after a turn is exactly the history of the same conversation without
 injection, so it never grows with injected text and a checkpointer stores it as is.
 
-The node factories (:func:`make_retrieve_node`, :func:`make_safe_summarize_node`,
-:func:`make_build_context_node`, :func:`make_call_model_node`,
-:func:`make_record_memory_node`, :func:`make_route_after_retrieve`) are public:
+The node factories (:func:`create_retrieve_node`, :func:`create_safe_summarize_node`,
+:func:`create_build_context_node`, :func:`create_call_model_node`,
+:func:`create_record_memory_node`, :func:`create_route_after_retrieve`) are public:
 put them into your own graph whose state extends :class:`KnowledgeState` (in a
 state without its fields they raise ``ConfigurationError`` at the first run). To
 add injection to a plain ``StateGraph(MessagesState)``, use the one node
@@ -40,30 +40,35 @@ add injection to a plain ``StateGraph(MessagesState)``, use the one node
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.integrations.runnable import (
-    KnowledgeInjector,
-    RetrievalOutcome,
-    TurnContext,
-    injector_for,
+from langchain_knowledge_inject.integrations.engine import (
+    InjectionEngine,
+    as_message,
+    engine_for,
+    fail_closed_knowledge,
+    tool_call_wrappers,
+    write_stream,
 )
+from langchain_knowledge_inject.restricted.scope import is_redacted, redact_documents
 from langchain_knowledge_inject.settings import KnowledgeSettings
-from langchain_knowledge_inject.turn.assemble import RestrictedContext
+from langchain_knowledge_inject.turn.assemble import PreparedTurn, RestrictedKnowledge
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
-from langchain_knowledge_inject.turn.manifest import MANIFEST_EVENT, aemit_manifest, emit_manifest
+from langchain_knowledge_inject.turn.manifest import aemit_manifest, emit_manifest
 from langchain_knowledge_inject.turn.placement import (
     extend_system_message,
     place_context,
     strip_injected,
 )
+from langchain_knowledge_inject.turn.retrieval import RetrievalOutcome
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -77,16 +82,36 @@ if TYPE_CHECKING:
 __all__ = [
     "KnowledgeState",
     "compose_messages",
+    "create_build_context_node",
+    "create_call_model_node",
     "create_knowledge_graph",
-    "make_build_context_node",
-    "make_call_model_node",
-    "make_record_memory_node",
-    "make_retrieve_node",
-    "make_route_after_retrieve",
-    "make_safe_summarize_node",
+    "create_record_memory_node",
+    "create_retrieve_node",
+    "create_route_after_retrieve",
+    "create_safe_summarize_node",
 ]
 
 logger = logging.getLogger("langchain_knowledge_inject")
+
+_FACTORIES = (
+    "build_context_node",
+    "call_model_node",
+    "record_memory_node",
+    "retrieve_node",
+    "route_after_retrieve",
+    "safe_summarize_node",
+)
+
+
+def __getattr__(name: str) -> Any:
+    """``make_*``: the former names of the ``create_*`` factories, deprecated for one release."""
+    if name.startswith("make_") and name[5:] in _FACTORIES:
+        new = f"create_{name[5:]}"
+        msg = f"{name} is deprecated; use {new}. The old name will be removed in the next release"
+        warnings.warn(msg, DeprecationWarning, stacklevel=2)
+        return globals()[new]
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
 
 
 class KnowledgeState(MessagesState):
@@ -166,9 +191,7 @@ class _FromSettings:
 FROM_SETTINGS = _FromSettings()
 
 
-def _prompt(
-    injector: KnowledgeInjector, knowledge_prompt: str | _FromSettings | None
-) -> str | None:
+def _prompt(injector: InjectionEngine, knowledge_prompt: str | _FromSettings | None) -> str | None:
     if isinstance(knowledge_prompt, _FromSettings):
         return injector.settings.knowledge_prompt
     return knowledge_prompt
@@ -197,18 +220,7 @@ def _require(state: dict[str, Any], keys: Sequence[str], node: str) -> None:
 # --- nodes ---------------------------------------------------------------------------------
 
 
-def _write_stream(manifest: dict[str, Any]) -> None:
-    """Send the manifest to ``stream_mode="custom"`` (no-op outside a graph run)."""
-    try:
-        from langgraph.config import get_stream_writer
-
-        writer = get_stream_writer()
-    except (RuntimeError, KeyError):  # not inside a graph run
-        return
-    writer({MANIFEST_EVENT: manifest})
-
-
-def make_retrieve_node(injector: KnowledgeInjector) -> Runnable[Any, dict[str, Any]]:
+def create_retrieve_node(injector: InjectionEngine) -> Runnable[Any, dict[str, Any]]:
     """The ``retrieve`` node: search with the current user message.
 
     Writes ``retrieved``, ``retrieval_query``, ``retrieval_error`` and resets the
@@ -216,7 +228,7 @@ def make_retrieve_node(injector: KnowledgeInjector) -> Runnable[Any, dict[str, A
     (``knowledge_enabled``, ``top_k``, ``min_score``, ``tenant_id``).
 
     Example:
-        >>> node = make_retrieve_node(injector)  # doctest: +SKIP
+        >>> node = create_retrieve_node(injector)  # doctest: +SKIP
         >>> builder.add_node("retrieve", node)  # doctest: +SKIP
     """
 
@@ -234,21 +246,21 @@ def make_retrieve_node(injector: KnowledgeInjector) -> Runnable[Any, dict[str, A
         settings = injector.resolve(config)
         messages = _messages_of(state, "retrieve")
         if settings.restricted:  # searched by safe_summarize, so raw text never enters state
-            return _update(RetrievalOutcome(query=injector._query(messages, settings)))
+            return _update(RetrievalOutcome(query=injector.query(messages, settings)))
         return _update(injector.retrieve(messages, settings, config))
 
     async def aretrieve(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         settings = injector.resolve(config)
         messages = _messages_of(state, "retrieve")
         if settings.restricted:
-            return _update(RetrievalOutcome(query=injector._query(messages, settings)))
+            return _update(RetrievalOutcome(query=injector.query(messages, settings)))
         return _update(await injector.aretrieve(messages, settings, config))
 
     return RunnableLambda(retrieve, afunc=aretrieve, name="retrieve")
 
 
-def make_route_after_retrieve(
-    injector: KnowledgeInjector,
+def create_route_after_retrieve(
+    injector: InjectionEngine,
 ) -> Callable[[dict[str, Any], RunnableConfig], Literal["safe_summarize", "build_context"]]:
     """The conditional edge after ``retrieve``: ``safe_summarize`` only in restricted mode.
 
@@ -271,7 +283,7 @@ def make_route_after_retrieve(
     return route_after_retrieve
 
 
-def make_safe_summarize_node(injector: KnowledgeInjector) -> Runnable[Any, dict[str, Any]]:
+def create_safe_summarize_node(injector: InjectionEngine) -> Runnable[Any, dict[str, Any]]:
     """The ``safe_summarize`` node (restricted mode): search, then summarize, in one step.
 
     Searches with ``retrieval_query`` (written by ``retrieve``), has the injector's
@@ -287,16 +299,12 @@ def make_safe_summarize_node(injector: KnowledgeInjector) -> Runnable[Any, dict[
     def _inputs(state: dict[str, Any], config: RunnableConfig) -> tuple[Any, Any, bool]:
         settings = injector.resolve(config)
         docs = list(state.get("retrieved") or [])
-        from langchain_knowledge_inject.restricted.scope import is_redacted
-
         raw = bool(docs) and not is_redacted(docs)
         outcome = RetrievalOutcome(query=state.get("retrieval_query"), documents=docs)
         return settings, outcome, raw
 
-    def _update(outcome: RetrievalOutcome, context: RestrictedContext | None) -> dict[str, Any]:
-        from langchain_knowledge_inject.restricted.scope import redact_documents
-
-        hidden = injector._parts.sensitive_sources()
+    def _update(outcome: RetrievalOutcome, context: RestrictedKnowledge | None) -> dict[str, Any]:
+        hidden = injector.sensitive_sources()
         summary = None
         if context is not None:
             summary = {"text": context.text, "decision": context.decision,
@@ -329,8 +337,8 @@ def make_safe_summarize_node(injector: KnowledgeInjector) -> Runnable[Any, dict[
     return RunnableLambda(safe_summarize, afunc=asafe_summarize, name="safe_summarize")
 
 
-def make_build_context_node(
-    injector: KnowledgeInjector,
+def create_build_context_node(
+    injector: InjectionEngine,
     *,
     system_prompt: str | None = None,
     knowledge_prompt: str | _FromSettings | None = FROM_SETTINGS,
@@ -371,9 +379,9 @@ def make_build_context_node(
         return {"messages": messages, "settings": settings, "outcome": outcome,
                 "restricted": restricted, "config": config}  # fmt: skip
 
-    def _update(turn: TurnContext) -> dict[str, Any]:
+    def _update(turn: PreparedTurn) -> dict[str, Any]:
         manifest = turn.manifest.to_dict()
-        _write_stream(manifest)
+        write_stream(manifest)
         return {"dynamic_context": turn.dynamic_context, "knowledge_manifest": manifest}
 
     def build_context(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
@@ -391,22 +399,20 @@ def make_build_context_node(
 
 def _restricted_from_state(
     state: dict[str, Any], settings: KnowledgeSettings
-) -> RestrictedContext | None:
+) -> RestrictedKnowledge | None:
     """The safe summary for a restricted turn; fail closed when there is none."""
     if not settings.restricted or not state.get("retrieved"):
         return None
     summary = state.get("safe_summary") or {}
     if summary.get("text") and summary.get("decision") in ("answer", "refuse"):
-        return RestrictedContext(summary["text"], summary["decision"], summary.get("reason"))
-    from langchain_knowledge_inject.turn.assemble import FAIL_CLOSED
-
+        return RestrictedKnowledge(summary["text"], summary["decision"], summary.get("reason"))
     logger.warning("restricted turn without a safe summary; refusing")
-    return FAIL_CLOSED
+    return fail_closed_knowledge()
 
 
-def make_call_model_node(
+def create_call_model_node(
     model: Runnable[Any, Any],
-    injector: KnowledgeInjector,
+    injector: InjectionEngine,
     *,
     system_prompt: str | None = None,
     knowledge_prompt: str | _FromSettings | None = FROM_SETTINGS,
@@ -434,24 +440,20 @@ def make_call_model_node(
         )  # fmt: skip
 
     def call_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        return {"messages": [_as_message(model.invoke(_messages(state, config), config))]}
+        return {"messages": [as_message(model.invoke(_messages(state, config), config))]}
 
     async def acall_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         reply = await model.ainvoke(_messages(state, config), config)
-        return {"messages": [_as_message(reply)]}
+        return {"messages": [as_message(reply)]}
 
     return RunnableLambda(call_model, afunc=acall_model, name="call_model")
 
 
-def _as_message(reply: Any) -> BaseMessage:
-    return reply if isinstance(reply, BaseMessage) else AIMessage(str(reply))
-
-
-def make_record_memory_node(injector: KnowledgeInjector) -> Runnable[Any, dict[str, Any]]:
+def create_record_memory_node(injector: InjectionEngine) -> Runnable[Any, dict[str, Any]]:
     """The ``record_memory`` node: store the finished turn in the episodic memory.
 
     Runs after the final answer (after ``call_model`` and any tool loop) and
-    calls :meth:`KnowledgeInjector.record_turn` on the stored, injection-free
+    calls :meth:`~.engine.InjectionEngine.record_turn` on the stored, injection-free
     history, with the user id and thread id of ``config["configurable"]``. It
     changes no state. Recording follows the memory's ``auto_record`` and the
     per-request ``configurable["episodic_record"]``.
@@ -544,7 +546,7 @@ def create_knowledge_graph(
             state = graph.invoke({"messages": [("user", "How many days of leave?")]}, config)
             assert state["messages"][-1].content == "25 days."
     """
-    injector = injector_for(
+    injector = engine_for(
         knowledge_base, settings=settings, summarizer_model=summarizer_model, blocks=blocks,
         options=dict(options),
     )  # fmt: skip
@@ -553,14 +555,14 @@ def create_knowledge_graph(
     prompts = {"system_prompt": system_prompt}
 
     builder = StateGraph(KnowledgeState)
-    builder.add_node("retrieve", make_retrieve_node(injector))
-    builder.add_node("safe_summarize", make_safe_summarize_node(injector))
-    builder.add_node("build_context", make_build_context_node(injector, **prompts))
-    builder.add_node("call_model", make_call_model_node(bound, injector, **prompts))
+    builder.add_node("retrieve", create_retrieve_node(injector))
+    builder.add_node("safe_summarize", create_safe_summarize_node(injector))
+    builder.add_node("build_context", create_build_context_node(injector, **prompts))
+    builder.add_node("call_model", create_call_model_node(bound, injector, **prompts))
     builder.add_edge(START, "retrieve")
     builder.add_conditional_edges(
         "retrieve",
-        make_route_after_retrieve(injector),
+        create_route_after_retrieve(injector),
         {"safe_summarize": "safe_summarize", "build_context": "build_context"},
     )
     builder.add_edge("safe_summarize", "build_context")
@@ -568,7 +570,7 @@ def create_knowledge_graph(
     done = END
     if injector.records_turns:
         done = "record_memory"
-        builder.add_node("record_memory", make_record_memory_node(injector))
+        builder.add_node("record_memory", create_record_memory_node(injector))
         builder.add_edge("record_memory", END)
     if tools:
         from langgraph.prebuilt import ToolNode, tools_condition
@@ -580,44 +582,6 @@ def create_knowledge_graph(
     else:
         builder.add_edge("call_model", done)
     return builder.compile(checkpointer=checkpointer, store=store, name=name or "knowledge_graph")
-
-
-def tool_call_wrappers(injector: KnowledgeInjector) -> tuple[Any, Any]:
-    """``ToolNode`` wrappers that run each tool call of a restricted turn restricted.
-
-    Returns ``(wrap_tool_call, awrap_tool_call)`` for
-    ``ToolNode(..., wrap_tool_call=..., awrap_tool_call=...)``. The turn is
-    restricted when :meth:`KnowledgeInjector.resolve` says so for the tool call's
-    config; then the tool sees ``configurable["restricted"] = True``
-    and the injector's summarizer model and ``sensitive_sources`` (see
-    :func:`~langchain_knowledge_inject.restricted.scope.run_tool_restricted`).
-    """
-    from langchain_knowledge_inject.restricted.scope import (
-        RestrictedHost,
-        arun_tool_restricted,
-        run_tool_restricted,
-    )
-
-    def host(request: Any) -> RestrictedHost | None:
-        runtime = getattr(request, "runtime", None)
-        if not injector.resolve(getattr(runtime, "config", None)).restricted:
-            return None
-        return RestrictedHost(
-            summarizer_model=injector.summarizer_model,
-            sensitive_sources=injector._parts.sensitive_sources(),
-        )
-
-    def wrap(request: Any, handler: Any) -> Any:
-        found = host(request)
-        return handler(request) if found is None else run_tool_restricted(request, handler, found)
-
-    async def awrap(request: Any, handler: Any) -> Any:
-        found = host(request)
-        if found is None:
-            return await handler(request)
-        return await arun_tool_restricted(request, handler, found)
-
-    return wrap, awrap
 
 
 def _chat_model(model: Any) -> Any:

@@ -57,8 +57,9 @@ from langgraph.types import Command
 from typing_extensions import NotRequired
 
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.integrations.graph import tool_call_wrappers
-from langchain_knowledge_inject.integrations.runnable import TurnContext, injector_for
+from langchain_knowledge_inject.integrations.engine import engine_for, tool_call_wrappers
+from langchain_knowledge_inject.integrations.search import build_search_tool
+from langchain_knowledge_inject.turn.assemble import PreparedTurn
 from langchain_knowledge_inject.turn.placement import (
     current_user_index,
     extend_system_message,
@@ -157,7 +158,7 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         **options: Unpack[SettingsOptions],
     ) -> None:
         super().__init__()
-        self.injector = injector_for(
+        self.injector = engine_for(
             knowledge_base, settings=settings, summarizer_model=summarizer_model, blocks=blocks,
             options=dict(options),
         )  # fmt: skip
@@ -165,13 +166,9 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         self._wrap_tool, self._awrap_tool = tool_call_wrappers(self.injector)
         self.tools = _memory_tools(self.injector.blocks) if memory_tools else []
         if search_tool:
-            from langchain_knowledge_inject.integrations.tools import (
-                create_knowledge_base_search_tool,
-            )
-
             self.tools = [
                 *self.tools,
-                create_knowledge_base_search_tool(
+                build_search_tool(
                     self.injector.knowledge_bases,
                     settings=self.injector.settings,
                     summarizer_model=self.injector.summarizer_model,
@@ -270,7 +267,7 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         request: ModelRequest[Any],
         config: RunnableConfig | None,
         cached: dict[str, Any] | None,
-        turn: TurnContext | None,
+        turn: PreparedTurn | None,
     ) -> ModelRequest[Any]:
         if turn is not None:
             messages = turn.messages
@@ -315,7 +312,7 @@ def _turn_key(messages: Sequence[BaseMessage], settings: KnowledgeSettings) -> s
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-def _update(key: str, turn: TurnContext | None) -> Command[Any] | None:
+def _update(key: str, turn: PreparedTurn | None) -> Command[Any] | None:
     if turn is None:
         return None
     return Command(

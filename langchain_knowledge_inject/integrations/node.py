@@ -36,12 +36,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.integrations.runnable import KnowledgeInjector, injector_for
-from langchain_knowledge_inject.turn.manifest import MANIFEST_EVENT
+from langchain_knowledge_inject.integrations.engine import (
+    InjectionEngine,
+    as_message,
+    engine_for,
+    write_stream,
+)
 from langchain_knowledge_inject.turn.placement import strip_injected
 
 if TYPE_CHECKING:
@@ -109,7 +113,7 @@ def create_knowledge_node(
         >>> [m.type for m in state["messages"]], state["messages"][-1].content
         (['human', 'ai'], '25 days (Source: leave.md).')
     """
-    injector = injector_for(
+    injector = engine_for(
         knowledge_base, settings=settings, summarizer_model=summarizer_model, blocks=blocks,
         options=dict(options),
     )  # fmt: skip
@@ -122,7 +126,7 @@ def create_knowledge_node(
 
 class _KnowledgeNode:
     def __init__(
-        self, model: Runnable[Any, Any], injector: KnowledgeInjector, system_prompt: str | None
+        self, model: Runnable[Any, Any], injector: InjectionEngine, system_prompt: str | None
     ) -> None:
         self.model = model
         self.injector = injector
@@ -144,8 +148,8 @@ class _KnowledgeNode:
     def call(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         history = self._history(state)
         turn = self.injector.prepare(history, config)
-        _write_stream(turn.manifest.to_dict())
-        reply = _as_message(self.model.invoke(turn.messages, config))
+        write_stream(turn.manifest.to_dict())
+        reply = as_message(self.model.invoke(turn.messages, config))
         if self.injector.records_turns and not getattr(reply, "tool_calls", None):
             self.injector.record_turn([*state["messages"], reply], config)
         return {"messages": [reply]}
@@ -153,23 +157,8 @@ class _KnowledgeNode:
     async def acall(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         history = self._history(state)
         turn = await self.injector.aprepare(history, config)
-        _write_stream(turn.manifest.to_dict())
-        reply = _as_message(await self.model.ainvoke(turn.messages, config))
+        write_stream(turn.manifest.to_dict())
+        reply = as_message(await self.model.ainvoke(turn.messages, config))
         if self.injector.records_turns and not getattr(reply, "tool_calls", None):
             await self.injector.arecord_turn([*state["messages"], reply], config)
         return {"messages": [reply]}
-
-
-def _as_message(reply: Any) -> BaseMessage:
-    return reply if isinstance(reply, BaseMessage) else AIMessage(str(reply))
-
-
-def _write_stream(manifest: dict[str, Any]) -> None:
-    """Send the manifest to ``stream_mode="custom"`` (no-op outside a graph run)."""
-    try:
-        from langgraph.config import get_stream_writer
-
-        writer = get_stream_writer()
-    except (RuntimeError, KeyError):
-        return
-    writer({MANIFEST_EVENT: manifest})

@@ -72,7 +72,7 @@ from langchain_knowledge_inject.restricted.guard_tokens import (
     words,
 )
 
-__all__ = ["Fields", "LeakPolicy", "LeakReport", "check_leak"]
+__all__ = ["Fields", "LeakPolicy", "LeakReport", "StrictConfig", "check_leak"]
 
 logger = logging.getLogger("langchain_knowledge_inject.leak_guard")
 
@@ -80,7 +80,7 @@ Fields = str | Sequence[str] | Mapping[str, str]
 """What :func:`check_leak` checks: one text, several, or texts by field name."""
 
 
-class _StrictConfig(BaseModel):
+class StrictConfig(BaseModel):
     """A pydantic config whose invalid values raise :class:`ConfigurationError`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -95,7 +95,7 @@ class _StrictConfig(BaseModel):
             raise ConfigurationError(msg, option=option, value=error.get("input")) from None
 
 
-class LeakPolicy(_StrictConfig):
+class LeakPolicy(StrictConfig):
     """Thresholds and switches of the leak guard; output crossing any of them is withheld.
 
     The defaults were chosen on three labelled sets: ``LEAK_CASES`` (25

@@ -11,13 +11,11 @@ The public entry points are in :mod:`langchain_knowledge_inject.restricted.summa
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import hashlib
 import json
 import logging
 import os
 import re
-import threading
 from collections.abc import Sequence
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -238,43 +236,6 @@ def _log_io(kind: str, payload: Any) -> None:
         logger.info("summarizer request (excerpts redacted):\n%s", text)
     else:
         logger.info("summarizer reply (unchecked, redacted): %s", redact_reply(payload))
-
-
-def call_with_timeout(
-    call: Any,
-    timeout: float | None,
-    *,
-    thread_name: str = "kinject-safe-summary",
-    waiting_for: str = "the summarizer",
-) -> Any:
-    """Run ``call`` in a daemon thread (in a copy of the caller's context) and wait for it.
-
-    Shared by every secondary-model call (the safe summary, the query condenser).
-
-    Raises:
-        TimeoutError: No result within ``timeout`` seconds; the thread is abandoned.
-    """
-    if timeout is None:
-        return call()
-    outcome: dict[str, Any] = {}
-    done = threading.Event()
-    context = contextvars.copy_context()
-
-    def work() -> None:
-        try:
-            outcome["value"] = context.run(call)
-        except BaseException as exc:
-            outcome["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=work, name=thread_name, daemon=True).start()
-    if not done.wait(timeout):
-        msg = f"{waiting_for} gave no answer within {timeout} s"
-        raise TimeoutError(msg)
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
 
 
 def parse_reply(raw: Any, schema: type[ModelT]) -> ModelT:

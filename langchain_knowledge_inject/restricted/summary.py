@@ -22,24 +22,33 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-from pydantic.json_schema import SkipJsonSchema
+from pydantic import Field
 
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.restricted import summarizer as _s
 from langchain_knowledge_inject.restricted.guard import (
     LeakPolicy,
     LeakReport,
-    _StrictConfig,
+    StrictConfig,
     check_leak,
 )
+from langchain_knowledge_inject.restricted.safe_summary import (
+    REFUSAL_GUIDANCE,
+    ReasonCode,
+    SafeSummary,
+    fail_closed_summary,
+    fit_safe_summary,
+    format_safe_summary,
+    refusal,
+)
+from langchain_knowledge_inject.restricted.scope import hide_source_names
 from langchain_knowledge_inject.restricted.summarizer import SAFE_SUMMARY_SYSTEM_PROMPT
-from langchain_knowledge_inject.turn.neutralize import neutralize_line
+from langchain_knowledge_inject.turn.model_call import call_with_timeout
+from langchain_knowledge_inject.turn.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document
@@ -55,97 +64,22 @@ __all__ = [
     "SafeKnowledgeBaseInfo",
     "SafeSummary",
     "SummaryBounds",
+    "asafe_summary_block",
     "asummarize_chunks",
     "atool_result",
     "check_leak",
     "fail_closed_summary",
     "format_safe_summary",
     "safe_kb_meta",
+    "safe_summary_block",
     "summarize_chunks",
     "tool_result",
 ]
 
 logger = logging.getLogger("langchain_knowledge_inject.restriction")
 
-ReasonCode = Literal[
-    "answerable",
-    "insufficient_evidence",
-    "out_of_scope",
-    "sensitive_content",
-    "leak_detected",
-    "summarizer_error",
-]
-"""Machine-readable reason of a :class:`SafeSummary` decision."""
 
-REFUSAL_GUIDANCE: dict[str, str] = {
-    "insufficient_evidence": (
-        "Tell the user the knowledge base has no specific information on this, and do not guess."
-    ),
-    "out_of_scope": "Tell the user this question is outside what the knowledge base covers.",
-    "sensitive_content": (
-        "Tell the user the relevant information is restricted and cannot be shared here; "
-        "suggest contacting the owner of the policy."
-    ),
-    "leak_detected": (
-        "Tell the user the relevant information is restricted and no safe summary could be "
-        "produced; suggest rephrasing the question or contacting the owner of the policy."
-    ),
-    "summarizer_error": (
-        "Tell the user the restricted knowledge base could not be consulted right now, and "
-        "do not present an answer from memory as if it came from the knowledge base."
-    ),
-}
-"""What the main model is told to say for each refusal reason (fixed, never model-written
-for ``leak_detected`` and ``summarizer_error``)."""
-
-
-class SafeSummary(BaseModel):
-    """A safe, paraphrased summary of restricted excerpts, with an answer-or-refuse decision.
-
-    Example:
-        >>> SafeSummary(decision="refuse", reason="out_of_scope", summary="",
-        ...             answer_guidance="Say the topic is not covered.", confidence=0.9).decision
-        'refuse'
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    decision: Literal["answer", "refuse"] = Field(
-        description="'answer' when the excerpts allow safe, useful guidance; else 'refuse'."
-    )
-    """Whether the main model may answer from this summary."""
-    reason: ReasonCode = Field(
-        description="'answerable' with decision 'answer'; otherwise why the answer is refused."
-    )
-    """Machine-readable reason; ``answerable`` exactly when ``decision`` is ``answer``."""
-    summary: str = Field(
-        description="Paraphrased guidance for the question: no copied text, no exact values, "
-        "no definitions, no document structure. Empty when refusing."
-    )
-    """Safe summary for the main model; always empty on ``refuse`` once released."""
-    answer_guidance: str = Field(
-        description="One or two sentences telling the assistant how to answer the user, "
-        "or what to tell the user when refusing."
-    )
-    """How the main model should answer, or what it should tell the user on ``refuse``."""
-    confidence: float = Field(ge=0.0, le=1.0, description="Confidence from 0 to 1.")
-    """The summarizer's confidence in its decision, from 0 to 1."""
-    sources: SkipJsonSchema[list[str]] = Field(default_factory=list)
-    """Source file names behind the summary; set by the package, never by the model, and
-    empty when the knowledge base marks its sources sensitive or the decision is ``refuse``."""
-
-    @model_validator(mode="after")
-    def _decision_matches_reason(self) -> SafeSummary:
-        if (self.decision == "answer") != (self.reason == "answerable"):
-            msg = "reason must be 'answerable' exactly when decision is 'answer'"
-            raise ValueError(msg)
-        if not math.isfinite(self.confidence):
-            msg = "confidence must be a finite number"
-            raise ValueError(msg)
-        return self
-
-
-class SummaryBounds(_StrictConfig):
+class SummaryBounds(StrictConfig):
     """How much retrieved text the secondary model reads.
 
     Chunks are taken in rank order; each is cut at a word boundary to
@@ -179,7 +113,7 @@ class _InfoLike(Protocol):
     id: str
 
 
-class SafeKnowledgeBaseInfo(_StrictConfig):
+class SafeKnowledgeBaseInfo(StrictConfig):
     """The only knowledge-base metadata shown to the main model in restricted mode.
 
     Build it from a :class:`~langchain_knowledge_inject.store.knowledge_base.KnowledgeBaseInfo`
@@ -345,10 +279,10 @@ def summarize_chunks(
     texts = _bounded(documents, bounds)
     _s.dispatch("safe_summary_started", _started(documents, texts), config)
     if not texts:
-        return _complete(_refusal("insufficient_evidence", confidence=1.0), None, config)
+        return _complete(refusal("insufficient_evidence", confidence=1.0), None, config)
     try:
         runnable, messages = _s.build_request(model, SafeSummary, question, texts)
-        raw = _s.call_with_timeout(lambda: _s.invoke(runnable, messages, config), timeout)
+        raw = call_with_timeout(lambda: _s.invoke(runnable, messages, config), timeout)
         candidate = _validate(raw, bounds)
     except Exception as exc:
         return _complete(_failure(exc, timeout), None, config)
@@ -382,7 +316,7 @@ async def asummarize_chunks(
     texts = _bounded(documents, bounds)
     await _s.adispatch("safe_summary_started", _started(documents, texts), config)
     if not texts:
-        return await _acomplete(_refusal("insufficient_evidence", confidence=1.0), None, config)
+        return await _acomplete(refusal("insufficient_evidence", confidence=1.0), None, config)
     try:
         runnable, messages = _s.build_request(model, SafeSummary, question, texts)
         raw = await asyncio.wait_for(_s.ainvoke(runnable, messages, config), timeout)
@@ -396,51 +330,96 @@ async def asummarize_chunks(
     return await _acomplete(_hide_sources(result, documents, sensitive_sources), report, config)
 
 
-def format_safe_summary(summary: SafeSummary) -> str:
-    """The block the main model sees in restricted mode.
+def safe_summary_block(
+    question: str,
+    documents: Sequence[Document],
+    *,
+    model: BaseChatModel | None,
+    max_tokens: int | None = None,
+    counter: TokenCounter | None = None,
+    bounds: SummaryBounds | None = None,
+    policy: LeakPolicy | None = None,
+    timeout: float | None = 30.0,
+    sensitive_sources: bool = False,
+    config: RunnableConfig | None = None,
+) -> tuple[str, SafeSummary]:
+    """Restricted mode's one fail-closed entry point: the block shown instead of the chunks.
 
-    It never holds raw chunks or scores. Source names appear only when the
-    summary carries them (never on ``refuse``, never for sensitive sources).
-    Brackets, ``---`` and role labels in model-written text are neutralized so
-    that it cannot pose as a header or as another speaker.
+    Without a model it refuses (``refuse`` / ``summarizer_error``); otherwise the
+    model writes the summary (:func:`summarize_chunks`, guarded) and the block is
+    cut to ``max_tokens`` (:func:`~.safe_summary.fit_safe_summary`); any error on
+    the way refuses too, logged by its type only (its message may quote the
+    chunks). Never returns raw chunk text. Every surface (the injector, the graph's
+    ``safe_summarize`` node, the ``knowledge_base_search`` tool) calls this.
 
     Args:
-        summary: A released :class:`SafeSummary`.
+        question: The user's question (or the tool's query).
+        documents: The retrieved chunks, best first.
+        model: The secondary chat model, or ``None``.
+        max_tokens: Token budget of the block (``None``: not cut).
+        counter: Counts tokens for ``max_tokens`` (the approximate count by default).
+        bounds: See :func:`summarize_chunks`.
+        policy: See :func:`summarize_chunks`.
+        timeout: See :func:`summarize_chunks`.
+        sensitive_sources: See :func:`summarize_chunks`.
+        config: See :func:`summarize_chunks`.
 
     Returns:
-        The text block, starting with ``[Restricted Knowledge Summary]``.
+        ``(text, summary)``: the block for the main model and the summary it shows.
 
-    Example:
-        >>> s = SafeSummary(decision="refuse", reason="summarizer_error", summary="",
-        ...                 answer_guidance="", confidence=0.0)
-        >>> print(format_safe_summary(s).splitlines()[1])
-        Decision: refuse (reason: summarizer_error)
+    Raises:
+        ConfigurationError: ``timeout`` is not a positive number or ``None``.
     """
-    lines = [
-        "[Restricted Knowledge Summary]",
-        f"Decision: {summary.decision} (reason: {summary.reason})",
-    ]
-    if summary.decision == "refuse":
-        written = "" if summary.reason in _FIXED_GUIDANCE else summary.answer_guidance
-        guidance = _neutralize(written) or REFUSAL_GUIDANCE[summary.reason]
-        lines.append(
-            "The restricted knowledge base cannot be used to answer this question. "
-            "Do not guess its content or invent figures."
-        )
-        lines.append(f"What to tell the user: {guidance}")
-        return "\n".join(lines)
-    lines.append(
-        "This safe summary was written for this question; the documents themselves are "
-        "confidential. Use it for diagnosis and recommendations, do not present it as the "
-        "documents' wording, and do not invent exact figures, targets or definitions."
-    )
-    lines.append(f"Summary: {_neutralize(summary.summary)}")
-    if summary.answer_guidance.strip():
-        lines.append(f"How to answer: {_neutralize(summary.answer_guidance)}")
-    lines.append(f"Confidence: {_confidence_word(summary.confidence)}")
-    if summary.sources:
-        lines.append(f"Sources: {', '.join(_neutralize(s) for s in summary.sources)}")
-    return "\n".join(lines)
+    if model is None:
+        return _no_model()
+    _check_arguments(model, timeout)
+    try:
+        summary = summarize_chunks(
+            question, documents, model=model, bounds=bounds, policy=policy, timeout=timeout,
+            sensitive_sources=sensitive_sources, config=config,
+        )  # fmt: skip
+        return fit_safe_summary(summary, max_tokens=max_tokens, counter=counter)
+    except Exception as exc:  # its message or traceback may quote the chunks: type only
+        return _errored(exc)
+
+
+async def asafe_summary_block(
+    question: str,
+    documents: Sequence[Document],
+    *,
+    model: BaseChatModel | None,
+    max_tokens: int | None = None,
+    counter: TokenCounter | None = None,
+    bounds: SummaryBounds | None = None,
+    policy: LeakPolicy | None = None,
+    timeout: float | None = 30.0,
+    sensitive_sources: bool = False,
+    config: RunnableConfig | None = None,
+) -> tuple[str, SafeSummary]:
+    """Async twin of :func:`safe_summary_block`."""
+    if model is None:
+        return _no_model()
+    _check_arguments(model, timeout)
+    try:
+        summary = await asummarize_chunks(
+            question, documents, model=model, bounds=bounds, policy=policy, timeout=timeout,
+            sensitive_sources=sensitive_sources, config=config,
+        )  # fmt: skip
+        return fit_safe_summary(summary, max_tokens=max_tokens, counter=counter)
+    except Exception as exc:  # its message or traceback may quote the chunks: type only
+        return _errored(exc)
+
+
+def _no_model() -> tuple[str, SafeSummary]:
+    logger.warning("restricted turn without a summarizer model: refusing")
+    refused = fail_closed_summary()
+    return format_safe_summary(refused), refused
+
+
+def _errored(exc: Exception) -> tuple[str, SafeSummary]:
+    logger.error("restricted summary failed (%s); refusing", type(exc).__name__)
+    refused = fail_closed_summary()
+    return format_safe_summary(refused), refused
 
 
 def tool_result(
@@ -457,10 +436,10 @@ def tool_result(
 ) -> tuple[str, dict[str, Any]]:
     """The restricted ``knowledge_base_search`` result: ``(content, artifact)``.
 
-    The content is :func:`format_safe_summary` of the safe summary, the artifact
-    the summary as a dict (never the documents, so no raw text is stored in the
-    conversation either). Without a summarizer model it fails closed
-    (``refuse`` / ``summarizer_error``).
+    The content is the block of :func:`safe_summary_block`, the artifact the
+    summary it shows as a dict (never the documents, so no raw text is stored in
+    the conversation either). Without a summarizer model, or on any error, it
+    fails closed (``refuse`` / ``summarizer_error``).
 
     Args:
         documents: The chunks the search found, best first.
@@ -472,7 +451,7 @@ def tool_result(
         sensitive_sources: See :func:`summarize_chunks`.
         config: See :func:`summarize_chunks`.
         max_tokens: Token budget of the content; a longer summary is cut to fit (see
-            :func:`~langchain_knowledge_inject.restricted.scope.fit_safe_summary`).
+            :func:`~langchain_knowledge_inject.restricted.safe_summary.fit_safe_summary`).
 
     Returns:
         The text for the model and the summary as a dict.
@@ -482,21 +461,11 @@ def tool_result(
         >>> artifact["reason"], content.splitlines()[0]
         ('summarizer_error', '[Restricted Knowledge Summary]')
     """
-    if summarizer_model is None:
-        logger.warning("restricted search without a summarizer model: refusing")
-        summary = _refusal("summarizer_error")
-    else:
-        summary = summarize_chunks(
-            question,
-            documents,
-            model=summarizer_model,
-            bounds=bounds,
-            policy=policy,
-            timeout=timeout,
-            sensitive_sources=sensitive_sources,
-            config=config,
-        )
-    return _tool_content(summary, max_tokens)
+    text, shown = safe_summary_block(
+        question, documents, model=summarizer_model, max_tokens=max_tokens, bounds=bounds,
+        policy=policy, timeout=timeout, sensitive_sources=sensitive_sources, config=config,
+    )  # fmt: skip
+    return text, shown.model_dump()
 
 
 async def atool_result(
@@ -512,49 +481,21 @@ async def atool_result(
     max_tokens: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Async twin of :func:`tool_result`."""
-    if summarizer_model is None:
-        logger.warning("restricted search without a summarizer model: refusing")
-        summary = _refusal("summarizer_error")
-    else:
-        summary = await asummarize_chunks(
-            question,
-            documents,
-            model=summarizer_model,
-            bounds=bounds,
-            policy=policy,
-            timeout=timeout,
-            sensitive_sources=sensitive_sources,
-            config=config,
-        )
-    return _tool_content(summary, max_tokens)
-
-
-def _tool_content(summary: SafeSummary, max_tokens: int | None) -> tuple[str, dict[str, Any]]:
-    if max_tokens is None:
-        return format_safe_summary(summary), summary.model_dump()
-    from langchain_knowledge_inject.restricted.scope import fit_safe_summary
-
-    text, fitted = fit_safe_summary(summary, max_tokens=max_tokens)
-    return text, fitted.model_dump()
+    text, shown = await asafe_summary_block(
+        question, documents, model=summarizer_model, max_tokens=max_tokens, bounds=bounds,
+        policy=policy, timeout=timeout, sensitive_sources=sensitive_sources, config=config,
+    )  # fmt: skip
+    return text, shown.model_dump()
 
 
 # Private helpers.
 
-_FIXED_GUIDANCE = {"leak_detected", "summarizer_error"}
 _DIGIT_RE = re.compile(r"\d")
 _PREVIEW_CHARS = 80
 
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).replace("[", "(").replace("]", ")").split())
-
-
-def _neutralize(text: str) -> str:
-    return neutralize_line(text)
-
-
-def _confidence_word(confidence: float) -> str:
-    return "high" if confidence >= 0.75 else "medium" if confidence >= 0.4 else "low"
 
 
 def _check_arguments(model: object, timeout: float | None) -> None:
@@ -605,8 +546,6 @@ def _hide_sources(
     """With sensitive sources, take source names out of the model-written text too."""
     if not sensitive_sources:
         return result
-    from langchain_knowledge_inject.restricted.scope import hide_source_names
-
     update = {
         "summary": hide_source_names(result.summary, documents),
         "answer_guidance": hide_source_names(result.answer_guidance, documents),
@@ -639,7 +578,7 @@ def _guard(
     report = check_leak(fields, chunks, policy=policy, question=question)
     if report.leaked:
         logger.warning("safe summary withheld, leak detected: %s", "; ".join(report.reasons))
-        return _refusal("leak_detected"), report
+        return refusal("leak_detected"), report
     sources = [] if refused or sensitive_sources else _s.source_names(documents)
     update = {"summary": summary, "answer_guidance": guidance, "sources": sources}
     return candidate.model_copy(update=update), report
@@ -650,7 +589,7 @@ def _failure(exc: Exception, timeout: float | None) -> SafeSummary:
         logger.warning("safe summary failed: no answer within %s s", timeout)
     else:  # the message may quote model output or the chunks: never logged, nor its traceback
         logger.warning("safe summary failed: %s%s", type(exc).__name__, _error_fields(exc))
-    return _refusal("summarizer_error")
+    return refusal("summarizer_error")
 
 
 def _error_fields(exc: Exception) -> str:
@@ -663,21 +602,6 @@ def _error_fields(exc: Exception) -> str:
     except Exception:
         return ""
     return f" ({'; '.join(found[:5])})" if found else ""
-
-
-def fail_closed_summary(reason: ReasonCode = "summarizer_error") -> SafeSummary:
-    """The refusal every surface falls back to: no summary, fixed guidance for ``reason``."""
-    return _refusal(reason)
-
-
-def _refusal(reason: ReasonCode, *, confidence: float = 0.0) -> SafeSummary:
-    return SafeSummary(
-        decision="refuse",
-        reason=reason,
-        summary="",
-        answer_guidance=REFUSAL_GUIDANCE[reason],
-        confidence=confidence,
-    )
 
 
 def _completed(result: SafeSummary, report: LeakReport | None) -> dict[str, Any]:

@@ -51,8 +51,16 @@ __all__ = [
     "DEFAULT_PRIORITIES",
     "BlockText",
     "ContextBlock",
+    "arecord_blocks_turn",
+    "arender_blocks",
     "assemble_blocks",
+    "block_names",
+    "block_rank",
+    "check_blocks",
     "config_user_id",
+    "record_blocks_turn",
+    "render_blocks",
+    "surviving_blocks",
 ]
 
 BLOCK_ORDER = ("procedure", "knowledge", "episodic", "facts")
@@ -238,7 +246,7 @@ def assemble_blocks(
 _RESERVED_NAMES = frozenset({"knowledge", "kb_meta", "extra"})
 
 
-def _check_blocks(blocks: Sequence[ContextBlock] | None) -> tuple[ContextBlock, ...]:
+def check_blocks(blocks: Sequence[ContextBlock] | None) -> tuple[ContextBlock, ...]:
     """Validate block providers and sort them into message order (``None``: no block).
 
     Blocks named in :data:`BLOCK_ORDER` take their place there; other names
@@ -272,15 +280,15 @@ def _check_blocks(blocks: Sequence[ContextBlock] | None) -> tuple[ContextBlock, 
             msg = f"two blocks are named {name!r}; give each block its own name"
             raise ConfigurationError(msg, option="blocks", value=name)
         names.append(name)
-    return tuple(sorted(blocks, key=lambda b: _block_rank(b.name)))
+    return tuple(sorted(blocks, key=lambda b: block_rank(b.name)))
 
 
-def _block_rank(name: str) -> int:
+def block_rank(name: str) -> int:
     """Position of a block name in :data:`BLOCK_ORDER` (unknown names: after all)."""
     return BLOCK_ORDER.index(name) if name in BLOCK_ORDER else len(BLOCK_ORDER)
 
 
-def _render_blocks(
+def render_blocks(
     blocks: Sequence[ContextBlock],
     *,
     query: str,
@@ -301,7 +309,7 @@ def _render_blocks(
     return parts, errors
 
 
-async def _arender_blocks(
+async def arender_blocks(
     blocks: Sequence[ContextBlock],
     *,
     query: str,
@@ -309,7 +317,7 @@ async def _arender_blocks(
     config: RunnableConfig | None,
     on_error: str,
 ) -> tuple[list[tuple[str, str | None]], list[dict[str, Any]]]:
-    """Async twin of :func:`_render_blocks`: the blocks render concurrently."""
+    """Async twin of :func:`render_blocks`: the blocks render concurrently."""
     results = await asyncio.gather(
         *(b.arender(query=query, messages=messages, config=config) for b in blocks),
         return_exceptions=True,
@@ -342,7 +350,7 @@ def _block_failed(
     return {"block": name, "reason": "error", "error": f"{type(exc).__name__}: {exc}"}
 
 
-def _record_turn(
+def record_blocks_turn(
     blocks: Sequence[ContextBlock],
     messages: Sequence[BaseMessage],
     *,
@@ -363,14 +371,14 @@ def _record_turn(
     return ids
 
 
-async def _arecord_turn(
+async def arecord_blocks_turn(
     blocks: Sequence[ContextBlock],
     messages: Sequence[BaseMessage],
     *,
     config: RunnableConfig | None,
     on_error: str,
 ) -> list[str]:
-    """Async twin of :func:`_record_turn` (``arecord_turn`` of each block)."""
+    """Async twin of :func:`record_blocks_turn` (``arecord_turn`` of each block)."""
     ids: list[str] = []
     for block in blocks:
         record = getattr(block, "arecord_turn", None)
@@ -384,16 +392,16 @@ async def _arecord_turn(
     return ids
 
 
-def _names(parts: Sequence[tuple[str, str | None]]) -> list[str]:
+def block_names(parts: Sequence[tuple[str, str | None]]) -> list[str]:
     """Names of the blocks that have text, in order."""
     return [name for name, text in parts if text and text.strip()]
 
 
-def _surviving(
+def surviving_blocks(
     parts: Sequence[tuple[str, str | None]], cuts: Sequence[dict[str, Any]]
 ) -> list[str]:
     """Names of the blocks left by :func:`assemble_blocks` (same name: the later one went)."""
-    names = _names(parts)
+    names = block_names(parts)
     for cut in cuts:
         if cut["dropped"] and cut["block"] in names:
             del names[len(names) - 1 - names[::-1].index(cut["block"])]

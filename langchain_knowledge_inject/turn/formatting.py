@@ -46,10 +46,13 @@ __all__ = [
     "KNOWLEDGE_SYSTEM_PROMPT",
     "NO_KNOWLEDGE_ANSWER",
     "KnowledgeBlockTemplate",
+    "assemble_knowledge_block",
     "citation_id",
     "format_kb_meta",
     "format_knowledge_block",
     "neutralize",
+    "render_chunk",
+    "unique_citation_ids",
 ]
 
 NO_KNOWLEDGE_ANSWER = "I don't have specific information on that in my knowledge base."
@@ -172,7 +175,8 @@ def citation_id(document: Document) -> str:
     return "K" + hashlib.sha256(str(key).encode("utf-8")).hexdigest()[:4]
 
 
-def _unique_citation_ids(documents: Sequence[Document]) -> list[str]:
+def unique_citation_ids(documents: Sequence[Document]) -> list[str]:
+    """The citation id of each document, made unique in the list (``K1a2b``, ``K1a2b-2``)."""
     seen: dict[str, int] = {}
     ids = []
     for doc in documents:
@@ -182,7 +186,8 @@ def _unique_citation_ids(documents: Sequence[Document]) -> list[str]:
     return ids
 
 
-def _render_chunk(template: KnowledgeBlockTemplate, doc: Document, cid: str, rank: int) -> str:
+def render_chunk(template: KnowledgeBlockTemplate, doc: Document, cid: str, rank: int) -> str:
+    """One chunk as the template's ``chunk`` line(s): citation id, source, category, text."""
     meta = doc.metadata
     category = meta.get("category")
     category_text = _one_line(str(category)) if category not in (None, "") else ""
@@ -238,20 +243,20 @@ def format_knowledge_block(
     if not documents:
         return ""
     template = template or DEFAULT_KNOWLEDGE_TEMPLATE
-    ids = list(citation_ids) if citation_ids is not None else _unique_citation_ids(documents)
+    ids = list(citation_ids) if citation_ids is not None else unique_citation_ids(documents)
     if len(ids) != len(documents):
         msg = (
             f"citation_ids has {len(ids)} ids for {len(documents)} documents; give one per document"
         )
         raise ConfigurationError(msg, option="citation_ids", value=citation_ids)
     chunks = [
-        _render_chunk(template, doc, cid, rank)
+        render_chunk(template, doc, cid, rank)
         for rank, (doc, cid) in enumerate(zip(documents, ids, strict=True), start=1)
     ]
-    return _assemble_block(template, chunks)
+    return assemble_knowledge_block(template, chunks)
 
 
-def _assemble_block(template: KnowledgeBlockTemplate, chunks: Sequence[str]) -> str:
+def assemble_knowledge_block(template: KnowledgeBlockTemplate, chunks: Sequence[str]) -> str:
     """The block around already rendered chunks (lets a budget loop render each chunk once)."""
     if not chunks:
         return ""

@@ -25,8 +25,8 @@ from langchain_knowledge_inject import (
 )
 from langchain_knowledge_inject.integrations.graph import (
     compose_messages,
-    make_build_context_node,
-    make_retrieve_node,
+    create_build_context_node,
+    create_retrieve_node,
 )
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.turn.placement import INJECTED_KEY, is_injected
@@ -395,7 +395,7 @@ def test_restricted_per_request_and_skipped_otherwise(kb):
 
 def test_build_context_without_a_safe_summary_fails_closed(kb):
     injector = KnowledgeInjector(kb, restricted=True)
-    node = make_build_context_node(injector)
+    node = create_build_context_node(injector)
     docs = kb.search("annual leave")
     update = node.invoke(
         {
@@ -442,8 +442,8 @@ def test_node_factories_compose_into_an_own_graph(kb):
         return {"messages": [AIMessage(f"{len(state['retrieved'])} chunks")]}
 
     builder = StateGraph(KnowledgeState)
-    builder.add_node("retrieve", make_retrieve_node(injector))
-    builder.add_node("build_context", make_build_context_node(injector))
+    builder.add_node("retrieve", create_retrieve_node(injector))
+    builder.add_node("build_context", create_build_context_node(injector))
     builder.add_node("answer", answer)
     builder.add_edge(START, "retrieve")
     builder.add_edge("retrieve", "build_context")

@@ -14,9 +14,9 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 
 from langchain_knowledge_inject import ConfigurationError, KnowledgeInjector, create_knowledge_node
 from langchain_knowledge_inject.integrations.graph import (
-    make_build_context_node,
-    make_call_model_node,
-    make_retrieve_node,
+    create_build_context_node,
+    create_call_model_node,
+    create_retrieve_node,
 )
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.turn.manifest import MANIFEST_EVENT
@@ -72,9 +72,9 @@ def test_a_state_without_messages_is_reported_at_the_first_run():
 def test_the_pipeline_nodes_in_a_plain_messages_state_graph_fail_loudly():
     injector = KnowledgeInjector(_kb())
     builder = StateGraph(MessagesState)
-    builder.add_node("retrieve", make_retrieve_node(injector))
-    builder.add_node("build_context", make_build_context_node(injector))
-    builder.add_node("call_model", make_call_model_node(NumberedChatModel(), injector))
+    builder.add_node("retrieve", create_retrieve_node(injector))
+    builder.add_node("build_context", create_build_context_node(injector))
+    builder.add_node("call_model", create_call_model_node(NumberedChatModel(), injector))
     builder.add_edge(START, "retrieve")
     builder.add_edge("retrieve", "build_context")
     builder.add_edge("build_context", "call_model")
@@ -82,7 +82,7 @@ def test_the_pipeline_nodes_in_a_plain_messages_state_graph_fail_loudly():
     with pytest.raises(ConfigurationError, match=r"KnowledgeState.*create_knowledge_node"):
         graph.invoke({"messages": [HumanMessage("Leave days?")]})
     alone = StateGraph(MessagesState)
-    alone.add_node("call_model", make_call_model_node(NumberedChatModel(), injector))
+    alone.add_node("call_model", create_call_model_node(NumberedChatModel(), injector))
     alone.add_edge(START, "call_model")
     with pytest.raises(ConfigurationError, match="dynamic_context"):
         alone.compile().invoke({"messages": [HumanMessage("Leave days?")]})

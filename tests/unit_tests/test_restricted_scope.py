@@ -18,8 +18,8 @@ from langchain_knowledge_inject import (
     create_knowledge_base_search_tool,
 )
 from langchain_knowledge_inject.integrations.tools import pinned_and
+from langchain_knowledge_inject.restricted.safe_summary import fit_safe_summary
 from langchain_knowledge_inject.restricted.scope import (
-    fit_safe_summary,
     hide_source_names,
     knowledge_base_flags,
     redact_documents,

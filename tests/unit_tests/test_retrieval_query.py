@@ -13,7 +13,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatResult
 
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.turn.placement import place_context, retrieval_query
+from langchain_knowledge_inject.turn.placement import place_context
+from langchain_knowledge_inject.turn.query import retrieval_query
 from langchain_knowledge_inject.turn.query import (
     CONDENSE_PROMPT,
     QueryCondenser,

@@ -1,0 +1,211 @@
+"""The package's layout, checked over its source (AST): the architecture stays as drawn.
+
+- no import cycle among modules, counting imports inside functions too (only
+  ``if TYPE_CHECKING:`` imports are left out: they never run);
+- no cycle among the subpackages (``store``, ``ingest``, ``turn``, ``restricted``,
+  ``memory``, ``integrations``; the root modules ``errors`` and ``settings`` count as
+  units of their own);
+- no module imports another module's ``_private`` name;
+- the surfaces in ``integrations/`` (Runnable, graph, node, middleware, tool, chat)
+  do not import each other; the shared machinery (``engine``, ``search``) is not a
+  surface. ``cli`` may run ``chat`` (one command calling another).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "langchain_knowledge_inject"
+ROOT = Path(__file__).resolve().parents[2] / PACKAGE
+SURFACES = frozenset({"runnable", "graph", "node", "middleware", "tools", "chat", "cli"})
+ALLOWED_SURFACE_IMPORTS = frozenset({("cli", "chat")})
+STOREC_PENDING = (
+    "store/* internals are helper 'storecore''s pending work (issue 11: one registry and "
+    "keyword transaction, no private access across store modules, knowledge_base.py split); "
+    "the lead removes this xfail after merging it"
+)
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            found.update(id(inner) for inner in ast.walk(node))
+    return found
+
+
+def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str | None:
+    """The absolute module of a ``from X import ...`` (relative imports resolved)."""
+    if node.level == 0:
+        return node.module
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def _collect() -> tuple[dict[str, set[str]], list[tuple[str, str, str]]]:
+    """Each module's package imports (inside functions too), and the private names imported."""
+    modules = {_module_name(p): p for p in ROOT.rglob("*.py")}
+    graph: dict[str, set[str]] = defaultdict(set)
+    private: list[tuple[str, str, str]] = []
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skipped = _type_checking_nodes(tree)
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith(PACKAGE + "."):
+                        graph[name].add(alias.name)
+            elif isinstance(node, ast.ImportFrom):
+                source = _resolve(name, node, is_package)
+                if source is None or not (source == PACKAGE or source.startswith(PACKAGE + ".")):
+                    continue
+                for alias in node.names:
+                    target = f"{source}.{alias.name}"
+                    graph[name].add(target if target in modules else source)
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        private.append((name, source, alias.name))
+    for name in graph:
+        graph[name] = {t for t in graph[name] if t in modules and t not in (name, PACKAGE)}
+    return dict(graph), private
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one node (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    nodes = set(graph) | {t for targets in graph.values() for t in targets}
+    for start in sorted(nodes):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def _unit(module: str) -> str:
+    """The subpackage of a module (a root module is a unit of its own)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else PACKAGE
+
+
+def _in_store(module: str) -> bool:
+    return module.startswith(f"{PACKAGE}.store.")
+
+
+GRAPH, PRIVATE = _collect()
+
+
+def test_the_package_is_found_and_parsed() -> None:
+    assert f"{PACKAGE}.integrations.engine" in GRAPH
+    assert f"{PACKAGE}.turn.assemble" in GRAPH[f"{PACKAGE}.integrations.engine"]
+
+
+def test_no_import_cycle_outside_the_store() -> None:
+    cycles = [c for c in _cycles(GRAPH) if not all(_in_store(m) for m in c)]
+    assert cycles == []
+
+
+@pytest.mark.xfail(reason=STOREC_PENDING, strict=False)
+def test_no_import_cycle_inside_the_store() -> None:
+    assert _cycles(GRAPH) == []
+
+
+def test_no_cycle_among_subpackages() -> None:
+    units: dict[str, set[str]] = defaultdict(set)
+    for module, targets in GRAPH.items():
+        for target in targets:
+            if _unit(module) != _unit(target):
+                units[_unit(module)].add(_unit(target))
+    assert _cycles(dict(units)) == []
+
+
+def test_turn_does_not_import_restricted_mode() -> None:
+    """The data of a turn flows one way: restricted mode uses the turn's text tools, not back."""
+    upward = {
+        (m, t)
+        for m, targets in GRAPH.items()
+        for t in targets
+        if _unit(m) == "turn" and _unit(t) in {"restricted", "memory", "integrations", "settings"}
+    }
+    assert upward == set()
+
+
+def test_no_private_name_imported_from_another_module() -> None:
+    found = [item for item in PRIVATE if not _in_store(item[1])]
+    assert found == []
+
+
+@pytest.mark.xfail(reason=STOREC_PENDING, strict=False)
+def test_no_private_name_imported_from_the_store() -> None:
+    assert [item for item in PRIVATE if _in_store(item[1])] == []
+
+
+def test_surfaces_do_not_import_each_other() -> None:
+    prefix = f"{PACKAGE}.integrations."
+    found = sorted(
+        (module[len(prefix) :], target[len(prefix) :])
+        for module, targets in GRAPH.items()
+        if module.startswith(prefix) and module[len(prefix) :] in SURFACES
+        for target in targets
+        if target.startswith(prefix) and target[len(prefix) :] in SURFACES
+    )
+    assert [pair for pair in found if pair not in ALLOWED_SURFACE_IMPORTS] == []
+
+
+def test_the_checks_find_what_they_look_for() -> None:
+    """The cycle finder and the unit mapping work on a graph with known answers."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}}) == []
+    assert _unit(f"{PACKAGE}.turn.assemble") == "turn"
+    assert _unit(f"{PACKAGE}.settings") == "settings"
+    assert _unit(PACKAGE) == PACKAGE
