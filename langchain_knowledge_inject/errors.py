@@ -13,8 +13,11 @@ Every exception the package raises on purpose derives from one base class, so
     ├── IngestError                                a file or folder cannot be ingested
     ├── RetrievalError                             a search failed (store down, ...)
     │   └── StoreTimeoutError (also a TimeoutError) a Chroma call exceeded the timeout
-    ├── MemoryWriteError                           episodic memory: recorded turns not written yet
-    └── SummarizerError                            restricted mode: the safe summary failed
+    └── MemoryWriteError                           episodic memory: recorded turns not written yet
+
+Restricted mode never raises for a failed safe summary: it fails closed (a refusal
+with reason ``summarizer_error``). ``SummarizerError``, never raised, is a deprecated
+name kept for one release so that ``except SummarizerError`` still imports.
 
 Each error keeps its context as attributes (``kb_name``, ``path``, ...), so a
 caller can react without parsing the message.
@@ -22,6 +25,7 @@ caller can react without parsing the message.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 
@@ -117,8 +121,10 @@ class MemoryWriteError(KnowledgeInjectError):
     """Episodic memory: recorded episodes could not be written (they stay in its journal)."""
 
 
-class SummarizerError(KnowledgeInjectError):
-    """Restricted mode: the secondary model did not produce a usable safe summary.
+class _SummarizerError(KnowledgeInjectError):
+    """Deprecated, never raised: a failed safe summary is a refusal, not an exception.
+
+    Reached as ``errors.SummarizerError`` (with a ``DeprecationWarning``) for one release.
 
     Attributes:
         reason: Machine-readable reason (``summarizer_error``, ``timeout``, ...).
@@ -168,3 +174,18 @@ class StoreTimeoutError(RetrievalError, TimeoutError):
         super().__init__(message, kb_name=kb_name)
         self.operation = operation
         self.seconds = seconds
+
+
+_SummarizerError.__name__ = _SummarizerError.__qualname__ = "SummarizerError"
+
+
+def __getattr__(name: str) -> object:
+    if name == "SummarizerError":
+        msg = (
+            "SummarizerError is deprecated and never raised (restricted mode fails closed with "
+            "a refusal); it will be removed in the next release"
+        )
+        warnings.warn(msg, DeprecationWarning, stacklevel=2)
+        return _SummarizerError
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)

@@ -114,7 +114,7 @@ class KnowledgeSettings(BaseModel):
     """Add the ``[Knowledge Bases]`` block (name, id, description, topics)."""
     query_window: int = Field(default=0, ge=0, le=10)
     """Earlier user turns added to the query of a follow-up such as "and abroad?"
-    (0: the current message only; see ``placement.retrieval_query``)."""
+    (0: the current message only; see ``turn.query.retrieval_query``)."""
     knowledge_prompt: str | None = Field(default=KNOWLEDGE_SYSTEM_PROMPT, repr=False)
     """The static system-prompt addition (how to use and cite the injected knowledge),
     appended to the system message by every surface; ``None`` leaves it out."""

@@ -78,7 +78,7 @@ def create_knowledge_base_search_tool(
     the module docstring for how the tool knows them.
 
     In restricted mode the tool never returns passages: the model gets the safe
-    summary of the matching chunks (``restriction.summarize_chunks``) and the
+    summary of the matching chunks (``restricted.summary.safe_summary_block``) and the
     artifact is the summary as a dict. Without a usable summarizer it fails
     closed (a refusal with reason ``summarizer_error``).
 
