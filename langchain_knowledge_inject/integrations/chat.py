@@ -23,7 +23,8 @@ from typing import IO, TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_knowledge_inject.errors import KnowledgeBaseNotFoundError
-from langchain_knowledge_inject.integrations.engine import InjectionEngine, as_message
+from langchain_knowledge_inject.integrations.engine import InjectionEngine
+from langchain_knowledge_inject.integrations.hosting import as_message
 from langchain_knowledge_inject.turn.placement import is_injected
 
 if TYPE_CHECKING:

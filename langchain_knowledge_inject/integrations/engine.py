@@ -18,8 +18,8 @@ counter) and runs the steps of a turn as plain functions over plain data:
    placement and manifest.
 
 The surfaces (``runnable``, ``graph``, ``node``, ``middleware``, ``chat``) import
-this module, never each other. :class:`~.runnable.KnowledgeInjector` is an engine
-that is also a Runnable.
+this module (and :mod:`.hosting`), never each other.
+:class:`~.runnable.KnowledgeInjector` is an engine that is also a Runnable.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig, ensure_config
 from typing_extensions import Unpack
 
@@ -39,12 +39,9 @@ from langchain_knowledge_inject.restricted.safe_summary import (
     format_safe_summary,
 )
 from langchain_knowledge_inject.restricted.scope import (
-    RestrictedHost,
-    arun_tool_restricted,
     knowledge_base_flags,
     redact_documents,
     resolve_restricted,
-    run_tool_restricted,
     sensitive_source_flags,
 )
 from langchain_knowledge_inject.restricted.summary import (
@@ -75,7 +72,7 @@ from langchain_knowledge_inject.turn.formatting import (
     KnowledgeBlockTemplate,
     format_kb_meta,
 )
-from langchain_knowledge_inject.turn.manifest import MANIFEST_EVENT, aemit_manifest, emit_manifest
+from langchain_knowledge_inject.turn.manifest import aemit_manifest, emit_manifest
 from langchain_knowledge_inject.turn.placement import add_knowledge_prompt, strip_injected
 from langchain_knowledge_inject.turn.retrieval import (
     RetrievalOutcome,
@@ -93,11 +90,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ExtraBlock",
     "InjectionEngine",
-    "as_message",
     "engine_for",
     "fail_closed_knowledge",
-    "tool_call_wrappers",
-    "write_stream",
 ]
 
 logger = logging.getLogger("langchain_knowledge_inject")
@@ -531,51 +525,3 @@ def engine_for(
         knowledge_base, settings=settings, summarizer_model=summarizer_model, blocks=blocks,
         **options,
     )  # fmt: skip
-
-
-def tool_call_wrappers(engine: InjectionEngine) -> tuple[Any, Any]:
-    """``ToolNode`` / middleware wrappers that run each tool call of a restricted turn restricted.
-
-    Returns ``(wrap_tool_call, awrap_tool_call)``. The turn is restricted when
-    :meth:`InjectionEngine.resolve` says so for the tool call's config; then the
-    tool sees ``configurable["restricted"] = True`` and the engine's summarizer
-    model and ``sensitive_sources`` (see
-    :func:`~langchain_knowledge_inject.restricted.scope.run_tool_restricted`).
-    """
-
-    def host(request: Any) -> RestrictedHost | None:
-        runtime = getattr(request, "runtime", None)
-        if not engine.resolve(getattr(runtime, "config", None)).restricted:
-            return None
-        return RestrictedHost(
-            summarizer_model=engine.summarizer_model,
-            sensitive_sources=engine.sensitive_sources(),
-        )
-
-    def wrap(request: Any, handler: Any) -> Any:
-        found = host(request)
-        return handler(request) if found is None else run_tool_restricted(request, handler, found)
-
-    async def awrap(request: Any, handler: Any) -> Any:
-        found = host(request)
-        if found is None:
-            return await handler(request)
-        return await arun_tool_restricted(request, handler, found)
-
-    return wrap, awrap
-
-
-def write_stream(manifest: dict[str, Any]) -> None:
-    """Send the manifest to ``stream_mode="custom"`` (no-op outside a graph run)."""
-    try:
-        from langgraph.config import get_stream_writer
-
-        writer = get_stream_writer()
-    except (RuntimeError, KeyError):  # not inside a graph run
-        return
-    writer({MANIFEST_EVENT: manifest})
-
-
-def as_message(reply: Any) -> BaseMessage:
-    """A model's reply as a message (a bare string becomes an ``AIMessage``)."""
-    return reply if isinstance(reply, BaseMessage) else AIMessage(str(reply))

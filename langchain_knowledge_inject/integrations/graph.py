@@ -52,9 +52,11 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.integrations.engine import (
     InjectionEngine,
-    as_message,
     engine_for,
     fail_closed_knowledge,
+)
+from langchain_knowledge_inject.integrations.hosting import (
+    as_message,
     tool_call_wrappers,
     write_stream,
 )

@@ -57,7 +57,8 @@ from langgraph.types import Command
 from typing_extensions import NotRequired
 
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.integrations.engine import engine_for, tool_call_wrappers
+from langchain_knowledge_inject.integrations.engine import engine_for
+from langchain_knowledge_inject.integrations.hosting import tool_call_wrappers
 from langchain_knowledge_inject.integrations.search import build_search_tool
 from langchain_knowledge_inject.turn.assemble import PreparedTurn
 from langchain_knowledge_inject.turn.placement import (

@@ -40,12 +40,8 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.integrations.engine import (
-    InjectionEngine,
-    as_message,
-    engine_for,
-    write_stream,
-)
+from langchain_knowledge_inject.integrations.engine import InjectionEngine, engine_for
+from langchain_knowledge_inject.integrations.hosting import as_message, write_stream
 from langchain_knowledge_inject.turn.placement import strip_injected
 
 if TYPE_CHECKING:
