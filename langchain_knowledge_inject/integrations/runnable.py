@@ -7,6 +7,9 @@ facts), build the dynamic_context text (all blocks under one token budget, the
 knowledge block cut at chunk boundaries), place it, and emit the manifest. The
 input messages are never changed; ``strip_injected(output) == input``.
 
+The steps are those of :class:`~langchain_knowledge_inject.integrations.engine.InjectionEngine`
+(shared with the graph, the node and the middleware); this module adds the Runnable.
+
 Settings: one :class:`~langchain_knowledge_inject.settings.KnowledgeSettings`
 (``settings=``, or its fields as keyword arguments), with per-request overrides
 from ``config["configurable"]`` parsed by ``KnowledgeSettings.with_overrides``
@@ -24,10 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
-from typing_extensions import Unpack
 
-from langchain_knowledge_inject.integrations.engine import ExtraBlock, InjectionEngine
-from langchain_knowledge_inject.settings import KnowledgeSettings, SettingsOptions
+from langchain_knowledge_inject.integrations.engine import InjectionEngine
+from langchain_knowledge_inject.settings import KnowledgeSettings
 from langchain_knowledge_inject.turn.assemble import PreparedTurn, RestrictedKnowledge
 from langchain_knowledge_inject.turn.retrieval import RetrievalOutcome
 
@@ -39,9 +41,6 @@ if TYPE_CHECKING:
     from langchain_core.documents import Document
     from langchain_core.runnables.utils import ConfigurableFieldSpec
 
-    from langchain_knowledge_inject.turn.blocks import ContextBlock
-    from langchain_knowledge_inject.turn.formatting import KnowledgeBlockTemplate
-    from langchain_knowledge_inject.turn.tokens import TokenCounter
 
 __all__ = [
     "InjectionConfig",
@@ -180,24 +179,8 @@ class KnowledgeInjector(InjectionEngine, Runnable[Any, list[BaseMessage]]):
         ConfigurationError: An option has a value that is not allowed.
     """
 
-    def __init__(
-        self,
-        knowledge_base: Any,
-        *,
-        settings: KnowledgeSettings | None = None,
-        token_counter: TokenCounter | None = None,
-        template: KnowledgeBlockTemplate | None = None,
-        extra_blocks: Sequence[ExtraBlock] = (),
-        summarizer_model: Any = None,
-        blocks: Sequence[ContextBlock] = (),
-        **options: Unpack[SettingsOptions],
-    ) -> None:
-        super().__init__(
-            knowledge_base, settings=settings, token_counter=token_counter, template=template,
-            extra_blocks=extra_blocks, summarizer_model=summarizer_model, blocks=blocks,
-            **options,
-        )  # fmt: skip
-        self._warned_node = False
+    _warned_node = False
+    """Whether the "graph state as input" warning was given (once per injector)."""
 
     @property
     def config_specs(self) -> list[ConfigurableFieldSpec]:
