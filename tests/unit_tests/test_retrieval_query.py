@@ -14,12 +14,12 @@ from langchain_core.outputs import ChatResult
 
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.turn.placement import place_context
-from langchain_knowledge_inject.turn.query import retrieval_query
 from langchain_knowledge_inject.turn.query import (
     CONDENSE_PROMPT,
     QueryCondenser,
     followup_query,
     looks_like_follow_up,
+    retrieval_query,
     salient_terms,
 )
 from tests.unit_tests.fakes import RecordingChatModel
