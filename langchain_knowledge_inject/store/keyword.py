@@ -61,6 +61,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 
+from langchain_knowledge_inject.errors import StoreError
 from langchain_knowledge_inject.store import keyword_mirror
 from langchain_knowledge_inject.store.keyword_mirror import KeywordMirror
 
@@ -290,11 +291,14 @@ class KeywordIndex:
                     "INSERT INTO kw_rows (kb_id, partition, chunk_id) VALUES (?, ?, ?)",
                     (kb_id, partition, chunk_id),
                 )
+                rowid = cursor.lastrowid
+                if rowid is None:  # pragma: no cover - sqlite sets it after every INSERT
+                    msg = "the keyword index did not return a row id for an insert"
+                    raise StoreError(msg, reason="damaged")
                 self._conn.execute(
-                    f"INSERT INTO {table} (rowid, text) VALUES (?, ?)",
-                    (cursor.lastrowid, text),
+                    f"INSERT INTO {table} (rowid, text) VALUES (?, ?)", (rowid, text)
                 )
-                added.append(int(cursor.lastrowid))
+                added.append(rowid)
             self._mirror.log(table, added, added=True)
             if len(added) >= _TRIM_EVERY or added[-1] % _TRIM_EVERY < len(added):
                 self._mirror.trim(table)
