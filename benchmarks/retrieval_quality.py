@@ -4,12 +4,17 @@ Configurations, the default path first:
 
 1. **default path**: ``KnowledgeBase`` with every default (default embedding
    model, the default splitter: chunks of at most 254 word pieces, 32 overlap;
-   hybrid search scoring each chunk by its own match and its abstract's).
-   Each abstract (``title + " " + text``, as BEIR indexes it) is added as one
-   ``Document`` with ``source`` = its id, exactly as a user would add it.
-2. **default path, chunk-level fusion**: the same store, hybrid search with
-   ``fusion.DOCUMENT_WEIGHT = 0`` (each chunk scored on its own, as before).
-3. **one chunk per abstract**: ``text_splitter=None`` (the model reads only the
+   hybrid search scoring each chunk by its own match and its abstract's, the
+   abstract's keyword score from the document-level BM25 index,
+   ``store/documents.py``). Each abstract (``title + " " + text``, as BEIR
+   indexes it) is added as one ``Document`` with ``source`` = its id, exactly
+   as a user would add it.
+2. **default path, pooled document keyword**: the same store, hybrid search
+   with ``fusion.DOCUMENT_KEYWORD = "pool"`` (an abstract's keyword score is
+   its best chunk's, the default before the document index).
+3. **default path, chunk-level fusion**: the same store, hybrid search with
+   ``fusion.DOCUMENT_WEIGHT = 0`` (each chunk scored on its own).
+4. **one chunk per abstract**: ``text_splitter=None`` (the model reads only the
    first 256 word pieces of a long abstract).
 
 The 300 test queries (or the 809 train queries with ``--split train``) run in
@@ -21,8 +26,9 @@ share of queries that get nothing at the default ``min_score``.
 Embeddings are cached on disk (``/tmp/kinject-bench-cache``, see
 ``_embedding_cache.py``) so a second run spends no CPU on the encoder.
 ``--sweep`` (use it with ``--split train``) prints hybrid nDCG@10 of the
-default path over document weights and keyword pooling: the defaults were
-chosen there, never on test.
+default path over document weights and the document keyword source (index,
+max or sum pooling) and the dense weight: the defaults were chosen there,
+never on test.
 
 With ``--compare``, the keyword side is also measured against the ``bm25s``
 and ``rank_bm25`` libraries when they are installed (not package
@@ -36,6 +42,7 @@ Targets: hybrid nDCG@10 >= 0.75 through the default path; dense within 0.01 of 0
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -237,6 +244,30 @@ def _all_words(text: str) -> list[str]:
     return [w for w in re.findall(r"[^\W_]+", text.casefold()) if w not in STOPWORDS]
 
 
+def sweep(kb: KnowledgeBase, queries: dict[str, str], qrels: dict[str, set[str]]) -> None:
+    """Hybrid nDCG@10 of the default path over the fusion settings (use on train only)."""
+    print("\nsweep of document scoring, hybrid nDCG@10 (default path)")
+    sources = (("index", "max"), ("pool", "max"), ("pool", "sum"))
+    for (keyword, pool), weight in itertools.product(sources, (0.0, 0.5, 0.75, 1.0)):
+        if weight == 0.0 and (keyword, pool) != ("index", "max"):
+            continue  # chunk-level fusion: the same for every document keyword source
+        fusion.DOCUMENT_KEYWORD, fusion.KEYWORD_POOL, fusion.DOCUMENT_WEIGHT = keyword, pool, weight
+        label = "index" if keyword == "index" else f"pool {pool}"
+        value = hybrid_ndcg(kb, queries, qrels)
+        print(f"  document keyword {label:9s} document weight {weight:.2f}: {value:.4f}")
+    saved = fusion.DENSE_WEIGHT
+    fusion.DOCUMENT_KEYWORD, fusion.KEYWORD_POOL, fusion.DOCUMENT_WEIGHT = "index", "max", 0.75
+    try:
+        for dense in (0.65, 0.7, 0.8):
+            fusion.DENSE_WEIGHT = dense
+            value = hybrid_ndcg(kb, queries, qrels)
+            print(
+                f"  document keyword index     weight 0.75, dense weight {dense:.2f}: {value:.4f}"
+            )
+    finally:
+        fusion.DENSE_WEIGHT = saved
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "bench" / "scifact")
@@ -255,21 +286,24 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         kb = build(docs, os.path.join(tmp, "default"), embeddings)
         evaluate(kb, queries, qrels, label="default path (default splitter, document scoring)")
-        saved = fusion.DOCUMENT_WEIGHT, fusion.KEYWORD_POOL
+        saved = fusion.DOCUMENT_WEIGHT, fusion.KEYWORD_POOL, fusion.DOCUMENT_KEYWORD
         try:
+            fusion.DOCUMENT_KEYWORD = "pool"
+            evaluate(
+                kb,
+                queries,
+                qrels,
+                label="default path, pooled document keyword (best chunk's BM25)",
+                modes=("hybrid",),
+            )
             fusion.DOCUMENT_WEIGHT = 0.0
             evaluate(
                 kb, queries, qrels, label="default path, chunk-level fusion", modes=("hybrid",)
             )
             if args.sweep:
-                print("\nsweep of document scoring, hybrid nDCG@10 (default path)")
-                for pool in ("sum", "max"):
-                    for weight in (0.0, 0.25, 0.5, 0.75, 1.0):
-                        fusion.DOCUMENT_WEIGHT, fusion.KEYWORD_POOL = weight, pool
-                        value = hybrid_ndcg(kb, queries, qrels)
-                        print(f"  keyword pool {pool:3s} document weight {weight:.2f}: {value:.4f}")
+                sweep(kb, queries, qrels)
         finally:
-            fusion.DOCUMENT_WEIGHT, fusion.KEYWORD_POOL = saved
+            fusion.DOCUMENT_WEIGHT, fusion.KEYWORD_POOL, fusion.DOCUMENT_KEYWORD = saved
         kb.close()
         if not args.skip_whole:
             whole = build(docs, os.path.join(tmp, "whole"), embeddings, text_splitter=None)

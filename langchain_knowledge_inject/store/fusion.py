@@ -37,14 +37,16 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Literal
 
 __all__ = [
     "CANDIDATE_DEPTH",
     "DEFAULT_MIN_SCORE",
     "DENSE_WEIGHT",
+    "DOCUMENT_KEYWORD",
     "DOCUMENT_WEIGHT",
+    "DocumentKeyword",
     "KeywordPool",
     "dense_score",
     "fuse",
@@ -69,6 +71,19 @@ Chosen on the 809 SciFact train queries through the default ingest path
 nDCG@10 0.7304 at 0, 0.7327 at 0.25, 0.7334 at 0.5, 0.7344 at 0.75, 0.7345 at
 1 (0.75 keeps a chunk's own match in its score). ``"sum"`` pooling lowered it
 (0.7235 at 0.5).
+"""
+
+DocumentKeyword = Literal["index", "pool"]
+"""Where a document's keyword score comes from: a BM25 index of whole documents, or its chunks."""
+
+DOCUMENT_KEYWORD: DocumentKeyword = "index"
+"""Default source of a document's keyword score in hybrid search (chosen on SciFact train).
+
+``"index"``: BM25 over the document's whole text
+(:class:`~langchain_knowledge_inject.store.documents.DocumentIndex`); a
+document not yet indexed is pooled. ``"pool"``: its chunks' BM25 scores,
+pooled by :data:`KEYWORD_POOL`. Through the default ingest path, document
+weight 0.75: hybrid nDCG@10 0.7363 pooled, 0.7426 indexed.
 """
 
 KEYWORD_POOL: KeywordPool = "max"
@@ -161,9 +176,11 @@ def fuse_with_documents(
     keyword: Sequence[tuple[str, float]],
     parents: Mapping[str, str],
     *,
-    dense_weight: float = DENSE_WEIGHT,
+    dense_weight: float | None = None,
     document_weight: float | None = None,
     keyword_pool: KeywordPool | None = None,
+    document_keyword: Sequence[tuple[str, float]] = (),
+    indexed: Collection[str] = (),
 ) -> list[tuple[str, float]]:
     """Fuse chunk rankings, scoring each chunk by its own evidence and its document's.
 
@@ -181,10 +198,16 @@ def fuse_with_documents(
         dense: ``(chunk_id, cosine score in [0, 1])`` pairs, best first.
         keyword: ``(chunk_id, raw BM25)`` pairs, best first.
         parents: Chunk id to document id.
-        dense_weight: Weight ``w`` of the cosine, in [0, 1].
+        dense_weight: Weight ``w`` of the cosine, in [0, 1]. None: :data:`DENSE_WEIGHT`.
         document_weight: Share of the document's score in a chunk's, in [0, 1];
             0 gives :func:`fuse`. None: :data:`DOCUMENT_WEIGHT`.
         keyword_pool: ``"sum"`` or ``"max"``. None: :data:`KEYWORD_POOL`.
+        document_keyword: ``(document id, raw BM25)`` pairs, best first, from
+            a BM25 index over whole documents
+            (:class:`~langchain_knowledge_inject.store.documents.DocumentIndex`).
+        indexed: Documents whose keyword score comes from ``document_keyword``
+            (relative to its best hit; 0 when not in it) instead of pooling
+            their chunks' scores. Documents not in it are pooled.
 
     Returns:
         ``(chunk_id, score in [0, 1])`` pairs over the union of both lists,
@@ -198,6 +221,8 @@ def fuse_with_documents(
         >>> [chunk_id for chunk_id, _ in ranked]
         ['a1', 'b1', 'a2']
     """
+    if dense_weight is None:
+        dense_weight = DENSE_WEIGHT
     if document_weight is None:
         document_weight = DOCUMENT_WEIGHT
     if keyword_pool is None:
@@ -226,9 +251,12 @@ def fuse_with_documents(
         else:
             pooled[doc] = max(pooled.get(doc, 0.0), float(score))
     best = max(pooled.values(), default=1.0)
+    relevance = {doc: score / best for doc, score in pooled.items()}
+    if indexed:
+        whole = dict(keyword_unit_scores(document_keyword))
+        relevance.update({doc: whole.get(doc, 0.0) for doc in indexed})
     documents = {
-        doc: dense_weight * cosines.get(doc, floor)
-        + (1.0 - dense_weight) * pooled.get(doc, 0.0) / best
+        doc: dense_weight * cosines.get(doc, floor) + (1.0 - dense_weight) * relevance.get(doc, 0.0)
         for doc in {parent(chunk_id) for chunk_id, _ in chunk_scores}
     }
     order = {chunk_id: position for position, (chunk_id, _) in enumerate(chunk_scores)}

@@ -52,6 +52,7 @@ from langchain_knowledge_inject.store.calls import (
     apply_http_timeout,
 )
 from langchain_knowledge_inject.store.catalog import Catalog, ChunkRow
+from langchain_knowledge_inject.store.documents import DocumentIndex
 from langchain_knowledge_inject.store.embeddings import (
     DEFAULT_MODEL_NAME,
     MODEL_WINDOW_TOKENS,
@@ -400,6 +401,7 @@ class KnowledgeBase:
         self.read_only = self.read_only or bool(getattr(self._conn, "read_only", False))
         self._catalog = Catalog(self._conn, self._lock)
         self._keyword = KeywordIndex(self._conn, lock=self._lock)
+        self._document_index = DocumentIndex(self._conn, lock=self._lock, read_only=self.read_only)
 
     # -- metadata ----------------------------------------------------------
     @property
@@ -640,6 +642,7 @@ class KnowledgeBase:
             for partition, source in plan.sources:
                 if source:
                     self._catalog.put_source(self.id, partition, source, fps.get(source))
+            self._document_index.refresh(self.id)
             self._conn.commit()
         except BaseException:
             self._conn.rollback()
@@ -659,6 +662,7 @@ class KnowledgeBase:
             try:
                 self._keyword.delete(self.id, partition, list(ids))
                 self._catalog.delete_chunks(self.id, partition, list(ids))
+                self._document_index.refresh(self.id)
                 self._conn.commit()
             except BaseException:
                 self._conn.rollback()
@@ -716,6 +720,7 @@ class KnowledgeBase:
             self._forget_collections()
             self._keyword.delete_kb(self.id)
             self._catalog.delete_kb(self.id)
+            self._document_index.delete_kb(self.id)
             self._conn.commit()
 
     # -- searching ---------------------------------------------------------
@@ -786,7 +791,10 @@ class KnowledgeBase:
             ranked = fusion.keyword_unit_scores(keyword)
         else:
             parents = self._parents(partition, {cid for cid, _ in [*dense, *keyword]})
-            ranked = fusion.fuse_with_documents(dense, keyword, parents)
+            whole, indexed = self._document_hits(partition, text, depth, where, parents)
+            ranked = fusion.fuse_with_documents(
+                dense, keyword, parents, document_keyword=whole, indexed=indexed
+            )
         ranked = [(cid, s) for cid, s in ranked if s >= min_score][:k]
         try:
             with self._calls.operation():
@@ -869,6 +877,30 @@ class KnowledgeBase:
         hits = self._keyword.search(self.id, partition, text, k=depth * 4)
         rows = self._catalog.get_chunks(self.id, partition, [cid for cid, _ in hits])
         return [(c, s) for c, s in hits if c in rows and matches(rows[c].metadata, where)][:depth]
+
+    def _document_hits(
+        self,
+        partition: str,
+        text: str,
+        depth: int,
+        where: Mapping[str, Any] | None,
+        parents: Mapping[str, str],
+    ) -> tuple[list[tuple[str, float]], set[str]]:
+        """BM25 over whole documents, for the hybrid document score (:mod:`.documents`).
+
+        Not with a metadata filter (a document's whole text is not what the
+        filter selects: its chunks' scores are pooled instead), nor with
+        ``fusion.DOCUMENT_KEYWORD = "pool"``. A few sources left dirty by a
+        write from another path (a catch-up, a recovery) are rebuilt first.
+        """
+        if where or fusion.DOCUMENT_KEYWORD != "index" or fusion.DOCUMENT_WEIGHT <= 0:
+            return [], set()
+        with self._lock:
+            if not self.read_only and self._document_index.refresh(self.id, limit=DOCUMENT_REFRESH):
+                self._conn.commit()
+            return self._document_index.search(
+                self.id, partition, text, k=depth, sources=set(parents.values())
+            )
 
     def _parents(self, partition: str, ids: set[str]) -> dict[str, str]:
         """Chunk id -> source, for the chunks of the registry (others are their own document)."""
@@ -1060,6 +1092,7 @@ class KnowledgeBase:
             try:
                 self._catalog.put_chunks(self.id, rows)
                 self._keyword.add(self.id, partition, [(r.chunk_id, r.text) for r in rows])
+                self._document_index.refresh(self.id)
                 self._conn.commit()
             except BaseException:
                 self._conn.rollback()
@@ -1322,6 +1355,9 @@ def _check_search_args(k: Any, min_score: Any, mode: Any) -> tuple[int, float, S
         raise ConfigurationError(msg, option="mode", value=mode)
     return k, float(min_score), mode
 
+
+DOCUMENT_REFRESH = 200
+"""Most dirty documents a search rebuilds before it ranks (writes rebuild all of theirs)."""
 
 WINDOW_CHUNK_TOKENS = MODEL_WINDOW_TOKENS - 2
 """Default chunk size with the default model: its window less the [CLS] and [SEP] tokens."""
