@@ -272,7 +272,9 @@ class KnowledgeBase:
             including two special tokens) with 32 overlap; with another model, 1000
             characters with 150 overlap. None stores every document as one chunk.
             Hybrid search scores each chunk by its own match and its document's
-            (chunks sharing a source; see ``fusion.fuse_with_documents``).
+            (chunks sharing a source; see ``fusion.fuse_with_documents``), the
+            document's keyword side from BM25 over its whole text
+            (:mod:`langchain_knowledge_inject.store.documents`).
         create: Create the knowledge base when it does not exist; False raises
             :class:`KnowledgeBaseNotFoundError` instead.
         restricted: Restricted mode by default for this knowledge base (stored).
