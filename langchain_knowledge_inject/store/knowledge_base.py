@@ -893,13 +893,20 @@ class KnowledgeBase:
         Not with a metadata filter (a document's whole text is not what the
         filter selects: its chunks' scores are pooled instead), nor with
         ``fusion.DOCUMENT_KEYWORD = "pool"``. A few sources left dirty by a
-        write from another path (a catch-up, a recovery) are rebuilt first.
+        write from another path (a catch-up, a recovery) are rebuilt first;
+        when that write fails (a full disk), they are pooled and the search
+        goes on.
         """
         if where or fusion.DOCUMENT_KEYWORD != "index" or fusion.DOCUMENT_WEIGHT <= 0:
             return [], set()
         with self._lock:
-            if not self.read_only and self._document_index.refresh(self.id, limit=DOCUMENT_REFRESH):
-                self._conn.commit()
+            if not self.read_only:
+                try:
+                    if self._document_index.refresh(self.id, limit=DOCUMENT_REFRESH):
+                        self._conn.commit()
+                except sqlite3.OperationalError as exc:  # a full disk, a locked file
+                    self._conn.rollback()  # they stay dirty, so pooled: the search goes on
+                    logger.warning("document index not refreshed before a search: %s", exc)
             return self._document_index.search(
                 self.id, partition, text, k=depth, sources=set(parents.values())
             )

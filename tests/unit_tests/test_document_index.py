@@ -138,7 +138,7 @@ def test_search_rebuilds_at_most_a_bounded_number_of_documents(tmp_path, monkeyp
         for i in range(5)
     ]
     kb.add_documents(docs)
-    kb._conn.execute("INSERT INTO kw_doc_dirty SELECT kb_id, partition, source FROM chunks")
+    kb._conn.execute("INSERT OR IGNORE INTO kw_doc_dirty SELECT kb_id, partition, source FROM chunks")
     kb._conn.commit()
     monkeypatch.setattr(knowledge_base, "DOCUMENT_REFRESH", 2)
     kb.search("policy leave", k=5, min_score=0.0)
@@ -249,3 +249,20 @@ def test_the_document_index_scores_words_spread_over_chunks():
     )
     assert partial["b1"] == pytest.approx(0.75 * 0.5 + 0.25 * 1.0)
     assert partial["a1"] == pytest.approx(0.75 * 0.5 + 0.25 * 1.0)
+
+
+def test_a_search_goes_on_when_rebuilding_dirty_documents_fails(tmp_path, monkeypatch, caplog):
+    kb = _kb(tmp_path)
+    kb.add_documents([Document(LEAVE, metadata={"source": "leave.md"})])
+    kb._conn.execute("INSERT OR IGNORE INTO kw_doc_dirty SELECT kb_id, partition, source FROM chunks")
+    kb._conn.commit()
+
+    def full_disk(*args, **kwargs):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(kb._document_index, "refresh", full_disk)
+    found = kb.search("parental leave weeks", k=2, min_score=0.0)
+    assert found and found[0].metadata["source"] == "leave.md"
+    assert _dirty(kb) == {"leave.md"}  # still pooled, rebuilt by a later write or search
+    assert "document index not refreshed" in caplog.text
+    kb.close()
