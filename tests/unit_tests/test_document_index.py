@@ -44,6 +44,12 @@ def _row(kb: KnowledgeBase, source: str, partition: str = "") -> str | None:
     return None if not rows else kb._document_index.text(kb.id, partition, source)
 
 
+def _mark_all_dirty(kb: KnowledgeBase) -> None:
+    kb._conn.execute(
+        "INSERT OR IGNORE INTO kw_doc_dirty SELECT kb_id, partition, source FROM chunks"
+    )
+
+
 def _dirty(kb: KnowledgeBase) -> set[str]:
     return {
         s for (s,) in kb._conn.execute("SELECT source FROM kw_doc_dirty WHERE kb_id = ?", (kb.id,))
@@ -138,7 +144,7 @@ def test_search_rebuilds_at_most_a_bounded_number_of_documents(tmp_path, monkeyp
         for i in range(5)
     ]
     kb.add_documents(docs)
-    kb._conn.execute("INSERT OR IGNORE INTO kw_doc_dirty SELECT kb_id, partition, source FROM chunks")
+    _mark_all_dirty(kb)
     kb._conn.commit()
     monkeypatch.setattr(knowledge_base, "DOCUMENT_REFRESH", 2)
     kb.search("policy leave", k=5, min_score=0.0)
@@ -254,7 +260,7 @@ def test_the_document_index_scores_words_spread_over_chunks():
 def test_a_search_goes_on_when_rebuilding_dirty_documents_fails(tmp_path, monkeypatch, caplog):
     kb = _kb(tmp_path)
     kb.add_documents([Document(LEAVE, metadata={"source": "leave.md"})])
-    kb._conn.execute("INSERT OR IGNORE INTO kw_doc_dirty SELECT kb_id, partition, source FROM chunks")
+    _mark_all_dirty(kb)
     kb._conn.commit()
 
     def full_disk(*args, **kwargs):
