@@ -23,13 +23,26 @@ other invalid value raises ``ConfigurationError``. The keys:
                       per request where the surface or a knowledge base has it on
 ``include_kb_meta``   add the ``[Knowledge Bases]`` block
 ``query_window``      earlier user turns added to the query of a follow-up (0-10)
+``memory``            ``False``: no injection and no recording of the turn (Shepherd's
+                      per-request switch; the same as ``knowledge_enabled``, and an
+                      "off" in either wins)
+``knowledge_max_tokens`` the knowledge block's own cap inside ``max_tokens``
+``history_max_tokens`` trim the history to this budget
+``retrieval``         ``"auto"`` or ``"tool"`` (no automatic retrieval)
+``kb_meta_every_turn`` the knowledge-base list on every turn (with ``include_kb_meta``)
+``log_model_io``      log the main model's request and response
 ==================== ===========================================================
 
-``on_error`` and ``knowledge_prompt`` are fixed at construction (the error policy
-is the application's; the system prompt must stay byte-identical from turn to
-turn for prompt caching): a request that sets them raises ``ConfigurationError``
-naming the key, rather than being ignored. Other keys of ``configurable``
-(``thread_id``, ``user_id``, ...) belong to other components and are left alone.
+``knowledge_enabled=False`` (or ``memory=False``) switches the whole turn off:
+no retrieval, no blocks, no knowledge prompt, and no episode is recorded.
+
+``on_error``, ``knowledge_prompt``, ``query_model`` and ``datetime_suffix`` are fixed
+at construction (the error policy is the application's; the system prompt and the
+suffix's format must stay byte-identical from turn to turn for prompt caching; a
+model is not a request value): a request
+that sets them raises ``ConfigurationError`` naming the key, rather than being ignored.
+Other keys of ``configurable`` (``thread_id``, ``user_id``, ``now``, ...) belong to
+other components and are left alone.
 
 Example:
     >>> s = KnowledgeSettings(top_k=2)
@@ -47,15 +60,17 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Mapping
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from typing_extensions import TypedDict
 
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.restricted.scope import resolve_restricted
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.turn.placement import Placement
+from langchain_knowledge_inject.turn.query import QueryCondenser
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -72,6 +87,7 @@ __all__ = [
 logger = logging.getLogger("langchain_knowledge_inject")
 
 SearchMode = Literal["dense", "keyword", "hybrid"]
+RetrievalMode = Literal["auto", "tool"]
 
 
 class KnowledgeSettings(BaseModel):
@@ -86,7 +102,11 @@ class KnowledgeSettings(BaseModel):
     """
 
     model_config = ConfigDict(
-        extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True
+        extra="forbid",
+        frozen=True,
+        strict=True,
+        use_attribute_docstrings=True,
+        arbitrary_types_allowed=True,
     )
 
     enabled: bool = True
@@ -118,6 +138,47 @@ class KnowledgeSettings(BaseModel):
     knowledge_prompt: str | None = Field(default=KNOWLEDGE_SYSTEM_PROMPT, repr=False)
     """The static system-prompt addition (how to use and cite the injected knowledge),
     appended to the system message by every surface; ``None`` leaves it out."""
+    knowledge_max_tokens: int | None = Field(default=None, ge=1)
+    """Tokens the knowledge block may take inside ``max_tokens`` (Portal's
+    ``SemanticContextMaxTokens``); ``None``: whatever the other blocks leave."""
+    history_max_tokens: int | None = Field(default=None, ge=1)
+    """Trim the conversation to this many tokens before the model call
+    (:func:`~langchain_knowledge_inject.turn.history.trim_history`: the system prompt and
+    the current turn are always kept); ``None``: no trimming."""
+    query_model: QueryCondenser | None = Field(default=None, repr=False, exclude=True)
+    """A chat model (or a ready :class:`~langchain_knowledge_inject.turn.query.QueryCondenser`)
+    that rewrites a follow-up into a standalone retrieval query; ``None``: the
+    ``query_window`` heuristic."""
+    retrieval: RetrievalMode = "auto"
+    """``"auto"``: retrieve and inject every turn. ``"tool"``: nothing is retrieved
+    automatically; the model calls ``knowledge_base_search`` (which in restricted mode
+    returns a safe summary only). Blocks and the knowledge-base list are still injected."""
+    kb_meta_every_turn: bool = False
+    """With ``include_kb_meta``: inject the knowledge-base list on every turn, even when
+    nothing was retrieved (Wegent; restricted mode shows the safe routing metadata only)."""
+    datetime_suffix: str | None = None
+    """A ``strftime`` format appended to the current user message (Wegent's datetime
+    suffix), for example ``"\n\n[Current time: %Y-%m-%d %H:%M %Z]"``; the clock is
+    ``configurable["now"]`` (an aware ``datetime``) or now, UTC. ``None``: no suffix."""
+    log_model_io: bool = False
+    """Log the main model's request and response on the ``langchain_knowledge_inject.model_io``
+    logger (also on with ``KINJECT_LOG_LLM_REQUESTS=1``); restricted turns log lengths and
+    hashes only."""
+
+    @field_validator("query_model", mode="before")
+    @classmethod
+    def _condenser(cls, value: Any) -> Any:
+        """A chat model becomes a :class:`QueryCondenser` with its defaults (one cache)."""
+        if value is None or isinstance(value, QueryCondenser):
+            return value
+        return QueryCondenser(value)
+
+    @field_validator("datetime_suffix")
+    @classmethod
+    def _strftime(cls, value: str | None) -> str | None:
+        if value is not None:
+            datetime.now(timezone.utc).strftime(value)  # raises ValueError on a bad format
+        return value
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -125,13 +186,17 @@ class KnowledgeSettings(BaseModel):
         except ValidationError as exc:
             raise _configuration_error(exc, "Invalid setting") from exc
 
+    def _fields(self) -> dict[str, Any]:
+        """Every field's value as is (``model_dump`` leaves ``query_model`` out)."""
+        return {name: getattr(self, name) for name in KnowledgeSettings.model_fields}
+
     def replace(self, **changes: Any) -> KnowledgeSettings:
         """A validated copy with ``changes`` applied.
 
         Raises:
             ConfigurationError: A change names no setting or has a value that is not allowed.
         """
-        return KnowledgeSettings(**{**self.model_dump(), **changes})
+        return KnowledgeSettings(**{**self._fields(), **changes})
 
     def with_overrides(
         self, config: RunnableConfig | Mapping[str, Any] | None
@@ -157,8 +222,14 @@ class KnowledgeSettings(BaseModel):
         updates = {
             name: configurable[key]
             for key, name in REQUEST_KEYS.items()
-            if configurable.get(key) is not None
+            if configurable.get(key) is not None and key != "memory"
         }
+        memory = configurable.get("memory")
+        if memory is not None:  # Shepherd's switch of injection and recording: "off" wins
+            if not isinstance(memory, bool):
+                msg = f"Invalid configurable['memory']={memory!r}: must be a bool"
+                raise ConfigurationError(msg, option="memory", value=memory)
+            updates["enabled"] = memory and updates.get("enabled", True) is not False
         if not updates:
             return self
         if "restricted" in updates:  # decided in one place: any "on" wins
@@ -166,7 +237,7 @@ class KnowledgeSettings(BaseModel):
                 surface=self.restricted, request=updates["restricted"]
             )
         try:
-            return KnowledgeSettings(**{**self.model_dump(), **updates})
+            return KnowledgeSettings(**{**self._fields(), **updates})
         except ConfigurationError as exc:
             option = exc.option or ""
             key = next((k for k, name in REQUEST_KEYS.items() if name == option), option)
@@ -206,10 +277,21 @@ REQUEST_KEYS: dict[str, str] = {
     "restricted": "restricted",
     "include_kb_meta": "include_kb_meta",
     "query_window": "query_window",
+    "memory": "enabled",
+    "knowledge_max_tokens": "knowledge_max_tokens",
+    "history_max_tokens": "history_max_tokens",
+    "retrieval": "retrieval",
+    "kb_meta_every_turn": "kb_meta_every_turn",
+    "log_model_io": "log_model_io",
 }
 """Per-request key of ``config["configurable"]`` -> settings field."""
 
-CONSTRUCTION_ONLY: tuple[str, ...] = ("on_error", "knowledge_prompt")
+CONSTRUCTION_ONLY: tuple[str, ...] = (
+    "on_error",
+    "knowledge_prompt",
+    "query_model",
+    "datetime_suffix",
+)
 """Settings that a request may not change (setting them per request raises)."""
 
 
@@ -228,6 +310,13 @@ class SettingsOptions(TypedDict, total=False):
     include_kb_meta: bool
     query_window: int
     knowledge_prompt: str | None
+    knowledge_max_tokens: int | None
+    history_max_tokens: int | None
+    query_model: Any
+    retrieval: RetrievalMode
+    kb_meta_every_turn: bool
+    datetime_suffix: str | None
+    log_model_io: bool
     k: int
     """Deprecated alias of ``top_k`` (the tool's former name); removed in the next release."""
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,7 @@ from langchain_knowledge_inject.restricted.summary import (
     safe_summary_block,
 )
 from langchain_knowledge_inject.settings import KnowledgeSettings, SettingsOptions, build_settings
+from langchain_knowledge_inject.store.knowledge_base import MAX_QUERY_CHARS
 from langchain_knowledge_inject.turn.assemble import (
     AssembledContext,
     Parts,
@@ -57,9 +59,11 @@ from langchain_knowledge_inject.turn.assemble import (
     RestrictedKnowledge,
     assemble_context,
     has_content,
+    meta_alone,
     prepare_turn,
 )
 from langchain_knowledge_inject.turn.blocks import (
+    BLOCK_SEPARATOR,
     ContextBlock,
     arecord_blocks_turn,
     arender_blocks,
@@ -67,18 +71,30 @@ from langchain_knowledge_inject.turn.blocks import (
     record_blocks_turn,
     render_blocks,
 )
+from langchain_knowledge_inject.turn.conversation import (
+    TurnQuery,
+    shape_turn,
+    turn_clock,
+)
+from langchain_knowledge_inject.turn.conversation import (
+    aturn_query as aconversation_query,
+)
+from langchain_knowledge_inject.turn.conversation import (
+    turn_query as conversation_query,
+)
 from langchain_knowledge_inject.turn.formatting import (
     DEFAULT_KNOWLEDGE_TEMPLATE,
     KnowledgeBlockTemplate,
     format_kb_meta,
 )
+from langchain_knowledge_inject.turn.logs import log_turn
 from langchain_knowledge_inject.turn.manifest import aemit_manifest, emit_manifest
 from langchain_knowledge_inject.turn.placement import add_knowledge_prompt, strip_injected
 from langchain_knowledge_inject.turn.retrieval import (
     RetrievalOutcome,
-    aretrieve,
+    asearch_query,
     coerce_messages,
-    retrieve,
+    search_query,
     turn_query,
 )
 from langchain_knowledge_inject.turn.sources import as_sources, traced
@@ -119,6 +135,10 @@ class InjectionEngine:
         extra_blocks: Blocks added after the others (strings or ``(config) -> str | None``).
         blocks: Context blocks (``ProcedureLibrary``, ``EpisodicMemory``, ``UserFacts``...).
         summarizer_model: Restricted mode: the secondary model writing safe summaries.
+        block_order: The order of the content blocks by name (``"procedure"``,
+            ``"knowledge"``, ``"episodic"``, ``"facts"``, your own); ``None``: that
+            fixed order. Shepherd's preset puts ``facts`` first.
+        block_separator: What joins two blocks (a blank line by default).
 
     Raises:
         ConfigurationError: An option has a value that is not allowed.
@@ -134,6 +154,8 @@ class InjectionEngine:
         extra_blocks: Sequence[ExtraBlock] = (),
         summarizer_model: Any = None,
         blocks: Sequence[ContextBlock] = (),
+        block_order: Sequence[str] | None = None,
+        block_separator: str = BLOCK_SEPARATOR,
         **options: Unpack[SettingsOptions],
     ) -> None:
         self.knowledge_bases: tuple[Any, ...] = as_sources(knowledge_base)
@@ -163,6 +185,11 @@ class InjectionEngine:
         self.summarizer_model = summarizer_model
         self.blocks: tuple[ContextBlock, ...] = check_blocks(blocks)
         self._kb_meta: dict[bool, str] = {}
+        self.block_order, self.block_separator = _check_layout(block_order, block_separator)
+        # a custom template's header (and its own second line) is recognized by text too
+        custom = template is not None and template != DEFAULT_KNOWLEDGE_TEMPLATE
+        header = template.header.strip() if template is not None and not template.inline else ""
+        self.strip_headers: tuple[str, ...] = (header,) if custom and header else ()
 
     def __repr__(self) -> str:
         names = ", ".join(str(getattr(kb, "name", kb)) for kb in self.knowledge_bases)
@@ -201,18 +228,65 @@ class InjectionEngine:
     def retrieve(
         self, messages: Any, settings: KnowledgeSettings, config: RunnableConfig | None = None
     ) -> RetrievalOutcome:
-        """Search the knowledge source(s) with the current user message.
+        """Search the knowledge source(s) with the turn's query.
+
+        The query is the current message, the follow-up heuristic (``query_window``) or
+        the query model's standalone question (``query_model``). With
+        ``retrieval="tool"`` nothing is searched (the model calls the tool).
 
         Raises:
             RetrievalError: The search failed and ``settings.on_error == "raise"``.
         """
-        return retrieve(self._searches, messages, settings, config)
+        how = self._turn_query(messages, settings, config)
+        if how.query is None or settings.retrieval == "tool":
+            return RetrievalOutcome(query=how.query)
+        return search_query(self._searches, how.query, settings, config, query_source=how.source)
 
     async def aretrieve(
         self, messages: Any, settings: KnowledgeSettings, config: RunnableConfig | None = None
     ) -> RetrievalOutcome:
         """Async twin of :meth:`retrieve` (uses ``asearch``)."""
-        return await aretrieve(self._searches, messages, settings, config)
+        how = await self._aturn_query(messages, settings, config)
+        if how.query is None or settings.retrieval == "tool":
+            return RetrievalOutcome(query=how.query)
+        return await asearch_query(
+            self._searches, how.query, settings, config, query_source=how.source
+        )
+
+    @staticmethod
+    def _query_options(settings: KnowledgeSettings) -> dict[str, Any]:
+        """Tool-driven turns search nothing: their query (for the blocks) is the message."""
+        if settings.retrieval == "tool":
+            return {"window": 0, "condenser": None}
+        return {"window": settings.query_window, "condenser": settings.query_model}
+
+    @staticmethod
+    def _cut(how: TurnQuery) -> TurnQuery:
+        """Cut as the knowledge base cuts it: state, manifest and events stay small."""
+        if how.query is None or len(how.query) <= MAX_QUERY_CHARS:
+            return how
+        return TurnQuery(how.query[:MAX_QUERY_CHARS], how.source, how.model_calls, how.seconds,
+                         how.error)  # fmt: skip
+
+    def _turn_query(
+        self, messages: Any, settings: KnowledgeSettings, config: RunnableConfig | None
+    ) -> TurnQuery:
+        """The turn's query and how it was made (the query model when one is set)."""
+        if not settings.enabled:
+            return TurnQuery(None, None)
+        clean = strip_injected(coerce_messages(messages), headers=self.strip_headers)
+        return self._cut(conversation_query(clean, config=config, **self._query_options(settings)))
+
+    async def _aturn_query(
+        self, messages: Any, settings: KnowledgeSettings, config: RunnableConfig | None
+    ) -> TurnQuery:
+        """Async twin of :meth:`_turn_query`."""
+        if not settings.enabled:
+            return TurnQuery(None, None)
+        clean = strip_injected(coerce_messages(messages), headers=self.strip_headers)
+        return self._cut(
+            await aconversation_query(clean, config=config, **self._query_options(settings))
+        )
 
     # -- step 3: restricted mode's knowledge block --------------------------------------
     def sensitive_sources(self) -> bool:
@@ -314,17 +388,20 @@ class InjectionEngine:
         rendered: tuple[Parts, list[dict[str, Any]]],
     ) -> AssembledContext:
         blocks, errors = rendered
-        before, after = (
-            self._around(settings, config)
-            if has_content(documents, restricted, blocks)
-            else ([], [])
-        )
+        content = has_content(documents, restricted, blocks)
+        if not content and _meta_every_turn(settings):  # Wegent: the list on every turn
+            before, _ = self._around(settings, config)
+            return meta_alone(before, max_tokens=settings.max_tokens, counter=self.token_counter,
+                              separator=self.block_separator, block_errors=errors)  # fmt: skip
+        before, after = self._around(settings, config) if content else ([], [])
         return assemble_context(
             documents, restricted=restricted, blocks=blocks, block_errors=errors,
             before=before, after=after, max_tokens=settings.max_tokens,
             counter=self.token_counter, template=self.template or DEFAULT_KNOWLEDGE_TEMPLATE,
             priorities={b.name: b.priority for b in self.blocks},
             caps={b.name: b.max_tokens for b in self.blocks},
+            knowledge_max_tokens=settings.knowledge_max_tokens, order=self.block_order,
+            separator=self.block_separator,
         )  # fmt: skip
 
     def assemble(
@@ -374,6 +451,7 @@ class InjectionEngine:
         settings: KnowledgeSettings,
         outcome: RetrievalOutcome,
         assembled: AssembledContext,
+        config: RunnableConfig | None = None,
     ) -> PreparedTurn:
         retrieved = list(outcome.documents)
         sources = [str(d.metadata.get("source", "")) for d in assembled.reported]
@@ -384,7 +462,33 @@ class InjectionEngine:
         return prepare_turn(
             clean, outcome, assembled, placement=settings.placement,
             restricted=settings.restricted, retrieved=retrieved, sources=sources,
+            **self._shaping(settings, config),
         )  # fmt: skip
+
+    def _shaping(
+        self, settings: KnowledgeSettings, config: RunnableConfig | None
+    ) -> dict[str, Any]:
+        """History trimming and the datetime suffix of this request (none while switched off)."""
+        suffix = settings.datetime_suffix if settings.enabled else None
+        return {"history_max_tokens": settings.history_max_tokens, "datetime_suffix": suffix,
+                "token_counter": self.token_counter,
+                "now": turn_clock(config) if suffix else None}  # fmt: skip
+
+    def shape(
+        self,
+        messages: Sequence[BaseMessage],
+        context: str | None,
+        settings: KnowledgeSettings,
+        config: RunnableConfig | None,
+    ) -> list[BaseMessage]:
+        """The messages the model receives: history trimmed, ``context`` placed, datetime suffix.
+
+        The same as a prepared turn's messages, for surfaces that call the model in a
+        step of their own (the graph's ``call_model``, the middleware's later calls).
+        """
+        out, _ = shape_turn(messages, context, placement=settings.placement,
+                            **self._shaping(settings, config))  # fmt: skip
+        return out
 
     def finish_turn(
         self,
@@ -406,7 +510,7 @@ class InjectionEngine:
         clean = list(messages)
         assembled = self.assemble(outcome.documents, settings, config=config, query=outcome.query,
                                   messages=clean, restricted=restricted)  # fmt: skip
-        return self._prepared(clean, settings, outcome, assembled)
+        return self._prepared(clean, settings, outcome, assembled, config)
 
     async def afinish_turn(
         self,
@@ -422,32 +526,49 @@ class InjectionEngine:
         assembled = await self.aassemble(outcome.documents, settings, config=config,
                                          query=outcome.query, messages=clean,
                                          restricted=restricted)  # fmt: skip
-        return self._prepared(clean, settings, outcome, assembled)
+        return self._prepared(clean, settings, outcome, assembled, config)
 
     # -- one whole turn -------------------------------------------------------------------
-    def prepare(self, messages: Any, config: RunnableConfig | None = None) -> PreparedTurn:
-        """Run one turn: resolve, retrieve, build the context, place it, emit the manifest."""
+    def prepare(
+        self, messages: Any, config: RunnableConfig | None = None, *, surface: str = "injector"
+    ) -> PreparedTurn:
+        """Run one turn: resolve, retrieve, build the context, place it, emit the manifest.
+
+        ``surface`` names the caller in the turn's INFO log line
+        (:func:`~langchain_knowledge_inject.turn.logs.log_turn`).
+        """
+        start = time.perf_counter()
         settings = self.resolve(config)
-        clean = _with_prompt(strip_injected(coerce_messages(messages)), settings)
+        clean = self.clean(messages, settings)
         outcome = self.retrieve(clean, settings, config)
         assembled = self.assemble(
             outcome.documents, settings, config=config, query=outcome.query, messages=clean
         )
-        turn = self._prepared(clean, settings, outcome, assembled)
+        turn = self._prepared(clean, settings, outcome, assembled, config)
         emit_manifest(turn.manifest, config)
+        log_turn(turn.manifest, surface=surface, seconds=time.perf_counter() - start)
         return turn
 
-    async def aprepare(self, messages: Any, config: RunnableConfig | None = None) -> PreparedTurn:
+    async def aprepare(
+        self, messages: Any, config: RunnableConfig | None = None, *, surface: str = "injector"
+    ) -> PreparedTurn:
         """Async twin of :meth:`prepare`."""
+        start = time.perf_counter()
         settings = self.resolve(config)
-        clean = _with_prompt(strip_injected(coerce_messages(messages)), settings)
+        clean = self.clean(messages, settings)
         outcome = await self.aretrieve(clean, settings, config)
         assembled = await self.aassemble(
             outcome.documents, settings, config=config, query=outcome.query, messages=clean
         )
-        turn = self._prepared(clean, settings, outcome, assembled)
+        turn = self._prepared(clean, settings, outcome, assembled, config)
         await aemit_manifest(turn.manifest, config)
+        log_turn(turn.manifest, surface=surface, seconds=time.perf_counter() - start)
         return turn
+
+    def clean(self, messages: Any, settings: KnowledgeSettings) -> list[BaseMessage]:
+        """The input without earlier injections (custom headers too), with the knowledge prompt."""
+        clean = strip_injected(coerce_messages(messages), headers=self.strip_headers)
+        return _with_prompt(clean, settings)
 
     # -- recording the finished turn ------------------------------------------------------
     @property
@@ -471,7 +592,9 @@ class InjectionEngine:
             The ids of the stored episodes.
         """
         settings = self.resolve(config)
-        clean = strip_injected(coerce_messages(messages))
+        if not settings.enabled:  # knowledge_enabled=False / memory=False: nothing is recorded
+            return []
+        clean = strip_injected(coerce_messages(messages), headers=self.strip_headers)
         return record_blocks_turn(self.blocks, clean, config=config, on_error=settings.on_error)
 
     async def arecord_turn(
@@ -479,10 +602,34 @@ class InjectionEngine:
     ) -> list[str]:
         """Async twin of :meth:`record_turn` (uses the blocks' ``arecord_turn``)."""
         settings = self.resolve(config)
-        clean = strip_injected(coerce_messages(messages))
+        if not settings.enabled:
+            return []
+        clean = strip_injected(coerce_messages(messages), headers=self.strip_headers)
         return await arecord_blocks_turn(
             self.blocks, clean, config=config, on_error=settings.on_error
         )
+
+
+def _meta_every_turn(settings: KnowledgeSettings) -> bool:
+    """Whether the knowledge-base list goes in on every turn (Wegent), content or not."""
+    return settings.enabled and settings.include_kb_meta and settings.kb_meta_every_turn
+
+
+def _check_layout(
+    order: Sequence[str] | None, separator: str
+) -> tuple[tuple[str, ...] | None, str]:
+    """Validate ``block_order`` (names, each once) and ``block_separator`` (a string)."""
+    if order is not None and (
+        isinstance(order, str)
+        or not all(isinstance(n, str) and n for n in order)
+        or len(set(order)) != len(order)
+    ):
+        msg = "block_order must be a sequence of distinct block names (e.g. ['facts', 'knowledge'])"
+        raise ConfigurationError(msg, option="block_order", value=order)
+    if not isinstance(separator, str) or not separator:
+        msg = "block_separator must be a non-empty string"
+        raise ConfigurationError(msg, option="block_separator", value=separator)
+    return (tuple(order) if order is not None else None), separator
 
 
 def _with_prompt(messages: list[BaseMessage], settings: KnowledgeSettings) -> list[BaseMessage]:

@@ -40,6 +40,7 @@ add injection to a plain ``StateGraph(MessagesState)``, use the one node
 from __future__ import annotations
 
 import logging
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -60,10 +61,17 @@ from langchain_knowledge_inject.integrations.hosting import (
     tool_call_wrappers,
     write_stream,
 )
+from langchain_knowledge_inject.integrations.search import build_search_tool
 from langchain_knowledge_inject.restricted.scope import is_redacted, redact_documents
 from langchain_knowledge_inject.settings import KnowledgeSettings
 from langchain_knowledge_inject.turn.assemble import PreparedTurn, RestrictedKnowledge
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject.turn.logs import (
+    log_model_request,
+    log_model_response,
+    log_turn,
+    model_io_enabled,
+)
 from langchain_knowledge_inject.turn.manifest import aemit_manifest, emit_manifest
 from langchain_knowledge_inject.turn.placement import (
     extend_system_message,
@@ -136,6 +144,10 @@ class KnowledgeState(MessagesState):
     """The text injected in front of the model this turn, or ``None``."""
     knowledge_manifest: dict[str, Any] | None
     """This turn's manifest (:class:`~.turn.manifest.InjectionManifest`) as a dict."""
+    retrieval_query_source: str | None
+    """How the query was made (``"message"``, ``"heuristic"``, ``"model"``, ``"cache"``)."""
+    turn_started_at: float | None
+    """When ``retrieve`` started this turn (``time.time()``), for the turn's log line."""
 
 
 def compose_messages(
@@ -234,7 +246,7 @@ def create_retrieve_node(injector: InjectionEngine) -> Runnable[Any, dict[str, A
         >>> builder.add_node("retrieve", node)  # doctest: +SKIP
     """
 
-    def _update(outcome: RetrievalOutcome) -> dict[str, Any]:
+    def _update(outcome: RetrievalOutcome, started: float) -> dict[str, Any]:
         return {
             "retrieved": list(outcome.documents),
             "retrieval_query": outcome.query,
@@ -242,21 +254,25 @@ def create_retrieve_node(injector: InjectionEngine) -> Runnable[Any, dict[str, A
             "safe_summary": None,
             "dynamic_context": None,
             "knowledge_manifest": None,
+            "retrieval_query_source": outcome.query_source,
+            "turn_started_at": started,
         }
 
     def retrieve(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        started = time.time()
         settings = injector.resolve(config)
         messages = _messages_of(state, "retrieve")
         if settings.restricted:  # searched by safe_summarize, so raw text never enters state
-            return _update(RetrievalOutcome(query=injector.query(messages, settings)))
-        return _update(injector.retrieve(messages, settings, config))
+            return _update(RetrievalOutcome(query=injector.query(messages, settings)), started)
+        return _update(injector.retrieve(messages, settings, config), started)
 
     async def aretrieve(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        started = time.time()
         settings = injector.resolve(config)
         messages = _messages_of(state, "retrieve")
         if settings.restricted:
-            return _update(RetrievalOutcome(query=injector.query(messages, settings)))
-        return _update(await injector.aretrieve(messages, settings, config))
+            return _update(RetrievalOutcome(query=injector.query(messages, settings)), started)
+        return _update(await injector.aretrieve(messages, settings, config), started)
 
     return RunnableLambda(retrieve, afunc=aretrieve, name="retrieve")
 
@@ -311,11 +327,15 @@ def create_safe_summarize_node(injector: InjectionEngine) -> Runnable[Any, dict[
         if context is not None:
             summary = {"text": context.text, "decision": context.decision,
                        "reason": context.reason}  # fmt: skip
-        return {
+        update = {
             "retrieved": redact_documents(outcome.documents, sensitive_sources=hidden),
             "retrieval_error": outcome.error,
             "safe_summary": summary,
         }
+        if outcome.query_source is not None:  # searched here: the query actually used
+            update["retrieval_query"] = outcome.query
+            update["retrieval_query_source"] = outcome.query_source
+        return update
 
     def safe_summarize(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         _require(state, ("retrieved", "retrieval_query"), "safe_summarize")
@@ -368,33 +388,38 @@ def create_build_context_node(
     def _inputs(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         _require(state, ("retrieved", "retrieval_query"), "build_context")
         settings = injector.resolve(config)
+        history = strip_injected(state["messages"], headers=injector.strip_headers)
         messages = compose_messages(
-            state["messages"], None, system_prompt=system_prompt,
-            knowledge_prompt=prompt, placement=settings.placement,
+            history, None, system_prompt=system_prompt,
+            knowledge_prompt=prompt if settings.enabled else None, placement=settings.placement,
         )  # fmt: skip
         outcome = RetrievalOutcome(
             query=state.get("retrieval_query"),
             documents=list(state.get("retrieved") or []),
             error=state.get("retrieval_error"),
+            query_source=state.get("retrieval_query_source"),
         )
         restricted = _restricted_from_state(state, settings)
         return {"messages": messages, "settings": settings, "outcome": outcome,
                 "restricted": restricted, "config": config}  # fmt: skip
 
-    def _update(turn: PreparedTurn) -> dict[str, Any]:
+    def _update(turn: PreparedTurn, state: dict[str, Any]) -> dict[str, Any]:
         manifest = turn.manifest.to_dict()
         write_stream(manifest)
+        started = state.get("turn_started_at")
+        seconds = time.time() - started if isinstance(started, (int, float)) else 0.0
+        log_turn(turn.manifest, surface="graph", seconds=max(seconds, 0.0))
         return {"dynamic_context": turn.dynamic_context, "knowledge_manifest": manifest}
 
     def build_context(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         turn = injector.finish_turn(**_inputs(state, config))
         emit_manifest(turn.manifest, config)
-        return _update(turn)
+        return _update(turn, state)
 
     async def abuild_context(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         turn = await injector.afinish_turn(**_inputs(state, config))
         await aemit_manifest(turn.manifest, config)
-        return _update(turn)
+        return _update(turn, state)
 
     return RunnableLambda(build_context, afunc=abuild_context, name="build_context")
 
@@ -435,18 +460,34 @@ def create_call_model_node(
 
     def _messages(state: dict[str, Any], config: RunnableConfig) -> list[BaseMessage]:
         _require(state, ("dynamic_context",), "call_model")
-        placement = injector.config.with_overrides(config).placement  # no flag read needed
-        return compose_messages(
-            state["messages"], state.get("dynamic_context"), system_prompt=system_prompt,
-            knowledge_prompt=prompt, placement=placement,
+        settings = injector.config.with_overrides(config)  # no flag read needed
+        history = strip_injected(state["messages"], headers=injector.strip_headers)
+        base = compose_messages(
+            history, None, system_prompt=system_prompt,
+            knowledge_prompt=prompt if settings.enabled else None, placement=settings.placement,
         )  # fmt: skip
+        return injector.shape(base, state.get("dynamic_context"), settings, config)
+
+    def _log_io(config: RunnableConfig) -> tuple[bool, bool]:
+        """(logging on, restricted turn) for the main model's request/response lines."""
+        enabled = model_io_enabled(injector.config.with_overrides(config).log_model_io)
+        return enabled, enabled and injector.resolve(config).restricted
 
     def call_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        return {"messages": [as_message(model.invoke(_messages(state, config), config))]}
+        messages = _messages(state, config)
+        on, restricted = _log_io(config)
+        log_model_request(messages, surface="graph", restricted=restricted, enabled=on)
+        reply = as_message(model.invoke(messages, config))
+        log_model_response(reply, surface="graph", restricted=restricted, enabled=on)
+        return {"messages": [reply]}
 
     async def acall_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        reply = await model.ainvoke(_messages(state, config), config)
-        return {"messages": [as_message(reply)]}
+        messages = _messages(state, config)
+        on, restricted = _log_io(config)
+        log_model_request(messages, surface="graph", restricted=restricted, enabled=on)
+        reply = as_message(await model.ainvoke(messages, config))
+        log_model_response(reply, surface="graph", restricted=restricted, enabled=on)
+        return {"messages": [reply]}
 
     return RunnableLambda(call_model, afunc=acall_model, name="call_model")
 
@@ -553,6 +594,7 @@ def create_knowledge_graph(
         options=dict(options),
     )  # fmt: skip
     chat_model = _chat_model(model)
+    tools = _with_search_tool(injector, tools)
     bound = chat_model.bind_tools(list(tools)) if tools else chat_model
     prompts = {"system_prompt": system_prompt}
 
@@ -584,6 +626,18 @@ def create_knowledge_graph(
     else:
         builder.add_edge("call_model", done)
     return builder.compile(checkpointer=checkpointer, store=store, name=name or "knowledge_graph")
+
+
+def _with_search_tool(engine: InjectionEngine, tools: Sequence[Any] | None) -> Sequence[Any] | None:
+    """Tool-driven retrieval (``retrieval="tool"``): the search tool joins the tools."""
+    if engine.settings.retrieval != "tool":
+        return tools
+    if any(getattr(t, "name", None) == "knowledge_base_search" for t in tools or ()):
+        return tools
+    tool = build_search_tool(
+        engine.knowledge_bases, settings=engine.settings, summarizer_model=engine.summarizer_model
+    )
+    return [*(tools or ()), tool]
 
 
 def _chat_model(model: Any) -> Any:

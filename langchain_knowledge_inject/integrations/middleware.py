@@ -61,10 +61,14 @@ from langchain_knowledge_inject.integrations.engine import engine_for
 from langchain_knowledge_inject.integrations.hosting import tool_call_wrappers
 from langchain_knowledge_inject.integrations.search import build_search_tool
 from langchain_knowledge_inject.turn.assemble import PreparedTurn
+from langchain_knowledge_inject.turn.logs import (
+    log_model_request,
+    log_model_response,
+    model_io_enabled,
+)
 from langchain_knowledge_inject.turn.placement import (
     current_user_index,
     extend_system_message,
-    place_context,
     query_text,
     strip_injected,
 )
@@ -154,7 +158,7 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         settings: KnowledgeSettings | None = None,
         summarizer_model: BaseChatModel | None = None,
         blocks: Sequence[ContextBlock] = (),
-        search_tool: bool = False,
+        search_tool: bool | None = None,
         memory_tools: bool = False,
         **options: Unpack[SettingsOptions],
     ) -> None:
@@ -166,7 +170,7 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         self.knowledge_prompt = self.injector.settings.knowledge_prompt
         self._wrap_tool, self._awrap_tool = tool_call_wrappers(self.injector)
         self.tools = _memory_tools(self.injector.blocks) if memory_tools else []
-        if search_tool:
+        if search_tool or (search_tool is None and self.injector.settings.retrieval == "tool"):
             self.tools = [
                 *self.tools,
                 build_search_tool(
@@ -185,8 +189,17 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         """Call the model with the knowledge injected (retrieving once per user turn)."""
         config = _current_config()
         key, cached = self._cached(request, config)
-        turn = None if cached else self.injector.prepare(self._messages(request), config)
-        response = handler(self._request(request, config, cached, turn))
+        turn = (
+            None
+            if cached
+            else self.injector.prepare(self._messages(request), config, surface="middleware")
+        )
+        sent = self._request(request, config, cached, turn)
+        on, restricted = self._log_io(config)
+        log_model_request(_sent(sent), surface="middleware", restricted=restricted, enabled=on)
+        response = handler(sent)
+        log_model_response(_reply(response), surface="middleware", restricted=restricted,
+                           enabled=on)  # fmt: skip
         return ExtendedModelResponse(model_response=response, command=_update(key, turn))
 
     async def awrap_model_call(
@@ -197,8 +210,17 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         """Async twin of :meth:`wrap_model_call`."""
         config = _current_config()
         key, cached = self._cached(request, config)
-        turn = None if cached else await self.injector.aprepare(self._messages(request), config)
-        response = await handler(self._request(request, config, cached, turn))
+        turn = (
+            None
+            if cached
+            else await self.injector.aprepare(self._messages(request), config, surface="middleware")
+        )
+        sent = self._request(request, config, cached, turn)
+        on, restricted = self._log_io(config)
+        log_model_request(_sent(sent), surface="middleware", restricted=restricted, enabled=on)
+        response = await handler(sent)
+        log_model_response(_reply(response), surface="middleware", restricted=restricted,
+                           enabled=on)  # fmt: skip
         return ExtendedModelResponse(model_response=response, command=_update(key, turn))
 
     def wrap_tool_call(
@@ -241,8 +263,15 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         return None
 
     # -- helpers ---------------------------------------------------------------------------
+    def _log_io(self, config: RunnableConfig | None) -> tuple[bool, bool]:
+        """(main-model I/O logging on, restricted turn)."""
+        on = model_io_enabled(self.injector.config.with_overrides(config).log_model_io)
+        return on, on and self.injector.resolve(config).restricted
+
     def _system(self, request: ModelRequest[Any]) -> SystemMessage | None:
         system, addition = request.system_message, self.knowledge_prompt
+        if not self.injector.config.with_overrides(_current_config()).enabled:
+            addition = None  # knowledge switched off: the system prompt as the agent has it
         if system is None:
             return SystemMessage(addition) if addition else None
         return extend_system_message(system, addition)
@@ -274,15 +303,26 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
             messages = turn.messages
         else:
             text = (cached or {}).get("dynamic_context")
-            messages = strip_injected(self._messages(request))
-            if text:
-                placement = self.injector.resolve(config).placement
-                messages = place_context(messages, text, placement=placement)
+            messages = strip_injected(self._messages(request), headers=self.injector.strip_headers)
+            settings = self.injector.resolve(config)
+            messages = self.injector.shape(messages, text, settings, config)
         sent = cast("list[AnyMessage]", messages)
         if self._system(request) is not None:
             system = cast("SystemMessage", sent[0])
             return request.override(system_message=system, messages=sent[1:])
         return request.override(messages=sent)
+
+
+def _sent(request: ModelRequest[Any]) -> list[BaseMessage]:
+    system = request.system_message
+    return [system, *request.messages] if system is not None else list(request.messages)
+
+
+def _reply(response: Any) -> Any:
+    result = getattr(response, "result", None)
+    if isinstance(result, list) and result:
+        return result[-1]
+    return response
 
 
 def _memory_tools(blocks: Sequence[ContextBlock]) -> list[Any]:

@@ -42,6 +42,11 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.integrations.engine import InjectionEngine, engine_for
 from langchain_knowledge_inject.integrations.hosting import as_message, write_stream
+from langchain_knowledge_inject.turn.logs import (
+    log_model_request,
+    log_model_response,
+    model_io_enabled,
+)
 from langchain_knowledge_inject.turn.placement import strip_injected
 
 if TYPE_CHECKING:
@@ -136,25 +141,35 @@ class _KnowledgeNode:
                 f"(MessagesState); got {keys}"
             )
             raise ConfigurationError(msg, option="state", value=keys)
-        history = strip_injected(state["messages"])
+        history = strip_injected(state["messages"], headers=self.injector.strip_headers)
         if self.system_prompt:
             history = [SystemMessage(self.system_prompt), *history]
         return history
 
+    def _log_io(self, config: RunnableConfig) -> bool:
+        """Whether the main model's request and response are logged."""
+        return model_io_enabled(self.injector.config.with_overrides(config).log_model_io)
+
     def call(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         history = self._history(state)
-        turn = self.injector.prepare(history, config)
+        turn = self.injector.prepare(history, config, surface="node")
         write_stream(turn.manifest.to_dict())
+        on, restricted = self._log_io(config), turn.manifest.restricted
+        log_model_request(turn.messages, surface="node", restricted=restricted, enabled=on)
         reply = as_message(self.model.invoke(turn.messages, config))
+        log_model_response(reply, surface="node", restricted=restricted, enabled=on)
         if self.injector.records_turns and not getattr(reply, "tool_calls", None):
             self.injector.record_turn([*state["messages"], reply], config)
         return {"messages": [reply]}
 
     async def acall(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         history = self._history(state)
-        turn = await self.injector.aprepare(history, config)
+        turn = await self.injector.aprepare(history, config, surface="node")
         write_stream(turn.manifest.to_dict())
+        on, restricted = self._log_io(config), turn.manifest.restricted
+        log_model_request(turn.messages, surface="node", restricted=restricted, enabled=on)
         reply = as_message(await self.model.ainvoke(turn.messages, config))
+        log_model_response(reply, surface="node", restricted=restricted, enabled=on)
         if self.injector.records_turns and not getattr(reply, "tool_calls", None):
             await self.injector.arecord_turn([*state["messages"], reply], config)
         return {"messages": [reply]}

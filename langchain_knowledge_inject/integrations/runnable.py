@@ -174,6 +174,8 @@ class KnowledgeInjector(InjectionEngine, Runnable[Any, list[BaseMessage]]):
         summarizer_model: Restricted mode: the secondary chat model that writes the
             safe summary. Without one, restricted turns fail closed (``refuse`` /
             ``summarizer_error``).
+        block_order: The order of the content blocks by name (``None``: the fixed order).
+        block_separator: What joins two blocks (a blank line by default).
 
     Raises:
         ConfigurationError: An option has a value that is not allowed.

@@ -198,6 +198,8 @@ class _Search:
     ) -> tuple[str, Any]:
         """Search (sync); each source's search is a retriever run under the tool's run."""
         wanted, seen, settings, kwargs = self._request(k, category, runtime, config)
+        if not settings.enabled:
+            return _switched_off()
         try:
             found = search_all(self.searches, query, kwargs, config=config,
                                restricted=settings.restricted)  # fmt: skip
@@ -218,6 +220,8 @@ class _Search:
     ) -> tuple[str, Any]:
         """Search (async)."""
         wanted, seen, settings, kwargs = self._request(k, category, runtime, config)
+        if not settings.enabled:
+            return _switched_off()
         try:
             found = await asearch_all(self.searches, query, kwargs, config=config,
                                       restricted=settings.restricted)  # fmt: skip
@@ -238,6 +242,12 @@ class _Search:
         hidden = any(sensitive_source_flags(self.sources)) or bool(host and host.sensitive_sources)
         return {"summarizer_model": model, "sensitive_sources": hidden,
                 "config": config, "max_tokens": settings.max_tokens}  # fmt: skip
+
+
+def _switched_off() -> tuple[str, Any]:
+    """The result while knowledge is switched off (``enabled=False``, ``memory=False``)."""
+    logger.info("knowledge_base_search called while knowledge is switched off; nothing searched")
+    return "Knowledge base search is switched off for this conversation.", []
 
 
 def pinned_and(pinned: Mapping[str, Any] | None, category: str | None) -> dict[str, Any] | None:

@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.turn.blocks import DEFAULT_PRIORITIES, config_user_id
@@ -80,16 +80,24 @@ def normalize_fact_key(key: str) -> str:
     return normalized
 
 
-def format_user_facts(facts: Mapping[str, str]) -> str | None:
+def format_user_facts(
+    facts: Mapping[str, str], *, style: Literal["block", "inline"] = "block"
+) -> str | None:
     """Render facts as the ``[User Facts]`` block (``None`` when there are none).
+
+    ``style="inline"`` renders Shepherd's one line ``[facts: key=value, key=value]``.
 
     Example:
         >>> print(format_user_facts({"name": "Ana", "city": "Lisbon"}))
         [User Facts]
         city=Lisbon; name=Ana
+        >>> format_user_facts({"name": "Ana", "city": "Lisbon"}, style="inline")
+        '[facts: city=Lisbon, name=Ana]'
     """
     if not facts:
         return None
+    if style == "inline":
+        return "[facts: " + ", ".join(f"{key}={facts[key]}" for key in sorted(facts)) + "]"
     line = "; ".join(f"{key}={facts[key]}" for key in sorted(facts))
     return f"[User Facts]\n{line}"
 
@@ -105,6 +113,8 @@ class UserFacts:
         max_value_chars: Longest value accepted.
         priority: Budget priority of the block (see :mod:`~langchain_knowledge_inject.turn.blocks`).
         max_tokens: Cap of the block, or ``None``.
+        style: ``"block"`` (``[User Facts]`` and a line of facts) or ``"inline"``
+            (Shepherd's ``[facts: key=value, key=value]``).
 
     Example:
         >>> from langgraph.store.memory import InMemoryStore
@@ -127,8 +137,13 @@ class UserFacts:
         max_value_chars: int = 200,
         priority: int = DEFAULT_PRIORITIES["facts"],
         max_tokens: int | None = None,
+        style: Literal["block", "inline"] = "block",
     ) -> None:
         prefix = tuple(namespace_prefix)
+        if style not in ("block", "inline"):
+            msg = f"style must be 'block' or 'inline', got {style!r}"
+            raise ConfigurationError(msg, option="style", value=style)
+        self.style: Literal["block", "inline"] = style
         if not prefix or not all(isinstance(p, str) and p and "." not in p for p in prefix):
             msg = "namespace_prefix must be non-empty labels without '.'"
             raise ConfigurationError(msg, option="namespace_prefix", value=namespace_prefix)
@@ -256,7 +271,7 @@ class UserFacts:
     ) -> str | None:
         """The ``[User Facts]`` block of the run's user, or ``None`` (no user id, no facts)."""
         user_id = config_user_id(config, key=self.user_id_key)
-        return format_user_facts(self.get_all(user_id)) if user_id else None
+        return format_user_facts(self.get_all(user_id), style=self.style) if user_id else None
 
     async def arender(
         self,
@@ -267,7 +282,9 @@ class UserFacts:
     ) -> str | None:
         """Async twin of :meth:`render`."""
         user_id = config_user_id(config, key=self.user_id_key)
-        return format_user_facts(await self.aget_all(user_id)) if user_id else None
+        if not user_id:
+            return None
+        return format_user_facts(await self.aget_all(user_id), style=self.style)
 
 
 def _as_value(fact: UserFact) -> dict[str, str]:

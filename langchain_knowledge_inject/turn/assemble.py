@@ -39,6 +39,7 @@ from langchain_knowledge_inject.turn.blocks import (
     block_rank,
     surviving_blocks,
 )
+from langchain_knowledge_inject.turn.conversation import shape_turn
 from langchain_knowledge_inject.turn.formatting import (
     KnowledgeBlockTemplate,
     assemble_knowledge_block,
@@ -46,11 +47,17 @@ from langchain_knowledge_inject.turn.formatting import (
     unique_citation_ids,
 )
 from langchain_knowledge_inject.turn.manifest import InjectionManifest, error_record, hash_messages
-from langchain_knowledge_inject.turn.placement import Placement, injection_index, place_context
+from langchain_knowledge_inject.turn.placement import Placement, injection_index
 from langchain_knowledge_inject.turn.retrieval import RetrievalOutcome
-from langchain_knowledge_inject.turn.tokens import TokenCounter, fit_to_budget
+from langchain_knowledge_inject.turn.tokens import (
+    TokenCounter,
+    approximate_token_count,
+    fit_to_budget,
+)
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from langchain_core.documents import Document
     from langchain_core.messages import BaseMessage
 
@@ -64,6 +71,7 @@ __all__ = [
     "has_content",
     "join_blocks",
     "knowledge_block",
+    "meta_alone",
     "prepare_turn",
 ]
 
@@ -124,9 +132,9 @@ class PreparedTurn:
     """Every retrieved chunk, including those the budget cut."""
 
 
-def join_blocks(parts: Sequence[tuple[str, str | None]]) -> str:
-    """Join the non-empty blocks with a blank line."""
-    return BLOCK_SEPARATOR.join(text for _, text in parts if text)
+def join_blocks(parts: Sequence[tuple[str, str | None]], separator: str = BLOCK_SEPARATOR) -> str:
+    """Join the non-empty blocks with a blank line (or ``separator``)."""
+    return separator.join(text for _, text in parts if text)
 
 
 def chunk_id(doc: Document) -> str:
@@ -163,10 +171,15 @@ def knowledge_block(
     counter: TokenCounter,
     before: Parts,
     after: Parts,
+    knowledge_max_tokens: int | None = None,
+    separator: str = BLOCK_SEPARATOR,
 ) -> tuple[
     BlockText | None, list[Document], list[str], list[dict[str, Any]], tuple[str, int] | None
 ]:
     """The knowledge block, first fitted with the blocks that are cut after it.
+
+    With ``knowledge_max_tokens`` the block alone is first fitted to its own cap
+    (chunks left out: reason ``"knowledge_cap"``), then with the others to ``max_tokens``.
 
     Returns the block (a :class:`BlockText` of the kept chunks), the kept
     chunks, their citation ids, the chunks left out, and the fitted message
@@ -182,10 +195,16 @@ def knowledge_block(
         return assemble_knowledge_block(template, chunks[: len(docs)])
 
     def render(docs: Sequence[Document]) -> str:
-        return join_blocks([*before, ("knowledge", block(docs)), *after])
+        return join_blocks([*before, ("knowledge", block(docs)), *after], separator)
 
-    kept, tokens = fit_to_budget(documents, max_tokens=max_tokens, counter=counter, render=render)
-    dropped = _dropped(documents[len(kept) :], "token_budget")
+    capped: Sequence[Document] = documents
+    dropped: list[dict[str, Any]] = []
+    if knowledge_max_tokens is not None:  # the knowledge block's own cap first
+        capped, _ = fit_to_budget(documents, max_tokens=knowledge_max_tokens, counter=counter,
+                                  render=block)  # fmt: skip
+        dropped = _dropped(documents[len(capped) :], "knowledge_cap")
+    kept, tokens = fit_to_budget(capped, max_tokens=max_tokens, counter=counter, render=render)
+    dropped = _dropped(capped[len(kept) :], "token_budget") + dropped
     fitted = (render(kept), tokens) if kept else None
     return BlockText.build(kept, block), list(kept), ids[: len(kept)], dropped, fitted
 
@@ -203,6 +222,9 @@ def assemble_context(
     template: KnowledgeBlockTemplate,
     priorities: Mapping[str, int],
     caps: Mapping[str, int | None],
+    knowledge_max_tokens: int | None = None,
+    order: Sequence[str] | None = None,
+    separator: str = BLOCK_SEPARATOR,
 ) -> AssembledContext:
     """The dynamic_context text: one budget over every block, knowledge cut chunk by chunk.
 
@@ -219,6 +241,9 @@ def assemble_context(
         template: The knowledge block template.
         priorities: Each context block's priority (the lowest is cut first).
         caps: Each context block's own token cap (``None``: none).
+        knowledge_max_tokens: The knowledge block's own cap inside ``max_tokens``.
+        order: The order of the content blocks by name (``None``: the fixed order).
+        separator: What joins two blocks.
 
     Returns:
         The text (``None`` when nothing is left to inject) and what it holds.
@@ -232,6 +257,9 @@ def assemble_context(
         return AssembledContext(dropped=errors, decision=decision, reason=reason)
     budget = max_tokens
     priorities = dict(priorities)
+    caps = dict(caps)
+    if knowledge_max_tokens is not None and restricted is None:
+        caps["knowledge"] = knowledge_max_tokens
     kept: list[Document] = []
     ids: list[str] = []
     dropped: list[dict[str, Any]] = []
@@ -246,7 +274,8 @@ def assemble_context(
     elif documents:
         knowledge, kept, ids, dropped, fitted = knowledge_block(
             documents, template=template, max_tokens=max_tokens, counter=counter,
-            before=before, after=after,
+            before=before, after=after, knowledge_max_tokens=knowledge_max_tokens,
+            separator=separator,
         )  # fmt: skip
         if not has_memory:  # knowledge alone: the fitted block is final
             if fitted is None:
@@ -257,11 +286,12 @@ def assemble_context(
                 tokens=fitted[1], dropped=dropped + errors,
                 blocks=block_names([*before, ("knowledge", knowledge), *after]),
             )  # fmt: skip
-    content = sorted([("knowledge", knowledge), *blocks], key=lambda p: block_rank(p[0]))
+    content = sorted([("knowledge", knowledge), *blocks], key=lambda p: _rank(p[0], order))
     parts = [*before, *content, *after]
     text, cuts = assemble_blocks(
-        parts, max_tokens=budget, caps=dict(caps), priorities=priorities, counter=counter
-    )
+        parts, max_tokens=budget, caps=caps, priorities=priorities, counter=counter,
+        separator=separator,
+    )  # fmt: skip
     knowledge_cuts = [c for c in cuts if c["block"] == "knowledge"]
     if restricted is None and knowledge_cuts:
         count = min(c["kept"] for c in knowledge_cuts)
@@ -278,6 +308,28 @@ def assemble_context(
     )  # fmt: skip
 
 
+def _rank(name: str, order: Sequence[str] | None) -> int:
+    """A content block's position: ``order`` when given, else the fixed order."""
+    if order:
+        return list(order).index(name) if name in order else len(order)
+    return block_rank(name)
+
+
+def meta_alone(
+    before: Parts, *, max_tokens: int, counter: TokenCounter, separator: str = BLOCK_SEPARATOR,
+    block_errors: Sequence[dict[str, Any]] = (),
+) -> AssembledContext:  # fmt: skip
+    """The message of a turn without content: the knowledge-base list alone (every turn)."""
+    text, cuts = assemble_blocks(before, max_tokens=max_tokens, counter=counter,
+                                 separator=separator)  # fmt: skip
+    if not text:
+        return AssembledContext(dropped=list(block_errors))
+    return AssembledContext(
+        text=text, tokens=counter(text), dropped=[*cuts, *block_errors],
+        blocks=surviving_blocks(before, cuts),
+    )  # fmt: skip
+
+
 def prepare_turn(
     messages: list[BaseMessage],
     outcome: RetrievalOutcome,
@@ -287,6 +339,10 @@ def prepare_turn(
     restricted: bool,
     retrieved: Sequence[Document],
     sources: Sequence[str],
+    history_max_tokens: int | None = None,
+    datetime_suffix: str | None = None,
+    token_counter: TokenCounter = approximate_token_count,
+    now: datetime | None = None,
 ) -> PreparedTurn:
     """Place the assembled text in ``messages`` and write the turn's manifest.
 
@@ -299,10 +355,18 @@ def prepare_turn(
         retrieved: Every retrieved chunk as the turn may keep it (restricted
             mode: stubs with ids and scores only).
         sources: The source names the manifest may show.
+        history_max_tokens: Trim the history to this budget first (``None``: no trimming).
+        datetime_suffix: A ``strftime`` format appended to the current user message.
+        token_counter: Counts tokens (history trimming).
+        now: The turn's time (the datetime suffix).
     """
-    prefix = messages[: injection_index(messages, placement=placement)]
     text = assembled.text
-    out = place_context(messages, text, placement=placement) if text else messages
+    out, trimmed = shape_turn(
+        messages, text, placement=placement, history_max_tokens=history_max_tokens,
+        datetime_suffix=datetime_suffix, token_counter=token_counter, now=now,
+    )  # fmt: skip
+    kept = trimmed.messages if trimmed is not None else messages
+    prefix = kept[: injection_index(kept, placement=placement)]
     manifest = InjectionManifest(
         injected=text is not None,
         chunk_ids=[chunk_id(d) for d in assembled.reported],
@@ -320,6 +384,8 @@ def prepare_turn(
         summary_reason=assembled.reason,
         blocks=list(assembled.blocks),
         errors=_turn_errors(outcome, assembled),
+        query_source=outcome.query_source,
+        history=trimmed.to_dict() if trimmed is not None else None,
     )
     return PreparedTurn(
         messages=out, query=outcome.query, documents=list(assembled.used),

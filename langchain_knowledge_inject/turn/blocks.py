@@ -181,6 +181,7 @@ def assemble_blocks(
     caps: Mapping[str, int | None] | None = None,
     priorities: Mapping[str, int] | None = None,
     counter: TokenCounter = approximate_token_count,
+    separator: str = BLOCK_SEPARATOR,
 ) -> tuple[str | None, list[dict[str, Any]]]:
     r"""Join the blocks in the given order, within their caps and the shared budget.
 
@@ -193,6 +194,7 @@ def assemble_blocks(
         caps: Cap per block name; a missing name or ``None`` means no cap.
         priorities: Priority per block name, overriding :data:`DEFAULT_PRIORITIES`.
         counter: Counts the tokens of a text.
+        separator: What joins two blocks (a blank line by default).
 
     Returns:
         The joined text (``None`` when nothing is left) and one record per
@@ -229,7 +231,7 @@ def assemble_blocks(
             text = _shorten(i, name, text, "block_cap", cuts)
         current[i] = (name, text)
 
-    while max_tokens is not None and counter(_join(current)) > max_tokens:
+    while max_tokens is not None and counter(_join(current, separator)) > max_tokens:
         present = [
             (prio.get(name, _UNKNOWN_PRIORITY), -i) for i, (name, t) in enumerate(current) if t
         ]
@@ -239,7 +241,7 @@ def assemble_blocks(
         name, text = current[i]
         current[i] = (name, _shorten(i, name, text, "token_budget", cuts))  # type: ignore[arg-type]
 
-    joined = _join(current)
+    joined = _join(current, separator)
     return joined or None, list(cuts.values())
 
 
@@ -408,8 +410,8 @@ def surviving_blocks(
     return names
 
 
-def _join(parts: Sequence[tuple[str, str | None]]) -> str:
-    return BLOCK_SEPARATOR.join(text for _, text in parts if text)
+def _join(parts: Sequence[tuple[str, str | None]], separator: str = BLOCK_SEPARATOR) -> str:
+    return separator.join(text for _, text in parts if text)
 
 
 def _shorten(

@@ -90,8 +90,12 @@ class KnowledgeBlockTemplate:
             ``{score}`` (a float, e.g. ``{score:.2f}``), ``{content}`` and
             ``{rank}`` (1-based).
         category_line: Format string for the category line (``{category}``).
-        separator: Line written after every chunk.
+        separator: Line written after every chunk (with ``inline``: what joins two chunks).
         closing: Last line of the block.
+        inline: Render the block on one line: ``header``, the chunks (whitespace
+            collapsed) joined by ``separator``, then ``closing``; ``intro`` is left out.
+            Shepherd's ``[context: a | b]`` is ``KnowledgeBlockTemplate(header="[context: ",
+            chunk="{content}", separator=" | ", closing="]", inline=True)``.
 
     Example:
         >>> t = KnowledgeBlockTemplate(header="[Docs]", closing="")
@@ -111,6 +115,7 @@ class KnowledgeBlockTemplate:
     category_line: str = "Category: {category}\n"
     separator: str = "---"
     closing: str = "If the answer is not in the information above, say so honestly."
+    inline: bool = False
 
     def __post_init__(self) -> None:
         _check_fields("chunk", self.chunk, _CHUNK_FIELDS)
@@ -260,6 +265,9 @@ def assemble_knowledge_block(template: KnowledgeBlockTemplate, chunks: Sequence[
     """The block around already rendered chunks (lets a budget loop render each chunk once)."""
     if not chunks:
         return ""
+    if template.inline:
+        joined = template.separator.join(" ".join(chunk.split()) for chunk in chunks)
+        return f"{template.header}{joined}{template.closing}"
     lines = [part for part in (template.header, template.intro) if part]
     for chunk in chunks:
         lines.append(chunk)

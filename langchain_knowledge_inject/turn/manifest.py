@@ -70,6 +70,11 @@ class InjectionManifest:
             ``{"stage": "retrieval" | "block", "error": <exception class>}`` (plus
             ``"block"``: its name); the class only, never the error's text. Empty
             when nothing failed.
+        query_source: How the retrieval query was made: ``"message"`` (the current
+            message), ``"heuristic"`` (follow-up terms added), ``"model"`` /
+            ``"cache"`` (the query model), or ``None`` when nothing was retrieved.
+        history: What history trimming cut (``TrimmedHistory.to_dict()``), or
+            ``None`` when trimming is off.
     """
 
     injected: bool = False
@@ -88,6 +93,8 @@ class InjectionManifest:
     summary_reason: str | None = None
     blocks: list[str] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
+    query_source: str | None = None
+    history: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The manifest as a JSON-serializable dict.
@@ -101,6 +108,7 @@ class InjectionManifest:
             data[name] = list(data[name])
         data["dropped"] = [dict(item) for item in self.dropped]
         data["errors"] = [dict(item) for item in self.errors]
+        data["history"] = dict(self.history) if self.history is not None else None
         return data
 
 

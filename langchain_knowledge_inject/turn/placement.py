@@ -50,6 +50,7 @@ __all__ = [
     "INJECTION_HEADERS",
     "PLACEMENTS",
     "Placement",
+    "append_suffix",
     "current_user_index",
     "injection_index",
     "injection_start",
@@ -140,8 +141,8 @@ def injection_start(text: str, *, headers: Sequence[str] = ()) -> int | None:
         >>> text[injection_start(text):]
         '[User Facts]\ncity=Lisbon'
     """
-    known = (
-        {**INJECTION_HEADERS, **{h: _CUSTOM_RANK for h in headers if h and h.strip()}}
+    known = (  # a package header passed again keeps its rank and accepts any second line
+        {**{h: _CUSTOM_RANK for h in headers if h and h.strip()}, **INJECTION_HEADERS}
         if headers
         else INJECTION_HEADERS
     )
@@ -355,6 +356,38 @@ def _append_postfix(message: BaseMessage, content: str) -> BaseMessage:
         new_content = [*original, {"type": "text", "text": content}]
     kwargs = {**message.additional_kwargs, INJECTED_KEY: marker}
     return message.model_copy(update={"content": new_content, "additional_kwargs": kwargs})
+
+
+def append_suffix(messages: Sequence[BaseMessage], text: str) -> list[BaseMessage]:
+    """``messages`` with ``text`` appended as is to the current user message, marked injected.
+
+    Merged with a postfix already there (one marker per message), so
+    :func:`strip_injected` restores the original message exactly. With no user
+    message, or an empty ``text``, the messages are returned unchanged.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> out = append_suffix([HumanMessage("Hi")], " (sent at noon)")
+        >>> out[0].content, strip_injected(out)[0].content
+        ('Hi (sent at noon)', 'Hi')
+    """
+    result = list(messages)
+    index = current_user_index(result)
+    if index is None or not text:
+        return result
+    message = result[index]
+    marker = dict(_marker(message) or {"placement": "postfix"})
+    content = message.content
+    if isinstance(content, str):
+        marker["suffix"] = str(marker.get("suffix", "")) + text
+        new_content: str | list[str | dict[Any, Any]] = content + text
+    else:
+        marker["parts"] = int(marker.get("parts", 0)) + 1
+        new_content = [*content, {"type": "text", "text": text}]
+    kwargs = {**message.additional_kwargs, INJECTED_KEY: marker}
+    update = {"content": new_content, "additional_kwargs": kwargs}
+    result[index] = message.model_copy(update=update)
+    return result
 
 
 def _remove_postfix(message: BaseMessage, marker: dict[str, Any]) -> BaseMessage:

@@ -41,9 +41,11 @@ __all__ = [
     "RetrievalOutcome",
     "SearchSettings",
     "aretrieve",
+    "asearch_query",
     "coerce_messages",
     "retrieve",
     "search_kwargs",
+    "search_query",
     "turn_query",
 ]
 
@@ -60,6 +62,8 @@ class RetrievalOutcome:
     """Retrieved chunks, best first."""
     error: str | None = None
     """Error text when retrieval failed and ``on_error="degrade"``."""
+    query_source: str | None = None
+    """How the query was made (``"message"``, ``"heuristic"``, ``"model"``, ``"cache"``)."""
 
 
 class SearchSettings(Protocol):
@@ -144,6 +148,25 @@ def retrieve(
     query = turn_query(messages, settings)
     if query is None:
         return RetrievalOutcome(query=None)
+    return search_query(searches, query, settings, config)
+
+
+def search_query(
+    searches: Sequence[TracedSearch],
+    query: str,
+    settings: SearchSettings,
+    config: RunnableConfig | None = None,
+    *,
+    query_source: str | None = None,
+) -> RetrievalOutcome:
+    """Search every source with ``query`` (worked out beforehand), side by side; merge.
+
+    ``query_source`` (how the query was made) is recorded in the outcome.
+
+    Raises:
+        RetrievalError: A search failed and ``settings.on_error == "raise"``.
+        ConfigurationError: A search was refused for a wrong setting.
+    """
     kwargs, restricted = search_kwargs(settings), bool(settings.restricted)
 
     def search(traced: TracedSearch) -> list[Document] | Exception:
@@ -161,8 +184,9 @@ def retrieve(
     found = [r for r in results if not isinstance(r, Exception)]
     failed = [r for r in results if isinstance(r, Exception)]
     if failed:
-        return _failed(query, failed, settings, found)
-    return RetrievalOutcome(query=query, documents=merge_results(found, settings.top_k))
+        return _failed(query, failed, settings, found, query_source)
+    documents = merge_results(found, settings.top_k)
+    return RetrievalOutcome(query=query, documents=documents, query_source=query_source)
 
 
 async def aretrieve(
@@ -175,6 +199,18 @@ async def aretrieve(
     query = turn_query(messages, settings)
     if query is None:
         return RetrievalOutcome(query=None)
+    return await asearch_query(searches, query, settings, config)
+
+
+async def asearch_query(
+    searches: Sequence[TracedSearch],
+    query: str,
+    settings: SearchSettings,
+    config: RunnableConfig | None = None,
+    *,
+    query_source: str | None = None,
+) -> RetrievalOutcome:
+    """Async twin of :func:`search_query` (uses ``asearch``)."""
     kwargs, restricted = search_kwargs(settings), bool(settings.restricted)
     results = await asyncio.gather(
         *(
@@ -189,8 +225,9 @@ async def aretrieve(
             raise result  # cancellation, KeyboardInterrupt
     failed = [r for r in results if isinstance(r, Exception)]
     if failed:
-        return _failed(query, failed, settings, found)
-    return RetrievalOutcome(query=query, documents=merge_results(found, settings.top_k))
+        return _failed(query, failed, settings, found, query_source)
+    documents = merge_results(found, settings.top_k)
+    return RetrievalOutcome(query=query, documents=documents, query_source=query_source)
 
 
 def _failed(
@@ -198,6 +235,7 @@ def _failed(
     failed: Sequence[Exception],
     settings: SearchSettings,
     found: list[list[Document]],
+    query_source: str | None = None,
 ) -> RetrievalOutcome:
     """Raise, or go on with the knowledge bases that answered (``on_error="degrade"``)."""
     for exc in failed:  # a wrong setting or a forked process is the caller's to fix
@@ -212,5 +250,5 @@ def _failed(
     logger.warning("knowledge retrieval failed, continuing without it: %s", exc)
     return RetrievalOutcome(
         query=query, documents=merge_results(found, settings.top_k) if found else [],
-        error=f"{type(exc).__name__}: {exc}",
+        error=f"{type(exc).__name__}: {exc}", query_source=query_source,
     )  # fmt: skip

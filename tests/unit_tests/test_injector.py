@@ -415,6 +415,12 @@ def test_injection_config_is_strict_and_closed():
         "include_kb_meta": False,
         "query_window": 0,
         "knowledge_prompt": KNOWLEDGE_SYSTEM_PROMPT,
+        "knowledge_max_tokens": None,
+        "history_max_tokens": None,
+        "retrieval": "auto",
+        "kb_meta_every_turn": False,
+        "datetime_suffix": None,
+        "log_model_io": False,
     }
 
 

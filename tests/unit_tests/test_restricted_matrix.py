@@ -101,3 +101,75 @@ def test_matrix_figures():
     """Prints the matrix total (run after the cells: ``pytest -s``)."""
     print(f"\nrestriction matrix: {FIGURES['cells']} cells, raw found {FIGURES['raw']}")
     assert FIGURES["raw"] == 0
+
+
+# --- Wegent-style: the restricted knowledge-base list every turn, the model searches -------------
+
+TOOL_DRIVEN = {
+    "min_score": 0.0,
+    "retrieval": "tool",
+    "include_kb_meta": True,
+    "kb_meta_every_turn": True,
+    "log_model_io": True,
+}
+TOOL_CELLS = [
+    ("graph", "surface"),
+    ("graph", "separate"),
+    ("middleware", "surface"),
+    ("middleware", "separate"),
+]
+
+
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize(("surface", "tool_origin"), TOOL_CELLS)
+def test_tool_driven_restricted_cells_leak_nothing(
+    kbs, where, surface, tool_origin, caplog, monkeypatch
+):
+    """Nothing retrieved automatically; the tool's safe summary only; 0 raw anywhere, logs too."""
+    monkeypatch.setenv("KINJECT_LOG_MODEL_IO", "1")
+    caplog.set_level(logging.DEBUG)
+    kb = kbs["stored" if where == "kb" else "plain"]
+    turn = run_surface(
+        surface,
+        kb=kb,
+        question=QUESTION,
+        summarizer=make_summarizer("copying"),
+        where=where,
+        tool_origin=tool_origin,
+        search=TOOL_DRIVEN,
+    )
+    logs = [r.getMessage() for r in caplog.records]
+    turn.channels["logs"] = logs
+    raw = {c: count_raw(turn.text(c), CHUNKS) for c in CHANNELS if c in turn.channels}
+    values = count_copied_values(turn.text("main_model"), CHUNKS)
+    FIGURES["tool_cells"] += 1
+    FIGURES["tool_raw"] += sum(raw.values()) + values
+    main = turn.channels["main_model"]
+    assert any(t.startswith("[Restricted Knowledge Bases]\nSearch these") for t in main)
+    assert not any("[Knowledge Bases]" in t for t in main)  # never the full description
+    tool_messages = [m for m in turn.channels["output"]["messages"] if isinstance(m, ToolMessage)]
+    assert tool_messages
+    for message in tool_messages:
+        assert message.text.startswith("[Restricted Knowledge Summary]")
+    # the only summaries are the tool's results, one per run (invoke, astream_events):
+    # no automatic search was summarized into the dynamic context
+    assert sum(t.startswith("[Restricted Knowledge Summary]") for t in main) == 2
+    assert any(line.startswith("LLM_REQUEST") for line in logs)
+    assert values == 0
+    assert raw == dict.fromkeys(raw, 0)
+
+
+def test_tool_driven_restricted_fails_closed_without_a_summarizer(kbs):
+    turn = run_surface(
+        "graph", kb=kbs["plain"], question=QUESTION, summarizer=None, where="surface",
+        tool_origin="surface", events=False, search=TOOL_DRIVEN,
+    )  # fmt: skip
+    tool_messages = [m for m in turn.channels["output"]["messages"] if isinstance(m, ToolMessage)]
+    assert [m.artifact["reason"] for m in tool_messages] == ["summarizer_error"]
+    assert count_raw(turn.text("main_model"), CHUNKS) == 0
+
+
+def test_tool_driven_matrix_figures():
+    """Prints the tool-driven cells' total (run after the cells: ``pytest -s``)."""
+    print(f"\ntool-driven restricted: {FIGURES['tool_cells']} cells, raw {FIGURES['tool_raw']}")
+    assert FIGURES["tool_raw"] == 0

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.documents import Document
+from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import HumanMessage
 
 from langchain_knowledge_inject import (
@@ -96,6 +97,13 @@ OTHER_VALUE: dict[str, Any] = {
     "include_kb_meta": True,
     "query_window": 2,
     "knowledge_prompt": "Cite your sources.",
+    "knowledge_max_tokens": 321,
+    "history_max_tokens": 4000,
+    "query_model": GenericFakeChatModel(messages=iter(["standalone question"])),
+    "retrieval": "tool",
+    "kb_meta_every_turn": True,
+    "datetime_suffix": " (%Y)",
+    "log_model_io": True,
 }
 
 
