@@ -96,7 +96,7 @@ def run_portal() -> list[list[BaseMessage]]:
     """Portal through ``create_knowledge_graph``."""
     procedure = Canned(
         "procedure",
-        "[Procedure]\nThe user's request matches the procedure \"Request leave\".\n"
+        '[Procedure]\nThe user\'s request matches the procedure "Request leave".\n'
         "1. Open the portal",
     )
     snippets = Canned(
