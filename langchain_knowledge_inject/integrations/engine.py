@@ -51,7 +51,6 @@ from langchain_knowledge_inject.restricted.summary import (
     safe_summary_block,
 )
 from langchain_knowledge_inject.settings import KnowledgeSettings, SettingsOptions, build_settings
-from langchain_knowledge_inject.store.knowledge_base import MAX_QUERY_CHARS
 from langchain_knowledge_inject.turn.assemble import (
     AssembledContext,
     Parts,
@@ -68,19 +67,15 @@ from langchain_knowledge_inject.turn.blocks import (
     arecord_blocks_turn,
     arender_blocks,
     check_blocks,
+    check_layout,
     record_blocks_turn,
     render_blocks,
 )
 from langchain_knowledge_inject.turn.conversation import (
-    TurnQuery,
+    aquery_for,
+    query_for,
     shape_turn,
     turn_clock,
-)
-from langchain_knowledge_inject.turn.conversation import (
-    aturn_query as aconversation_query,
-)
-from langchain_knowledge_inject.turn.conversation import (
-    turn_query as conversation_query,
 )
 from langchain_knowledge_inject.turn.formatting import (
     DEFAULT_KNOWLEDGE_TEMPLATE,
@@ -185,7 +180,7 @@ class InjectionEngine:
         self.summarizer_model = summarizer_model
         self.blocks: tuple[ContextBlock, ...] = check_blocks(blocks)
         self._kb_meta: dict[bool, str] = {}
-        self.block_order, self.block_separator = _check_layout(block_order, block_separator)
+        self.block_order, self.block_separator = check_layout(block_order, block_separator)
         # a custom template's header (and its own second line) is recognized by text too
         custom = template is not None and template != DEFAULT_KNOWLEDGE_TEMPLATE
         header = template.header.strip() if template is not None and not template.inline else ""
@@ -237,7 +232,8 @@ class InjectionEngine:
         Raises:
             RetrievalError: The search failed and ``settings.on_error == "raise"``.
         """
-        how = self._turn_query(messages, settings, config)
+        how = query_for(coerce_messages(messages), settings, config=config,
+                        headers=self.strip_headers)  # fmt: skip
         if how.query is None or settings.retrieval == "tool":
             return RetrievalOutcome(query=how.query)
         return search_query(self._searches, how.query, settings, config, query_source=how.source)
@@ -246,46 +242,12 @@ class InjectionEngine:
         self, messages: Any, settings: KnowledgeSettings, config: RunnableConfig | None = None
     ) -> RetrievalOutcome:
         """Async twin of :meth:`retrieve` (uses ``asearch``)."""
-        how = await self._aturn_query(messages, settings, config)
+        how = await aquery_for(coerce_messages(messages), settings, config=config,
+                               headers=self.strip_headers)  # fmt: skip
         if how.query is None or settings.retrieval == "tool":
             return RetrievalOutcome(query=how.query)
         return await asearch_query(
             self._searches, how.query, settings, config, query_source=how.source
-        )
-
-    @staticmethod
-    def _query_options(settings: KnowledgeSettings) -> dict[str, Any]:
-        """Tool-driven turns search nothing: their query (for the blocks) is the message."""
-        if settings.retrieval == "tool":
-            return {"window": 0, "condenser": None}
-        return {"window": settings.query_window, "condenser": settings.query_model}
-
-    @staticmethod
-    def _cut(how: TurnQuery) -> TurnQuery:
-        """Cut as the knowledge base cuts it: state, manifest and events stay small."""
-        if how.query is None or len(how.query) <= MAX_QUERY_CHARS:
-            return how
-        return TurnQuery(how.query[:MAX_QUERY_CHARS], how.source, how.model_calls, how.seconds,
-                         how.error)  # fmt: skip
-
-    def _turn_query(
-        self, messages: Any, settings: KnowledgeSettings, config: RunnableConfig | None
-    ) -> TurnQuery:
-        """The turn's query and how it was made (the query model when one is set)."""
-        if not settings.enabled:
-            return TurnQuery(None, None)
-        clean = strip_injected(coerce_messages(messages), headers=self.strip_headers)
-        return self._cut(conversation_query(clean, config=config, **self._query_options(settings)))
-
-    async def _aturn_query(
-        self, messages: Any, settings: KnowledgeSettings, config: RunnableConfig | None
-    ) -> TurnQuery:
-        """Async twin of :meth:`_turn_query`."""
-        if not settings.enabled:
-            return TurnQuery(None, None)
-        clean = strip_injected(coerce_messages(messages), headers=self.strip_headers)
-        return self._cut(
-            await aconversation_query(clean, config=config, **self._query_options(settings))
         )
 
     # -- step 3: restricted mode's knowledge block --------------------------------------
@@ -613,23 +575,6 @@ class InjectionEngine:
 def _meta_every_turn(settings: KnowledgeSettings) -> bool:
     """Whether the knowledge-base list goes in on every turn (Wegent), content or not."""
     return settings.enabled and settings.include_kb_meta and settings.kb_meta_every_turn
-
-
-def _check_layout(
-    order: Sequence[str] | None, separator: str
-) -> tuple[tuple[str, ...] | None, str]:
-    """Validate ``block_order`` (names, each once) and ``block_separator`` (a string)."""
-    if order is not None and (
-        isinstance(order, str)
-        or not all(isinstance(n, str) and n for n in order)
-        or len(set(order)) != len(order)
-    ):
-        msg = "block_order must be a sequence of distinct block names (e.g. ['facts', 'knowledge'])"
-        raise ConfigurationError(msg, option="block_order", value=order)
-    if not isinstance(separator, str) or not separator:
-        msg = "block_separator must be a non-empty string"
-        raise ConfigurationError(msg, option="block_separator", value=separator)
-    return (tuple(order) if order is not None else None), separator
 
 
 def _with_prompt(messages: list[BaseMessage], settings: KnowledgeSettings) -> list[BaseMessage]:

@@ -410,6 +410,25 @@ def surviving_blocks(
     return names
 
 
+def check_layout(order: Sequence[str] | None, separator: str) -> tuple[tuple[str, ...] | None, str]:
+    """Validate a ``block_order`` (distinct names) and a ``block_separator`` (non-empty).
+
+    Raises:
+        ConfigurationError: Either is not allowed.
+    """
+    if order is not None and (
+        isinstance(order, str)
+        or not all(isinstance(n, str) and n for n in order)
+        or len(set(order)) != len(order)
+    ):
+        msg = "block_order must be a sequence of distinct block names (e.g. ['facts', 'knowledge'])"
+        raise ConfigurationError(msg, option="block_order", value=order)
+    if not isinstance(separator, str) or not separator:
+        msg = "block_separator must be a non-empty string"
+        raise ConfigurationError(msg, option="block_separator", value=separator)
+    return (tuple(order) if order is not None else None), separator
+
+
 def _join(parts: Sequence[tuple[str, str | None]], separator: str = BLOCK_SEPARATOR) -> str:
     return separator.join(text for _, text in parts if text)
 

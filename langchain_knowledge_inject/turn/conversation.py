@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage
 
 from langchain_knowledge_inject.errors import ConfigurationError
+from langchain_knowledge_inject.store.knowledge_base import MAX_QUERY_CHARS
 from langchain_knowledge_inject.turn.history import TrimmedHistory, trim_history
 from langchain_knowledge_inject.turn.placement import (
     Placement,
@@ -32,6 +33,7 @@ from langchain_knowledge_inject.turn.placement import (
     current_user_index,
     place_context,
     query_text,
+    strip_injected,
 )
 from langchain_knowledge_inject.turn.query import followup_query
 
@@ -44,7 +46,9 @@ if TYPE_CHECKING:
 __all__ = [
     "TurnQuery",
     "add_datetime_suffix",
+    "aquery_for",
     "aturn_query",
+    "query_for",
     "shape_turn",
     "trim_turn_history",
     "turn_clock",
@@ -131,6 +135,54 @@ async def aturn_query(
     if condenser is None:
         return _plain(messages, window)
     return _condensed(await condenser.acondense(messages, config=_quiet(config)))
+
+
+def _options(settings: Any) -> dict[str, Any]:
+    """Tool-driven turns search nothing: their query (for the blocks) is the message."""
+    if settings.retrieval == "tool":
+        return {"window": 0, "condenser": None}
+    return {"window": settings.query_window, "condenser": settings.query_model}
+
+
+def _cut(how: TurnQuery) -> TurnQuery:
+    """Cut as the knowledge base cuts it: state, manifest and events stay small."""
+    if how.query is None or len(how.query) <= MAX_QUERY_CHARS:
+        return how
+    return TurnQuery(how.query[:MAX_QUERY_CHARS], how.source, how.model_calls, how.seconds,
+                     how.error)  # fmt: skip
+
+
+def query_for(
+    messages: Sequence[BaseMessage],
+    settings: Any,
+    *,
+    config: RunnableConfig | None = None,
+    headers: Sequence[str] = (),
+) -> TurnQuery:
+    """The query of a turn under its settings; ``TurnQuery(None, None)`` when switched off.
+
+    Reads ``enabled``, ``retrieval``, ``query_window`` and ``query_model`` of a
+    ``KnowledgeSettings``. Injected content (``headers``: a custom template's) is stripped first; the query is
+    cut to what a knowledge base searches.
+    """
+    if not settings.enabled:
+        return TurnQuery(None, None)
+    clean = strip_injected(messages, headers=headers)
+    return _cut(turn_query(clean, config=config, **_options(settings)))
+
+
+async def aquery_for(
+    messages: Sequence[BaseMessage],
+    settings: Any,
+    *,
+    config: RunnableConfig | None = None,
+    headers: Sequence[str] = (),
+) -> TurnQuery:
+    """Async twin of :func:`query_for`."""
+    if not settings.enabled:
+        return TurnQuery(None, None)
+    clean = strip_injected(messages, headers=headers)
+    return _cut(await aturn_query(clean, config=config, **_options(settings)))
 
 
 def trim_turn_history(
