@@ -162,8 +162,8 @@ def query_for(
     """The query of a turn under its settings; ``TurnQuery(None, None)`` when switched off.
 
     Reads ``enabled``, ``retrieval``, ``query_window`` and ``query_model`` of a
-    ``KnowledgeSettings``. Injected content (``headers``: a custom template's) is stripped first; the query is
-    cut to what a knowledge base searches.
+    ``KnowledgeSettings``. Injected content (``headers``: a custom template's) is
+    stripped first; the query is cut to what a knowledge base searches.
     """
     if not settings.enabled:
         return TurnQuery(None, None)
