@@ -29,7 +29,8 @@ from langchain_knowledge_inject.integrations.node import create_knowledge_node
 from langchain_knowledge_inject.settings import KnowledgeSettings
 from langchain_knowledge_inject.turn.formatting import KnowledgeBlockTemplate
 from langchain_knowledge_inject.turn.logs import MODEL_IO_LOGGER, TURN_LOGGER
-from tests.unit_tests.restricted_harness import ListKB, MainModel
+from tests.unit_tests.fakes import RecordingChatModel as MainModel
+from tests.unit_tests.restricted_harness import ListKB
 
 LEAVE = "Employees receive 25 days of annual leave per calendar year."
 CHUNKS = (LEAVE, "Part-time staff get leave pro rata to their hours.", "Carry-over: 5 days.")
