@@ -160,3 +160,30 @@ def test_readme_opens_with_the_commands_of_setup_and_ci():
     assert commands[0] == f"{setup} && .venv/bin/kinject demo"
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert 'kinject = "langchain_knowledge_inject.' in pyproject
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower().replace("`", ""))
+    return text.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    text = _FENCE.sub("", path.read_text(encoding="utf-8"))
+    return {_slug(m.group(1)) for m in re.finditer(r"^#{1,6} (.+)$", text, re.MULTILINE)}
+
+
+def test_links_between_the_docs_resolve():
+    broken = []
+    for path in [*DOC_FILES, ROOT / "CONTRIBUTING.md"]:
+        text = _FENCE.sub("", path.read_text(encoding="utf-8"))
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+://", target):
+                continue
+            file_part, _, anchor = target.partition("#")
+            linked = (path.parent / file_part).resolve() if file_part else path
+            if not linked.exists():
+                broken.append(f"{_label(path)}: {target} (no such file)")
+            elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+                broken.append(f"{_label(path)}: {target} (no such heading)")
+    assert not broken, "\n".join(broken)
