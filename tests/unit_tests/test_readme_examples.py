@@ -187,3 +187,50 @@ def test_links_between_the_docs_resolve():
             elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
                 broken.append(f"{_label(path)}: {target} (no such heading)")
     assert not broken, "\n".join(broken)
+
+
+_DOTTED = re.compile(r"`(langchain_knowledge_inject(?:\.\w+)+)")
+_FILE = re.compile(
+    r"`((?:langchain_knowledge_inject/|benchmarks/|scripts/|tests/|notebooks/|"
+    r"(?:store|ingest|turn|restricted|memory|integrations)/)[\w/.-]+\.(?:py|ipynb))`"
+)
+
+
+def _resolves(dotted: str) -> bool:
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+def test_named_modules_objects_and_files_exist():
+    """Every `langchain_knowledge_inject.x.y` and every file path the docs name is real."""
+    import warnings
+
+    missing = []
+    for path in [*DOC_FILES, ROOT / "CONTRIBUTING.md"]:
+        text = path.read_text(encoding="utf-8")
+        for dotted in sorted(set(_DOTTED.findall(text))):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", DeprecationWarning)
+                try:
+                    ok = _resolves(dotted)
+                except DeprecationWarning:
+                    ok = False
+            if not ok:
+                missing.append(f"{_label(path)}: {dotted}")
+        for name in sorted(set(_FILE.findall(text))):
+            candidates = [ROOT / name, ROOT / "langchain_knowledge_inject" / name]
+            if not any(c.exists() for c in candidates):
+                missing.append(f"{_label(path)}: {name}")
+    assert not missing, "named but not found (or only at a deprecated path):\n" + "\n".join(missing)
