@@ -2,13 +2,13 @@
 
 The blocks of one file run in order in one namespace, offline:
 
-- the default embedding model is replaced by ``WordHashEmbedding`` (a bag-of-words fake
-  whose cosine reflects shared words), so ``KnowledgeBase("hr")`` opens without the
-  real model; ``KINJECT_HOME`` points into ``tmp_path``;
-- ``model`` is a fake chat model that always answers (and accepts ``bind_tools``),
-  ``emb`` a fake ``Embeddings``, ``kb`` a knowledge base holding the sample HR
-  policies, ``tmp_path`` a fresh folder; the working directory holds ``policies/``
-  with the same policies as files.
+- the default embedding model is replaced by the ``fake_default_model`` fixture, so
+  ``KnowledgeBase("hr")`` opens without the real model; ``KINJECT_HOME`` points into
+  ``tmp_path``;
+- ``model`` is a ``RecordingChatModel`` (it answers every call and accepts
+  ``bind_tools``), ``emb`` a ``WordHashEmbedding``, ``kb`` a knowledge base holding the
+  sample HR policies, ``tmp_path`` a fresh folder; the working directory holds
+  ``policies/`` with the same policies as files.
 
 A block that needs what a unit test must not have (a Chroma server, the real model,
 a network) is preceded by ``<!-- not-run: <reason> -->``; it is reported as skipped
@@ -17,17 +17,13 @@ with that reason by :func:`test_marked_blocks_are_skipped_visibly`.
 
 from __future__ import annotations
 
-import itertools
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage
 
-from tests.unit_tests.fakes import WordHashEmbedding
+from tests.unit_tests.fakes import RecordingChatModel, WordHashEmbedding
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -63,35 +59,13 @@ NOT_RUN = [
 ]
 
 
-class _ChatModel(GenericFakeChatModel):
-    """A fake chat model that answers every call; tools are accepted and never called."""
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> _ChatModel:
-        return self
-
-
-@pytest.fixture
-def fake_default_embeddings(monkeypatch) -> WordHashEmbedding:
-    """Every knowledge base opened without ``embeddings=`` gets one fake model."""
-    from langchain_knowledge_inject.store import embeddings
-
-    fake = WordHashEmbedding()
-    original = embeddings.default_embeddings
-    for name, module in list(sys.modules.items()):
-        if name.startswith("langchain_knowledge_inject") and (
-            getattr(module, "default_embeddings", None) is original
-        ):
-            monkeypatch.setattr(module, "default_embeddings", lambda **_: fake)
-    return fake
-
-
 def test_the_docs_have_python_examples():
     assert _label(ROOT / "README.md") in {_label(p) for p in RUN_FILES}
     assert len(RUN_FILES) >= 3
 
 
 @pytest.mark.parametrize("path", RUN_FILES, ids=_label)
-def test_examples_run(path, tmp_path, monkeypatch, fake_default_embeddings):
+def test_examples_run(path, tmp_path, monkeypatch, fake_default_model):
     from langchain_knowledge_inject import KnowledgeBase
     from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS
 
@@ -104,7 +78,7 @@ def test_examples_run(path, tmp_path, monkeypatch, fake_default_embeddings):
     monkeypatch.chdir(work)
     kb = KnowledgeBase("examples", path=tmp_path / "examples", embeddings=WordHashEmbedding())
     kb.add_documents(SAMPLE_DOCUMENTS)
-    model = _ChatModel(messages=itertools.cycle([AIMessage("You get 25 days of leave.")]))
+    model = RecordingChatModel(reply="You get 25 days of leave.")
     example_dir = tmp_path / "example"
     example_dir.mkdir()
     namespace: dict[str, Any] = {
