@@ -172,7 +172,10 @@ _FILE = re.compile(
 
 def _resolves(dotted: str) -> bool:
     import importlib
+    import logging
 
+    if dotted in logging.root.manager.loggerDict:  # a logger's name, not a module
+        return True
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
         try:
