@@ -223,8 +223,6 @@ class KnowledgeBase:
 
     id: str
     """A short stable id, derived from the name."""
-    read_only: bool
-    """True when the store cannot be written: searches work, writes raise ``StoreError``."""
 
     def __init__(
         self,

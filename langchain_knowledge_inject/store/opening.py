@@ -55,7 +55,7 @@ RECORD_RETRY_SECONDS = 30.0
 
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
-"""A knowledge base's name: 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit."""
+"""A knowledge base's name: 1-63 letters, digits, '.', '_' or '-'; a letter or digit first."""
 
 
 def is_valid_name(name: object) -> bool:
