@@ -50,6 +50,7 @@ from langchain_knowledge_inject.store.calls import (
     BoundedCalls,
     WorkerPool,
     apply_http_timeout,
+    check_seconds,
 )
 from langchain_knowledge_inject.store.catalog import ChunkRow
 from langchain_knowledge_inject.store.chroma import SERVER_WRITE_BATCH, ChromaSide
@@ -75,7 +76,7 @@ from langchain_knowledge_inject.store.opening import (
     knowledge_base_id,
     open_knowledge_base,
 )
-from langchain_knowledge_inject.store.recovery import copy_collection
+from langchain_knowledge_inject.store.recovery import copy_collection, find_collection
 from langchain_knowledge_inject.store.retriever import KnowledgeBaseRetriever
 from langchain_knowledge_inject.store.search_args import (
     MAX_QUERY_CHARS,
@@ -242,8 +243,8 @@ class KnowledgeBase:
         timeout: float | None = DEFAULT_TIMEOUT,
         sync_interval: float | None = DEFAULT_SYNC_INTERVAL,
     ) -> None:
-        _check_seconds("timeout", timeout)
-        _check_seconds("sync_interval", sync_interval, zero=True)
+        check_seconds("timeout", timeout)
+        check_seconds("sync_interval", sync_interval, zero=True)
         self._pid = os.getpid()
         if not is_valid_name(name):
             msg = (
@@ -816,28 +817,17 @@ class KnowledgeBase:
             KnowledgeBaseNotFoundError: No such collection.
             KnowledgeBaseOpenError: The collection was embedded with another model.
         """
-        if (client is None) == (persist_directory is None):
-            msg = "Give exactly one of client= and persist_directory= to find the collection"
-            raise ConfigurationError(msg, option="client", value=client)
-        if client is not None:
-            source_client = client
-        else:
-            import chromadb
-
-            source_client = chromadb.PersistentClient(path=str(persist_directory))
-        try:
-            source = source_client.get_collection(collection_name, embedding_function=None)
-        except Exception as exc:
-            if not is_not_found(exc):
-                raise
-            msg = f"No Chroma collection named {collection_name!r} to adopt"
-            raise KnowledgeBaseNotFoundError(msg, kb_name=name or collection_name) from exc
+        source = find_collection(
+            collection_name,
+            client=client,
+            persist_directory=persist_directory,
+            kb_name=name or collection_name,
+        )
         kb = cls(name or collection_name, client=client, embeddings=embeddings, **options)
         try:
             adoption = kb._adopt_collection(source, partition_of(tenant_id))
         except BaseException:
             if kb._handles.catalog.count(kb.id) == 0:  # made by this call: leave nothing behind
-                kb.drop()
                 kb.drop()
             kb.close()
             raise
@@ -1076,18 +1066,3 @@ class KnowledgeBase:
 
 
 KnowledgeBaseRetriever.model_rebuild(_types_namespace={"KnowledgeBase": KnowledgeBase})
-
-
-def _check_seconds(option: str, value: Any, *, zero: bool = False) -> None:
-    if value is None:
-        return
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (value >= 0 if zero else value > 0)
-        or value != value
-        or value == float("inf")
-    ):
-        bound = ">= 0" if zero else "> 0"
-        msg = f"{option} must be a number of seconds {bound}, or None; got {value!r}"
-        raise ConfigurationError(msg, option=option, value=value)

@@ -21,10 +21,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
+from langchain_knowledge_inject.errors import (
+    ConfigurationError,
+    KnowledgeBaseNotFoundError,
+    KnowledgeBaseOpenError,
+)
 from langchain_knowledge_inject.store.catalog import ChunkRow
 from langchain_knowledge_inject.store.keyword import table_name
-from langchain_knowledge_inject.store.storage import chroma_metadata
+from langchain_knowledge_inject.store.storage import chroma_metadata, is_not_found
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -206,6 +210,33 @@ def check_model(
                 f"given ({found}). Pass the embedding model that built it."
             )
             raise KnowledgeBaseOpenError(msg, kb_name=kb_name)
+
+
+def find_collection(
+    collection_name: str, *, client: Any, persist_directory: Any, kb_name: str
+) -> Any:
+    """The Chroma collection to adopt, from a client or an embedded store's directory.
+
+    Raises:
+        ConfigurationError: Neither or both of ``client`` and ``persist_directory``.
+        KnowledgeBaseNotFoundError: No such collection.
+    """
+    if (client is None) == (persist_directory is None):
+        msg = "Give exactly one of client= and persist_directory= to find the collection"
+        raise ConfigurationError(msg, option="client", value=client)
+    if client is not None:
+        source_client = client
+    else:
+        import chromadb
+
+        source_client = chromadb.PersistentClient(path=str(persist_directory))
+    try:
+        return source_client.get_collection(collection_name, embedding_function=None)
+    except Exception as exc:
+        if not is_not_found(exc):
+            raise
+        msg = f"No Chroma collection named {collection_name!r} to adopt"
+        raise KnowledgeBaseNotFoundError(msg, kb_name=kb_name) from exc
 
 
 def copy_collection(
