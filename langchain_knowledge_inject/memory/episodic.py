@@ -210,10 +210,10 @@ class EpisodicMemory:
         priority: int = DEFAULT_PRIORITIES["episodic"],
         max_tokens: int | None = None,
     ) -> None:
-        from langchain_knowledge_inject.store.knowledge_base import _NAME
+        from langchain_knowledge_inject.store.opening import NAME_PATTERN
 
         checks = [
-            ("collection_prefix", collection_prefix, bool(_NAME.match(collection_prefix)),
+            ("collection_prefix", collection_prefix, bool(NAME_PATTERN.match(collection_prefix)),
              "1-63 letters, digits, '.', '_' or '-', starting with a letter or digit"),
             ("k", k, 1 <= k <= MAX_K, f"between 1 and {MAX_K}"),
             ("min_score", min_score, -1.0 <= min_score <= 1.0,

@@ -35,7 +35,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from langchain_knowledge_inject.errors import StoreTimeoutError
+from langchain_knowledge_inject.errors import ConfigurationError, StoreTimeoutError
 
 T = TypeVar("T")
 
@@ -45,6 +45,26 @@ DEFAULT_TIMEOUT = 5.0
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "kinject_store_deadline", default=None
 )
+
+
+def check_seconds(option: str, value: Any, *, zero: bool = False) -> None:
+    """Check a number of seconds (``timeout``, ``sync_interval``): > 0 (or >= 0), or None.
+
+    Raises:
+        ConfigurationError: Anything else, naming what is allowed.
+    """
+    if value is None:
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (value >= 0 if zero else value > 0)
+        or value != value
+        or value == float("inf")
+    ):
+        bound = ">= 0" if zero else "> 0"
+        msg = f"{option} must be a number of seconds {bound}, or None; got {value!r}"
+        raise ConfigurationError(msg, option=option, value=value)
 
 
 def apply_http_timeout(client: Any, seconds: float) -> bool:

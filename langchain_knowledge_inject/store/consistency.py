@@ -22,6 +22,7 @@ a partial delete) missing chunks it does. The registry is the record of truth:
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -35,8 +36,13 @@ from langchain_knowledge_inject.store.recovery import (
 from langchain_knowledge_inject.store.storage import chroma_metadata
 
 if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
     from langchain_knowledge_inject.store.catalog import ChunkRow
-    from langchain_knowledge_inject.store.knowledge_base import KnowledgeBase
+    from langchain_knowledge_inject.store.chroma import ChromaSide
+    from langchain_knowledge_inject.store.handles import StoreHandles
+
+__all__ = ["ConsistencyReport", "PartitionDrift", "check_knowledge_base"]
 
 logger = logging.getLogger(__name__)
 
@@ -113,12 +119,22 @@ class ConsistencyReport:
         return "\n".join(lines)
 
 
-def check_knowledge_base(kb: KnowledgeBase, *, repair: bool = False) -> ConsistencyReport:
+def check_knowledge_base(
+    handles: StoreHandles,
+    chroma: ChromaSide,
+    embeddings: Embeddings,
+    *,
+    repair: bool = False,
+    rebuild_catalog: Callable[[], None],
+) -> ConsistencyReport:
     """Compare registry, keyword index and Chroma for every partition; optionally repair.
 
     Args:
-        kb: The knowledge base.
+        handles: The knowledge base's SQLite side.
+        chroma: Its Chroma side.
+        embeddings: Its embedding model (chunks Chroma lacks are embedded again).
         repair: Fix the drift found (see the module docstring for how).
+        rebuild_catalog: Keeps a damaged catalog aside and rebuilds it from Chroma.
 
     Returns:
         What was found (before repair).
@@ -128,82 +144,84 @@ def check_knowledge_base(kb: KnowledgeBase, *, repair: bool = False) -> Consiste
             store is read-only and ``repair`` is True, or the disk is full.
     """
     if repair:
-        kb._refuse_if_read_only("repairing")
+        handles.refuse_if_read_only("repairing")
     try:
-        with kb._store_errors("checking"):
-            return _check(kb, repair=repair)
+        with handles.errors("checking"):
+            return _check(handles, chroma, embeddings, repair=repair)
     except StoreError as exc:
         if exc.reason != "damaged" or not repair:
             raise
-    kb._rebuild_catalog()
-    with kb._store_errors("checking"):
-        report = _check(kb, repair=repair)
+    rebuild_catalog()
+    with handles.errors("checking"):
+        report = _check(handles, chroma, embeddings, repair=repair)
     report.catalog_rebuilt = True
     report.repaired = True
     return report
 
 
-def _check(kb: KnowledgeBase, *, repair: bool) -> ConsistencyReport:
-    kb._forget_collections()  # look the collections up again: notice replaced ones
-    partitions = set(kb._catalog.partitions(kb.id))
-    partitions.update(chroma_partitions(kb._client, kb.id))
-    report = ConsistencyReport(kb.name, [])
+def _check(
+    handles: StoreHandles, chroma: ChromaSide, embeddings: Embeddings, *, repair: bool
+) -> ConsistencyReport:
+    kb_id = handles.kb_id
+    chroma.forget()  # look the collections up again: notice replaced ones
+    partitions = set(handles.catalog.partitions(kb_id))
+    partitions.update(
+        chroma.calls.call("list_collections", chroma_partitions, chroma.client, kb_id)
+    )
+    report = ConsistencyReport(handles.name, [])
     for partition in sorted(partitions):
-        collection = kb._collection(partition, create=False)
-        registry = kb._catalog.partition_ids(kb.id, partition)
-        keyword = kb._keyword.ids(kb.id, partition)
-        chroma = set(collection.get(include=[])["ids"]) if collection is not None else set()
+        collection = chroma.collection(partition, create=False)
+        registry = handles.catalog.partition_ids(kb_id, partition)
+        keyword = handles.keyword.ids(kb_id, partition)
+        chroma_ids = set(collection.get(include=[])["ids"]) if collection is not None else set()
         drift = PartitionDrift(
             partition=partition,
             registry=len(registry),
             keyword_missing=sorted(registry - keyword),
             keyword_extra=sorted(keyword - registry),
-            chroma_missing=sorted(registry - chroma),
-            chroma_extra=sorted(chroma - registry),
+            chroma_missing=sorted(registry - chroma_ids),
+            chroma_extra=sorted(chroma_ids - registry),
         )
         report.partitions.append(drift)
         if repair and not drift.clean:
-            _repair(kb, drift)
+            _repair(handles, chroma, embeddings, drift)
     report.repaired = repair and not report.clean
     return report
 
 
-def _repair(kb: KnowledgeBase, drift: PartitionDrift) -> None:
-    partition = drift.partition
+def _repair(
+    handles: StoreHandles, chroma: ChromaSide, embeddings: Embeddings, drift: PartitionDrift
+) -> None:
+    kb_id, partition = handles.kb_id, drift.partition
     adopted: list[ChunkRow] = []
-    with kb._lock:
+    with handles.lock:
         if drift.chroma_extra:  # adopt what Chroma can explain; delete nothing
-            collection = kb._collection(partition, create=True)
+            collection = chroma.collection(partition, create=True)
             adopted, drift.unexplained = rows_from_records(
                 iter_records(collection, ids=drift.chroma_extra), partition
             )
         if drift.chroma_missing:
-            rows = kb._catalog.get_chunks(kb.id, partition, drift.chroma_missing)
+            rows = handles.catalog.get_chunks(kb_id, partition, drift.chroma_missing)
             ordered = list(rows.values())
-            vectors = kb.embeddings.embed_documents([r.text for r in ordered])
-            kb._collection(partition, create=True).upsert(
+            vectors = embeddings.embed_documents([r.text for r in ordered])
+            chroma.collection(partition, create=True).upsert(
                 ids=[r.chunk_id for r in ordered],
                 embeddings=[list(v) for v in vectors],
                 documents=[r.text for r in ordered],
                 metadatas=[chroma_metadata(r.metadata) for r in ordered],
             )
-        try:
-            if drift.keyword_extra:
-                kb._keyword.delete(kb.id, partition, drift.keyword_extra)
-            if drift.keyword_missing:
-                rows = kb._catalog.get_chunks(kb.id, partition, drift.keyword_missing)
-                kb._keyword.add(kb.id, partition, [(r.chunk_id, r.text) for r in rows.values()])
-            kb._conn.commit()
-        except BaseException:
-            kb._conn.rollback()
-            raise
+        if drift.keyword_extra or drift.keyword_missing:  # the registry is right: the
+            missing = handles.catalog.get_chunks(kb_id, partition, drift.keyword_missing)
+            handles.write_rows(  # keyword rows alone change (extra ids are not registered)
+                indexed=list(missing.values()), remove={partition: drift.keyword_extra}
+            )
     if adopted:
-        adopt_rows(kb, partition, adopted, replace=False)
+        adopt_rows(handles, partition, adopted, replace=False)
     if drift.unexplained:
         logger.warning(
             "Knowledge base %r, partition %r: %d Chroma records hold no text; repair left "
             "them in place (ids: %s)",
-            kb.name,
+            handles.name,
             partition or "(shared)",
             len(drift.unexplained),
             ", ".join(drift.unexplained[:5]),

@@ -518,3 +518,8 @@ class KeywordIndex:
             self._conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", row_ids)
             self._conn.executemany("DELETE FROM kw_rows WHERE row_id = ?", row_ids)
             self._mirror.log(table, [row_id for (row_id,) in found], added=False)
+
+
+def table_name(kb_id: str, partition: str) -> str:
+    """The FTS5 table holding one partition's keyword rows (registered or orphaned)."""
+    return _table_name(kb_id, partition)

@@ -9,7 +9,9 @@ catalog, or a catalog that describes another server's collections, is rebuilt
 from Chroma instead of being trusted or deleted.
 
 Records that cannot be explained (no text stored with them) are reported,
-never deleted.
+never deleted. Every Chroma call here goes through the knowledge base's bounded
+calls (``calls.py``), as every other server call does: the collections handed
+in come bounded from ``chroma.ChromaSide``, and the listing is bounded here.
 """
 
 from __future__ import annotations
@@ -19,10 +21,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from langchain_knowledge_inject.errors import (
+    ConfigurationError,
+    KnowledgeBaseNotFoundError,
+    KnowledgeBaseOpenError,
+)
 from langchain_knowledge_inject.store.catalog import ChunkRow
+from langchain_knowledge_inject.store.keyword import table_name
+from langchain_knowledge_inject.store.storage import chroma_metadata, is_not_found
 
 if TYPE_CHECKING:
-    from langchain_knowledge_inject.store.knowledge_base import KnowledgeBase
+    from langchain_core.embeddings import Embeddings
+
+    from langchain_knowledge_inject.store.calls import BoundedCalls
+    from langchain_knowledge_inject.store.handles import StoreHandles
 
 logger = logging.getLogger(__name__)
 
@@ -82,45 +94,34 @@ def user_metadata(metadata: Any) -> dict[str, Any]:
     return {k: v for k, v in dict(metadata or {}).items() if not str(k).startswith("kinject_")}
 
 
-def adopt_rows(kb: KnowledgeBase, partition: str, rows: list[ChunkRow], *, replace: bool) -> None:
-    """Write rows into the registry and the keyword index in one transaction.
+def adopt_rows(
+    handles: StoreHandles, partition: str, rows: list[ChunkRow], *, replace: bool
+) -> None:
+    """Write rows read from Chroma into the registry and the keyword index (one transaction).
+
+    Their sources are registered too (without a fingerprint, unless one is stored).
 
     Args:
-        kb: The knowledge base.
+        handles: The knowledge base's SQLite side.
         partition: Their partition.
         rows: Rows read from Chroma.
         replace: Drop the partition's registry rows, sources and keyword rows first
             (the catalog described another collection).
     """
-    with kb._lock:
-        try:
-            if replace:
-                kb._catalog.clear_partition(kb.id, partition)
-                kb._keyword.delete(kb.id, partition, sorted(kb._keyword.ids(kb.id, partition)))
-            kb._catalog.put_chunks(kb.id, rows)
-            for start in range(0, len(rows), PAGE):
-                part = rows[start : start + PAGE]
-                kb._keyword.add(kb.id, partition, [(r.chunk_id, r.text) for r in part])
-            for source in sorted({r.source for r in rows if r.source}):
-                if kb._catalog.get_fingerprint(kb.id, partition, source) is None:
-                    kb._catalog.put_source(kb.id, partition, source, None)
-            kb._conn.commit()
-        except BaseException:
-            kb._conn.rollback()
-            raise
+    handles.write_rows(rows, clear=[partition] if replace else (), sources="register")
 
 
 def adopt_partition(
-    kb: KnowledgeBase, partition: str, collection: Any, *, replace: bool = False
+    handles: StoreHandles, partition: str, collection: Any, *, replace: bool = False
 ) -> Adoption:
-    """Rebuild one partition's registry and keyword rows from its Chroma collection."""
+    """Rebuild one partition's registry and keyword rows from its (bounded) Chroma collection."""
     rows, unexplained = rows_from_records(iter_records(collection), partition)
-    adopt_rows(kb, partition, rows, replace=replace)
+    adopt_rows(handles, partition, rows, replace=replace)
     if unexplained:
         logger.warning(
             "Knowledge base %r: %d Chroma records of partition %r hold no text; they are "
             "left in place and not searchable by keyword (kb.check() lists them)",
-            kb.name,
+            handles.name,
             len(unexplained),
             partition or "(shared)",
         )
@@ -138,27 +139,34 @@ def chroma_partitions(client: Any, kb_id: str) -> dict[str, Any]:
     return found
 
 
-def rebuild_from_chroma(kb: KnowledgeBase) -> list[Adoption]:
-    """Rebuild every partition of ``kb`` found in Chroma (a catalog without its rows)."""
-    from langchain_knowledge_inject.store.keyword import _table_name
+def rebuild_from_chroma(
+    handles: StoreHandles, client: Any, calls: BoundedCalls, *, bounded: Any
+) -> list[Adoption]:
+    """Rebuild every partition of a knowledge base found in Chroma (a catalog without its rows).
 
-    found = sorted(chroma_partitions(kb._client, kb.id).items())
-    with kb._lock:  # start the keyword side afresh: a half-emptied catalog may hold orphans
-        kb._keyword.delete_kb(kb.id)
+    Args:
+        handles: The knowledge base's SQLite side.
+        client: Its ``chromadb`` client.
+        calls: Its bounded calls (the listing of collections is bounded by them).
+        bounded: Wraps a collection so that its calls are bounded too.
+    """
+    kb_id = handles.kb_id
+    found = sorted(calls.call("list_collections", chroma_partitions, client, kb_id).items())
+    with handles.transaction() as conn:  # the keyword side afresh: a half-emptied catalog
+        handles.keyword.delete_kb(kb_id)  # may hold orphans
         for partition, _ in found:
-            kb._conn.execute(f"DROP TABLE IF EXISTS {_table_name(kb.id, partition)}")
-        kb._conn.commit()
+            conn.execute(f"DROP TABLE IF EXISTS {table_name(kb_id, partition)}")
     done = []
     for partition, collection in found:
-        kb._catalog.add_partition(kb.id, partition)
-        adoption = adopt_partition(kb, partition, collection)
-        kb._catalog.set_collection_id(kb.id, partition, str(collection.id))
+        handles.catalog.add_partition(kb_id, partition)
+        adoption = adopt_partition(handles, partition, bounded(collection))
+        handles.catalog.set_collection_id(kb_id, partition, str(collection.id))
         done.append(adoption)
     if done:
         logger.warning(
             "Knowledge base %r: the catalog held no record of it; rebuilt %d chunks in %d "
             "partitions from Chroma",
-            kb.name,
+            handles.name,
             sum(a.adopted for a in done),
             len(done),
         )
@@ -171,17 +179,17 @@ MODEL_CHECK_MIN_COSINE = 0.98
 """Lowest cosine similarity between a stored vector and its text embedded now."""
 
 
-def check_model(kb: KnowledgeBase, collection_name: str, sample: list[tuple[str, Any]]) -> None:
+def check_model(
+    embeddings: Embeddings, kb_name: str, collection_name: str, sample: list[tuple[str, Any]]
+) -> None:
     """Embed a few stored documents and compare with their stored vectors.
 
     Raises:
         KnowledgeBaseOpenError: The vectors were made by another model.
     """
-    from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
-
     if not sample:
         return
-    fresh = kb.embeddings.embed_documents([text for text, _ in sample])
+    fresh = embeddings.embed_documents([text for text, _ in sample])
     for (_, stored), now in zip(sample, fresh, strict=True):
         stored = [float(x) for x in stored]
         if len(stored) != len(now):
@@ -201,19 +209,46 @@ def check_model(kb: KnowledgeBase, collection_name: str, sample: list[tuple[str,
                 f"The Chroma collection {collection_name!r} was not embedded with the model "
                 f"given ({found}). Pass the embedding model that built it."
             )
-            raise KnowledgeBaseOpenError(msg, kb_name=kb.name)
+            raise KnowledgeBaseOpenError(msg, kb_name=kb_name)
 
 
-def copy_collection(kb: KnowledgeBase, source: Any, partition: str) -> Adoption:
+def find_collection(
+    collection_name: str, *, client: Any, persist_directory: Any, kb_name: str
+) -> Any:
+    """The Chroma collection to adopt, from a client or an embedded store's directory.
+
+    Raises:
+        ConfigurationError: Neither or both of ``client`` and ``persist_directory``.
+        KnowledgeBaseNotFoundError: No such collection.
+    """
+    if (client is None) == (persist_directory is None):
+        msg = "Give exactly one of client= and persist_directory= to find the collection"
+        raise ConfigurationError(msg, option="client", value=client)
+    if client is not None:
+        source_client = client
+    else:
+        import chromadb
+
+        source_client = chromadb.PersistentClient(path=str(persist_directory))
+    try:
+        return source_client.get_collection(collection_name, embedding_function=None)
+    except Exception as exc:
+        if not is_not_found(exc):
+            raise
+        msg = f"No Chroma collection named {collection_name!r} to adopt"
+        raise KnowledgeBaseNotFoundError(msg, kb_name=kb_name) from exc
+
+
+def copy_collection(
+    handles: StoreHandles, embeddings: Embeddings, source: Any, target: Any, partition: str
+) -> Adoption:
     """Adopt an existing Chroma collection (langchain-chroma's layout) without re-embedding.
 
     Its ids, documents, metadatas and vectors are copied into the knowledge
-    base's own cosine collection of ``partition``, and the registry and keyword
-    index are built from them. Records without text are reported, not copied.
+    base's own cosine collection of ``partition`` (``target``), and the registry
+    and keyword index are built from them. Records without text are reported,
+    not copied. Both collections come bounded by the caller in server mode.
     """
-    from langchain_knowledge_inject.store.storage import chroma_metadata
-
-    target = kb._collection(partition, create=True)
     adoption = Adoption(partition)
     offset, checked = 0, False
     while True:
@@ -227,7 +262,12 @@ def copy_collection(kb: KnowledgeBase, source: Any, partition: str) -> Adoption:
         kept = [r for r in records if isinstance(r[1], str) and r[1].strip()]
         adoption.unexplained.extend(r[0] for r in records if r not in kept)
         if not checked and kept:
-            check_model(kb, source.name, [(r[1], r[3]) for r in kept[:MODEL_CHECK_SAMPLES]])
+            check_model(
+                embeddings,
+                handles.name,
+                source.name,
+                [(r[1], r[3]) for r in kept[:MODEL_CHECK_SAMPLES]],
+            )
             checked = True
         rows = []
         for chunk_id, text, metadata, _ in kept:
@@ -242,7 +282,7 @@ def copy_collection(kb: KnowledgeBase, source: Any, partition: str) -> Adoption:
                 documents=[r[1] for r in kept],
                 metadatas=[chroma_metadata(row.metadata) or None for row in rows],
             )
-            adopt_rows(kb, partition, rows, replace=False)
+            adopt_rows(handles, partition, rows, replace=False)
             adoption.adopted += len(rows)
         offset += len(ids)
         if len(ids) < PAGE:

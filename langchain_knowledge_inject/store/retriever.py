@@ -1,8 +1,13 @@
-"""``KnowledgeBaseRetriever``: a LangChain ``BaseRetriever`` over a knowledge base."""
+"""``KnowledgeBaseRetriever``: a LangChain ``BaseRetriever`` over a knowledge base.
+
+This module sits below ``knowledge_base`` (which builds retrievers in
+``as_retriever``): it names ``KnowledgeBase`` for type checking only, and
+``knowledge_base`` completes the model's field type once the class exists.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -12,11 +17,13 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, model_validator
 
-from langchain_knowledge_inject.store.knowledge_base import (
-    KnowledgeBase,
-    SearchMode,
-    _check_search_args,
-)
+from langchain_knowledge_inject.errors import ConfigurationError
+from langchain_knowledge_inject.store.search_args import SearchMode, check_search_args
+
+if TYPE_CHECKING:
+    from langchain_knowledge_inject.store.knowledge_base import KnowledgeBase
+
+__all__ = ["KnowledgeBaseRetriever"]
 
 _OVERRIDABLE = ("k", "min_score", "mode", "filter", "tenant_id")
 
@@ -66,14 +73,12 @@ class KnowledgeBaseRetriever(BaseRetriever):
 
     @model_validator(mode="after")
     def _validate(self) -> KnowledgeBaseRetriever:
-        _check_search_args(self.k, self.min_score, self.mode)
+        check_search_args(self.k, self.min_score, self.mode)
         return self
 
     def _options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         unknown = set(kwargs) - set(_OVERRIDABLE)
         if unknown:
-            from langchain_knowledge_inject.errors import ConfigurationError
-
             msg = f"Unknown retriever options {sorted(unknown)}; allowed: {', '.join(_OVERRIDABLE)}"
             raise ConfigurationError(msg, option=sorted(unknown)[0])
         opts = {name: getattr(self, name) for name in _OVERRIDABLE}

@@ -308,6 +308,23 @@ def chroma_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+WRITE_MARK = "kinject_written"
+"""Chroma metadata key of a chunk's write mark (seconds since the epoch, the writer's clock).
+
+Server mode: every chunk written carries it, and other processes catch up from it (``sync``).
+"""
+
+
+def write_mark() -> float:
+    """The mark of a write sent now."""
+    return round(time.time(), 6)
+
+
+def strip_mark(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Chunk metadata without the write mark."""
+    return {k: v for k, v in (metadata or {}).items() if k != WRITE_MARK}
+
+
 class StoreLock:
     """An advisory lock that keeps a second process out of an embedded store directory.
 

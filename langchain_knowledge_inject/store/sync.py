@@ -43,21 +43,32 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_knowledge_inject.errors import RetrievalError
 from langchain_knowledge_inject.store.catalog import ChunkRow
-from langchain_knowledge_inject.store.storage import chroma_metadata
+from langchain_knowledge_inject.store.storage import (
+    WRITE_MARK,
+    chroma_metadata,
+    strip_mark,
+    write_mark,
+)
 from langchain_knowledge_inject.store.write_plan import source_key
 
 if TYPE_CHECKING:
-    from langchain_knowledge_inject.store.knowledge_base import KnowledgeBase
+    from langchain_knowledge_inject.store.handles import StoreHandles
+
+__all__ = [
+    "CLOCK_SKEW_S",
+    "DEFAULT_SYNC_INTERVAL",
+    "WRITE_MARK",
+    "KeywordSync",
+    "strip_mark",
+    "write_mark",
+]
 
 logger = logging.getLogger(__name__)
-
-WRITE_MARK = "kinject_written"
-"""Chroma metadata key of a chunk's write mark (seconds since the epoch, the writer's clock)."""
 
 DEFAULT_SYNC_INTERVAL = 5.0
 """Default bound, in seconds, on how stale a process's keyword index may be in server mode."""
@@ -69,42 +80,42 @@ _UNBOUNDED_WRITE_S = 60.0  # how long a write may take when the knowledge base h
 _PAGE = 2000  # records per Chroma get()
 
 
-def write_mark() -> float:
-    """The mark of a write sent now."""
-    return round(time.time(), 6)
-
-
-def strip_mark(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Chunk metadata without the write mark."""
-    return {k: v for k, v in (metadata or {}).items() if k != WRITE_MARK}
-
-
 class KeywordSync:
     """Keeps one knowledge base's registry and keyword index caught up with its Chroma server.
 
     Args:
-        kb: The knowledge base (server mode).
+        handles: The knowledge base's SQLite side (registry, keyword index, marks).
+        collection: Its partition collection (bounded), or None when absent:
+            ``collection(partition)``.
+        timeout: The knowledge base's timeout (how late a write may commit).
         interval: Most seconds between two catch-ups of a partition; None never
             catches up on its own (``catch_up`` still works).
     """
 
-    def __init__(self, kb: KnowledgeBase, *, interval: float | None) -> None:
-        self._kb = kb
+    def __init__(
+        self,
+        handles: StoreHandles,
+        collection: Callable[[str], Any],
+        *,
+        timeout: float | None,
+        interval: float | None,
+    ) -> None:
+        self._handles = handles
+        self._collection = collection
         self.interval = interval
-        self.overlap = (kb.timeout or _UNBOUNDED_WRITE_S) + CLOCK_SKEW_S
+        self.overlap = (timeout or _UNBOUNDED_WRITE_S) + CLOCK_SKEW_S
         self._checked: dict[str, float] = {}
         self._running = threading.Lock()
         try:
-            with kb._lock:
-                kb._conn.execute(
+            with handles.transaction() as conn:
+                conn.execute(
                     "CREATE TABLE IF NOT EXISTS kinject_sync (kb_id TEXT NOT NULL, partition"
                     " TEXT NOT NULL, mark REAL NOT NULL, PRIMARY KEY (kb_id, partition))"
                 )
-                kb._conn.commit()
         except sqlite3.Error:  # a read-only or full catalog: search what it holds
             logger.warning(
                 "keyword index of %r cannot record catch-ups; other processes' writes reach "
-                "it only through `kinject check --repair`", kb.name, exc_info=True,
+                "it only through `kinject check --repair`", handles.name, exc_info=True,
             )  # fmt: skip
             self.interval = None
 
@@ -127,7 +138,7 @@ class KeywordSync:
         except Exception:
             logger.warning(
                 "keyword index of %r not caught up with the server; searching what it holds",
-                self._kb.name, exc_info=True,
+                self._handles.name, exc_info=True,
             )  # fmt: skip
         finally:
             self._running.release()
@@ -138,8 +149,8 @@ class KeywordSync:
         Returns:
             How many chunks were added, updated or removed locally.
         """
-        kb = self._kb
-        collection = kb._collection(partition, create=False)
+        handles = self._handles
+        collection = self._collection(partition)
         if collection is None:
             return 0
         started = write_mark()
@@ -148,28 +159,27 @@ class KeywordSync:
         if mark is not None:
             changed += self._late(partition, collection, mark - self.overlap, mark)
             changed += self._since(partition, collection, mark)
-        if collection.count() != kb._catalog.count(kb.id, partition):
+        if collection.count() != handles.catalog.count(handles.kb_id, partition):
             changed += self._reconcile(partition, collection)
-        with kb._lock:
-            kb._conn.execute(
+        with handles.transaction() as conn:
+            conn.execute(
                 "INSERT OR REPLACE INTO kinject_sync (kb_id, partition, mark) VALUES (?, ?, ?)",
-                (kb.id, partition, started),
+                (handles.kb_id, partition, started),
             )
-            kb._conn.commit()
         return changed
 
     def _mark(self, partition: str) -> float | None:
-        kb = self._kb
-        with kb._lock:
-            row = kb._conn.execute(
+        handles = self._handles
+        with handles.lock:
+            row = handles.conn.execute(
                 "SELECT mark FROM kinject_sync WHERE kb_id = ? AND partition = ?",
-                (kb.id, partition),
+                (handles.kb_id, partition),
             ).fetchone()
         return None if row is None else float(row[0])
 
     def _since(self, partition: str, collection: Any, since: float) -> int:
         """Adopt the chunks marked since ``since`` that this process lacks or holds stale."""
-        kb = self._kb
+        handles = self._handles
         wanted: list[str] = []
         offset = 0
         while True:
@@ -182,7 +192,7 @@ class KeywordSync:
             ids, metas = page["ids"], page["metadatas"] or []
             if not ids:
                 break
-            known = kb._catalog.existing(kb.id, partition, ids)
+            known = handles.catalog.existing(handles.kb_id, partition, ids)
             for cid, meta in zip(ids, metas, strict=True):
                 stored = known.get(cid)
                 if stored is None or chroma_metadata(json.loads(stored)) != strip_mark(meta):
@@ -194,13 +204,13 @@ class KeywordSync:
 
     def _late(self, partition: str, collection: Any, start: float, end: float) -> int:
         """Adopt chunks marked in ``[start, end)`` this process lacks (committed late)."""
-        kb = self._kb
+        handles = self._handles
         where = {"$and": [{WRITE_MARK: {"$gte": start}}, {WRITE_MARK: {"$lt": end}}]}
         wanted: list[str] = []
         offset = 0
         while True:
             ids = collection.get(where=where, include=[], limit=_PAGE, offset=offset)["ids"]
-            known = kb._catalog.existing(kb.id, partition, ids)
+            known = handles.catalog.existing(handles.kb_id, partition, ids)
             wanted += [cid for cid in ids if cid not in known]
             if len(ids) < _PAGE:
                 break
@@ -209,7 +219,7 @@ class KeywordSync:
 
     def _reconcile(self, partition: str, collection: Any) -> int:
         """Make the local records hold exactly the partition's Chroma ids (ids-only scan)."""
-        kb = self._kb
+        handles = self._handles
         remote: set[str] = set()
         offset = 0
         while True:
@@ -218,21 +228,14 @@ class KeywordSync:
             if len(ids) < _PAGE:
                 break
             offset += len(ids)
-        local = kb._catalog.partition_ids(kb.id, partition)
+        local = handles.catalog.partition_ids(handles.kb_id, partition)
         gone = sorted(local - remote)
         if gone:
-            with kb._lock:
-                try:
-                    kb._keyword.delete(kb.id, partition, gone)
-                    kb._catalog.delete_chunks(kb.id, partition, gone)
-                    kb._conn.commit()
-                except BaseException:
-                    kb._conn.rollback()
-                    raise
+            handles.write_rows(remove={partition: gone})
         return len(gone) + self._adopt(partition, collection, sorted(remote - local))
 
     def _adopt(self, partition: str, collection: Any, ids: Sequence[str]) -> int:
-        kb = self._kb
+        """Copy chunks from Chroma into the registry and keyword index (sources untouched)."""
         for start in range(0, len(ids), _PAGE):
             batch = list(ids[start : start + _PAGE])
             got = collection.get(ids=batch, include=["documents", "metadatas"])
@@ -248,14 +251,5 @@ class KeywordSync:
                     got["ids"], got["documents"], got["metadatas"], strict=True
                 )
             ]
-            with kb._lock:
-                try:
-                    kb._catalog.put_chunks(kb.id, rows)
-                    kb._keyword.add(kb.id, partition, [(r.chunk_id, r.text) for r in rows])
-                    kb._conn.commit()
-                except BaseException:
-                    kb._conn.rollback()
-                    raise
-        if ids:
-            kb._derived_topics = None
+            self._handles.write_rows(rows)
         return len(ids)

@@ -18,18 +18,11 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-import pytest
-
 PACKAGE = "langchain_knowledge_inject"
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 SHARED = frozenset({"engine", "hosting", "search"})
 """The modules of ``integrations/`` that are not surfaces: what the surfaces share."""
 ALLOWED_SURFACE_IMPORTS = frozenset({("cli", "chat")})
-STOREC_PENDING = (
-    "store/* internals are helper 'storecore''s pending work (issue 11: one registry and "
-    "keyword transaction, no private access across store modules, knowledge_base.py split); "
-    "the lead removes this xfail after merging it"
-)
 
 
 def _module_name(path: Path) -> str:
@@ -156,7 +149,6 @@ def test_no_import_cycle_outside_the_store() -> None:
     assert cycles == []
 
 
-@pytest.mark.xfail(reason=STOREC_PENDING, strict=False)
 def test_no_import_cycle_inside_the_store() -> None:
     assert _cycles(GRAPH) == []
 
@@ -186,7 +178,6 @@ def test_no_private_name_imported_from_another_module() -> None:
     assert found == []
 
 
-@pytest.mark.xfail(reason=STOREC_PENDING, strict=False)
 def test_no_private_name_imported_from_the_store() -> None:
     assert [item for item in PRIVATE if _in_store(item[1])] == []
 
