@@ -26,6 +26,9 @@ from langchain_knowledge_inject.store.catalog import Catalog, ChunkRow
 from langchain_knowledge_inject.store.documents import DocumentIndex
 from langchain_knowledge_inject.store.keyword import KeywordIndex
 from langchain_knowledge_inject.store.storage import (
+    MIN_FREE_ENV,
+    free_bytes,
+    min_free_bytes,
     open_store_dir,
     set_aside_damaged,
     store_error,
@@ -127,6 +130,32 @@ class StoreHandles:
                 "directory writable or open a writable copy of it."
             )
             raise StoreError(msg, kb_name=self.name, reason="read_only", path=self.path)
+
+    def ensure_room(self, needed: int, action: str) -> None:
+        """Refuse a write that would leave less than the reserve free on the store's disk.
+
+        Chroma's local store does not recover in-process from a write that fills the disk
+        (its compaction fails, and later calls in the same process may block), so a write
+        stops before that point with ``StoreError(reason="disk_full")``, having written
+        nothing. The reserve is ``KINJECT_MIN_FREE_MB`` (default 16 MiB; 0 turns it off).
+
+        Args:
+            needed: The write's estimated size in bytes
+                (:func:`~langchain_knowledge_inject.store.storage.estimated_write_bytes`).
+            action: What is being done, for the message ("adding documents").
+        """
+        reserve = min_free_bytes()
+        free = free_bytes(self.path) if reserve else None
+        if free is None or free >= needed + reserve:
+            return
+        msg = (
+            f"The disk holding knowledge base {self.name!r} is full: {free >> 20} MiB free, "
+            f"and {action} needs about {max(needed >> 20, 1)} MiB plus a reserve of "
+            f"{reserve >> 20} MiB. Nothing was written and searches still work. Free disk "
+            "space, then run the same call again; no restart is needed (the reserve is "
+            f"{MIN_FREE_ENV})."
+        )
+        raise StoreError(msg, kb_name=self.name, reason="disk_full", path=self.path)
 
     # -- the one transaction -------------------------------------------------
     def write_rows(

@@ -13,14 +13,19 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from langchain_knowledge_inject.errors import KnowledgeBaseOpenError, StoreError
+from langchain_knowledge_inject.errors import (
+    ConfigurationError,
+    KnowledgeBaseOpenError,
+    StoreError,
+)
 from langchain_knowledge_inject.store.catalog import open_connection
 
 logger = logging.getLogger(__name__)
@@ -421,3 +426,47 @@ class StoreLock:
                     handle.close()
             else:
                 self._held[self.key] = (handle, count - 1)
+
+
+MIN_FREE_ENV = "KINJECT_MIN_FREE_MB"
+"""Environment variable: MiB that writes leave free on the store's disk (default 16)."""
+
+DEFAULT_MIN_FREE_MB = 16
+
+
+def min_free_bytes() -> int:
+    """The free space a write must leave on the store's disk (``KINJECT_MIN_FREE_MB``).
+
+    Raises:
+        ConfigurationError: The variable is set to something other than a number >= 0.
+    """
+    raw = os.environ.get(MIN_FREE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MIN_FREE_MB << 20
+    try:
+        mib = float(raw)
+    except ValueError:
+        mib = -1.0
+    if not mib >= 0:  # also catches NaN
+        msg = f"{MIN_FREE_ENV} must be a number of MiB >= 0 (0 turns the check off), got {raw!r}"
+        raise ConfigurationError(msg, option=MIN_FREE_ENV, value=raw)
+    return int(mib * (1 << 20))
+
+
+def estimated_write_bytes(texts: Sequence[str], dimensions: int) -> int:
+    """A generous estimate of the disk a write of ``texts`` takes, all stores together.
+
+    Chroma keeps each text, its metadata, its vector and the vector index; the catalog keeps
+    the registry row, the keyword index and the document index. Six times the text and three
+    times the vector cover all of them with room for journals.
+    """
+    text_bytes = sum(len(t.encode("utf-8", "replace")) for t in texts)
+    return text_bytes * 6 + len(texts) * max(dimensions, 0) * 4 * 3
+
+
+def free_bytes(path: Path) -> int | None:
+    """Free bytes on the file system holding ``path`` (None when it cannot be read)."""
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return None

@@ -22,6 +22,7 @@ from langchain_knowledge_inject.store.embeddings import (
     default_token_counter,
     embedding_model_name,
 )
+from langchain_knowledge_inject.store.storage import estimated_write_bytes
 from langchain_knowledge_inject.store.write_plan import (
     WritePlan,
     chunk_id,
@@ -133,6 +134,9 @@ def write_chunks(
     plan = plan_writes(handles.catalog, handles.kb_id, chunks)
     texts = [row.text for row in plan.to_embed]
     vectors = embeddings.embed_documents(texts) if texts else []
+    handles.ensure_room(
+        estimated_write_bytes(texts, len(vectors[0]) if vectors else 0), "adding documents"
+    )
     with handles.lock:
         _write_plan(handles, chroma, plan, vectors, fingerprints)
     return plan
@@ -189,6 +193,10 @@ def upsert_records(
     if not rows:
         return
     vectors = embeddings.embed_documents([r.text for r in rows])
+    handles.ensure_room(
+        estimated_write_bytes([r.text for r in rows], len(vectors[0]) if vectors else 0),
+        "adding documents",
+    )
     with handles.lock, handles.errors("adding documents"):
         chroma.upsert(partition, rows, vectors, batch=chroma.write_batch())
         handles.write_rows(rows, refresh_documents=True)
