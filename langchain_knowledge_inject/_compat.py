@@ -1,6 +1,6 @@
 """Old import paths, kept working for one release with a ``DeprecationWarning``.
 
-Version 0.3 moved the flat modules into subpackages (``store``, ``ingest``, ``turn``,
+This release moved the flat modules into subpackages (``store``, ``ingest``, ``turn``,
 ``restricted``, ``memory``, ``integrations``) and cut the root namespace down to what a
 user needs. ``import langchain_knowledge_inject.knowledge_base`` and
 ``from langchain_knowledge_inject import make_retrieve_node`` still work and warn with the
