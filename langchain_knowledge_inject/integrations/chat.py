@@ -22,7 +22,6 @@ from typing import IO, TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from langchain_knowledge_inject.errors import KnowledgeBaseNotFoundError
 from langchain_knowledge_inject.integrations.engine import InjectionEngine
 from langchain_knowledge_inject.integrations.hosting import as_message
 from langchain_knowledge_inject.turn.placement import is_injected
@@ -113,14 +112,10 @@ def run_chat(
 
 
 def _open_knowledge_base(name: str, path: str | None, embeddings: Embeddings | None) -> Any:
-    from langchain_knowledge_inject.store.knowledge_base import KnowledgeBase, default_store_path
+    from langchain_knowledge_inject.store.knowledge_base import KnowledgeBase
+    from langchain_knowledge_inject.store.metadata import require_knowledge_base
 
-    names = [info.name for info in KnowledgeBase.list(path=path)]
-    if name not in names:
-        store = path if path is not None else default_store_path()
-        existing = ", ".join(names) or "none"
-        msg = f"No knowledge base named {name!r} in {store} (existing: {existing})"
-        raise KnowledgeBaseNotFoundError(msg, kb_name=name)
+    require_knowledge_base(name, path)
     return KnowledgeBase(name, path=path, embeddings=embeddings, create=False)
 
 

@@ -176,8 +176,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 def _cmd_search(args: argparse.Namespace) -> int:
     from langchain_knowledge_inject.store.knowledge_base import KnowledgeBase
+    from langchain_knowledge_inject.store.metadata import require_knowledge_base
 
-    _require_kb(args.kb, args.path)
+    require_knowledge_base(args.kb, args.path)
     with KnowledgeBase(args.kb, path=args.path, create=False) as kb:
         docs = kb.search(
             args.query, k=args.k, min_score=args.min_score, mode=args.mode, tenant_id=args.tenant
@@ -196,34 +197,15 @@ def _cmd_search(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     """Exit 0 when consistent (or repaired), 1 when drift was found and left."""
     from langchain_knowledge_inject.store.knowledge_base import KnowledgeBase
+    from langchain_knowledge_inject.store.metadata import require_knowledge_base
 
-    _require_kb(args.kb, args.path)
+    require_knowledge_base(args.kb, args.path)
     with KnowledgeBase(args.kb, path=args.path, create=False) as kb:
         report = kb.check(repair=args.repair)
     print(report.summary())
     if args.repair:
         return 1 if report.unexplained else 0
     return 0 if report.clean else 1
-
-
-def _require_kb(name: str, path: str | None) -> None:
-    """Fail without creating anything (not even the store folder) if the KB is missing."""
-    from pathlib import Path
-
-    from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
-    from langchain_knowledge_inject.store.knowledge_base import KnowledgeBase, default_store_path
-
-    store = Path(path).expanduser() if path is not None else default_store_path()
-    try:
-        names = [info.name for info in KnowledgeBase.list(path=path)]
-    except KnowledgeBaseOpenError:
-        return  # a damaged catalog: opening the knowledge base rebuilds it from Chroma
-    if name not in names and (store / "chroma").is_dir():
-        return  # a lost catalog: opening it finds the knowledge base in Chroma, or says no
-    if name not in names:
-        existing = ", ".join(names) or "none"
-        msg = f"No knowledge base named {name!r} in {store} (existing: {existing})"
-        raise KnowledgeBaseNotFoundError(msg, kb_name=name)
 
 
 def _cmd_kbs(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from langchain_knowledge_inject.errors import KnowledgeBaseNotFoundError, KnowledgeBaseOpenError
 from langchain_knowledge_inject.store.catalog import Catalog
 from langchain_knowledge_inject.store.keyword import query_terms
 from langchain_knowledge_inject.store.storage import default_store_path, open_store_dir
@@ -116,6 +117,28 @@ def list_knowledge_bases(path: str | os.PathLike[str] | None = None) -> list[Kno
         ]
     finally:
         conn.close()
+
+
+def require_knowledge_base(name: str, path: str | os.PathLike[str] | None = None) -> None:
+    """Raise if the store holds no knowledge base ``name``, creating nothing (not even the folder).
+
+    A damaged or lost catalog is not "missing": opening the knowledge base rebuilds the
+    catalog from Chroma, or says the knowledge base is not there.
+
+    Raises:
+        KnowledgeBaseNotFoundError: No knowledge base of that name; the message lists the
+            ones that exist.
+    """
+    store = Path(path).expanduser() if path is not None else default_store_path()
+    try:
+        names = [info.name for info in list_knowledge_bases(path)]
+    except KnowledgeBaseOpenError:
+        return  # a damaged catalog: opening the knowledge base rebuilds it from Chroma
+    if name in names or (store / "chroma").is_dir():
+        return  # present, or a lost catalog: opening it finds it in Chroma, or says no
+    existing = ", ".join(names) or "none"
+    msg = f"No knowledge base named {name!r} in {store} (existing: {existing})"
+    raise KnowledgeBaseNotFoundError(msg, kb_name=name)
 
 
 _FUNCTION_WORDS = frozenset(
