@@ -15,8 +15,9 @@ per-tenant collection answered in 0.7-0.9x the time, isolated by construction.
 
 This module is the facade; the work is done below it, each part handed only
 what it needs: ``handles`` (the SQLite side and its one transaction),
-``chroma`` (the client and partition collections), ``writes``, ``opening``,
-``sync``, ``recovery`` and ``consistency``. None of them imports this module.
+``chroma`` (the client and partition collections), ``search`` (the search
+path of a partition), ``writes``, ``opening``, ``sync``, ``recovery`` and
+``consistency``. None of them imports this module.
 """
 
 from __future__ import annotations
@@ -52,7 +53,6 @@ from langchain_knowledge_inject.store.calls import (
     apply_http_timeout,
     check_seconds,
 )
-from langchain_knowledge_inject.store.catalog import ChunkRow
 from langchain_knowledge_inject.store.chroma import SERVER_WRITE_BATCH, ChromaSide
 from langchain_knowledge_inject.store.consistency import ConsistencyReport, check_knowledge_base
 from langchain_knowledge_inject.store.embeddings import (
@@ -60,7 +60,7 @@ from langchain_knowledge_inject.store.embeddings import (
     default_embeddings,
     embedding_model_name,
 )
-from langchain_knowledge_inject.store.filters import matches, split_tenant, to_chroma
+from langchain_knowledge_inject.store.filters import split_tenant
 from langchain_knowledge_inject.store.handles import StoreHandles
 from langchain_knowledge_inject.store.metadata import (
     AddResult,
@@ -78,6 +78,7 @@ from langchain_knowledge_inject.store.opening import (
 )
 from langchain_knowledge_inject.store.recovery import copy_collection, find_collection
 from langchain_knowledge_inject.store.retriever import KnowledgeBaseRetriever
+from langchain_knowledge_inject.store.search import DOCUMENT_REFRESH, PartitionSearch
 from langchain_knowledge_inject.store.search_args import (
     MAX_QUERY_CHARS,
     SearchMode,
@@ -137,8 +138,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DOCUMENT_REFRESH = 200
-"""Most dirty documents a search rebuilds before it ranks (writes rebuild all of theirs)."""
 _DEFAULT_SPLITTER: Any = object()
 _HEAL_INTERVAL = 60.0
 _LOCAL_GRACE_S = 1.0  # asearch with a server: local work (embedding, keyword) past the timeout
@@ -317,6 +316,9 @@ class KnowledgeBase:
                 conn.close()
             raise
         self._query_vector = QueryEmbeddingCache(self.embeddings.embed_query)
+        self._searcher = PartitionSearch(
+            self._handles, self._chroma, self._query_vector, self._sync
+        )
         self._text_splitter = (
             default_splitter(self.embeddings)
             if text_splitter is _DEFAULT_SPLITTER
@@ -602,17 +604,9 @@ class KnowledgeBase:
         if not text.strip():
             return []
         depth = max(k, fusion.CANDIDATE_DEPTH) if mode == "hybrid" else k
+        searcher = self._searcher
         try:
-            if not self._chroma.verified(partition):  # the catalog describes it still
-                self._collection(partition, create=False)
-            if self._sync is not None and mode != "dense":
-                with self._calls.per_call():  # a catch-up may be long: each call is bounded
-                    self._sync.maybe_catch_up(partition)
-            with self._calls.operation():  # one deadline for the Chroma calls of the search
-                dense = self._dense(partition, text, depth, where) if mode != "keyword" else []
-                keyword = (
-                    self._keyword_hits(partition, text, depth, where) if mode != "dense" else []
-                )
+            candidates = searcher.candidates(partition, text, depth, where, mode)
         except (RetrievalError, ConfigurationError):
             raise
         except Exception as exc:
@@ -622,20 +616,11 @@ class KnowledgeBase:
                 )
             msg = f"Search of knowledge base {self.name!r} failed: {type(exc).__name__}: {exc}"
             raise RetrievalError(msg, kb_name=self.name) from exc
-        if mode == "dense":
-            ranked = dense
-        elif mode == "keyword":
-            ranked = fusion.keyword_unit_scores(keyword)
-        else:
-            parents = self._parents(partition, {cid for cid, _ in [*dense, *keyword]})
-            whole, indexed = self._document_hits(partition, text, depth, where, parents)
-            ranked = fusion.fuse_with_documents(
-                dense, keyword, parents, document_keyword=whole, indexed=indexed
-            )
+        ranked = searcher.rank(partition, text, depth, where, mode, candidates)
         ranked = [(cid, s) for cid, s in ranked if s >= min_score][:k]
         try:
             with self._calls.operation():
-                return self._documents(partition, ranked)
+                return searcher.documents(self.name, partition, ranked)
         except (RetrievalError, ConfigurationError):
             raise
         except sqlite3.DatabaseError as exc:
@@ -675,113 +660,6 @@ class KnowledgeBase:
             mode=mode,
             tenant_id=tenant_id,
         )
-
-    def _dense(
-        self, partition: str, text: str, depth: int, where: Mapping[str, Any] | None
-    ) -> list[tuple[str, float]]:
-        collection = self._collection(partition, create=False)
-        if collection is None:
-            return []
-        vector = self._query_vector(text)
-        try:
-            result = collection.query(
-                query_embeddings=[vector],
-                n_results=depth,
-                where=to_chroma(where),
-                include=["distances"],
-            )
-        except Exception as exc:
-            if not is_not_found(exc):
-                raise
-            self._forget_collections()  # deleted under us (server wiped or restarted)
-            collection = self._collection(partition, create=False)
-            if collection is None:
-                return []
-            result = collection.query(
-                query_embeddings=[vector],
-                n_results=depth,
-                where=to_chroma(where),
-                include=["distances"],
-            )
-        ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
-        return [(cid, fusion.dense_score(d)) for cid, d in zip(ids, distances, strict=True)]
-
-    def _keyword_hits(
-        self, partition: str, text: str, depth: int, where: Mapping[str, Any] | None
-    ) -> list[tuple[str, float]]:
-        if not where:
-            return self._keyword.search(self.id, partition, text, k=depth)
-        hits = self._keyword.search(self.id, partition, text, k=depth * 4)
-        rows = self._catalog.get_chunks(self.id, partition, [cid for cid, _ in hits])
-        return [(c, s) for c, s in hits if c in rows and matches(rows[c].metadata, where)][:depth]
-
-    def _document_hits(
-        self,
-        partition: str,
-        text: str,
-        depth: int,
-        where: Mapping[str, Any] | None,
-        parents: Mapping[str, str],
-    ) -> tuple[list[tuple[str, float]], set[str]]:
-        """BM25 over whole documents, for the hybrid document score (:mod:`.documents`).
-
-        Not with a metadata filter (a document's whole text is not what the
-        filter selects: its chunks' scores are pooled instead), nor with
-        ``fusion.DOCUMENT_KEYWORD = "pool"``. A few sources left dirty by a
-        write from another path (a catch-up, a recovery) are rebuilt first;
-        when that write fails (a full disk), they are pooled and the search
-        goes on.
-        """
-        if where or fusion.DOCUMENT_KEYWORD != "index" or fusion.DOCUMENT_WEIGHT <= 0:
-            return [], set()
-        documents = self._handles.documents
-        with self._lock:
-            if not self.read_only:
-                try:
-                    if documents.refresh(self.id, limit=DOCUMENT_REFRESH):
-                        self._conn.commit()
-                except sqlite3.OperationalError as exc:  # a full disk, a locked file
-                    self._conn.rollback()  # they stay dirty, so pooled: the search goes on
-                    logger.warning("document index not refreshed before a search: %s", exc)
-            return documents.search(
-                self.id, partition, text, k=depth, sources=set(parents.values())
-            )
-
-    def _parents(self, partition: str, ids: set[str]) -> dict[str, str]:
-        """Chunk id -> source, for the chunks of the registry (others are their own document)."""
-        found: dict[str, str] = {}
-        batch = list(ids)
-        with self._lock:
-            for start in range(0, len(batch), 500):
-                part = batch[start : start + 500]
-                marks = ",".join("?" * len(part))
-                found.update(
-                    self._conn.execute(
-                        "SELECT chunk_id, source FROM chunks WHERE kb_id = ? AND partition = ?"
-                        f" AND chunk_id IN ({marks}) AND source != ''",
-                        (self.id, partition, *part),
-                    ).fetchall()
-                )
-        return found
-
-    def _documents(self, partition: str, ranked: Sequence[tuple[str, float]]) -> list[Document]:
-        ids = [cid for cid, _ in ranked]
-        rows = self._catalog.get_chunks(self.id, partition, ids)
-        missing = [cid for cid in ids if cid not in rows]
-        if missing:  # written by another process to a shared Chroma server
-            rows.update(self._rows_from_chroma(partition, missing))
-        docs = []
-        for cid, score in ranked:
-            row = rows.get(cid)
-            if row is None:
-                continue
-            meta = {**row.metadata, "score": score, "chunk_id": cid}
-            meta.update(kb_name=self.name, kb_id=self.id)
-            docs.append(Document(id=cid, page_content=row.text, metadata=meta))
-        return docs
-
-    def _rows_from_chroma(self, partition: str, ids: Sequence[str]) -> dict[str, ChunkRow]:
-        return self._chroma.rows(partition, ids)
 
     @classmethod
     def from_chroma(

@@ -12,7 +12,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject.store import fusion, knowledge_base
+from langchain_knowledge_inject.store import fusion, knowledge_base, search
 from langchain_knowledge_inject.store.catalog import ChunkRow
 from langchain_knowledge_inject.store.documents import documents_kb_id, join_chunks
 from langchain_knowledge_inject.store.fusion import fuse_with_documents
@@ -146,7 +146,7 @@ def test_search_rebuilds_at_most_a_bounded_number_of_documents(tmp_path, monkeyp
     kb.add_documents(docs)
     _mark_all_dirty(kb)
     kb._conn.commit()
-    monkeypatch.setattr(knowledge_base, "DOCUMENT_REFRESH", 2)
+    monkeypatch.setattr(search, "DOCUMENT_REFRESH", 2)
     kb.search("policy leave", k=5, min_score=0.0)
     assert len(_dirty(kb)) == 3
     kb.add_documents(
