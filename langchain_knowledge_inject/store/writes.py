@@ -192,10 +192,10 @@ def upsert_records(
     ]
     if not rows:
         return
-    vectors = embeddings.embed_documents([r.text for r in rows])
+    texts = [r.text for r in rows]
+    vectors = embeddings.embed_documents(texts)
     handles.ensure_room(
-        estimated_write_bytes([r.text for r in rows], len(vectors[0]) if vectors else 0),
-        "adding documents",
+        estimated_write_bytes(texts, len(vectors[0]) if vectors else 0), "adding documents"
     )
     with handles.lock, handles.errors("adding documents"):
         chroma.upsert(partition, rows, vectors, batch=chroma.write_batch())
