@@ -17,15 +17,22 @@ Between them: greetings, small talk, questions, plans and opinions drawn from
 large pools, some on the same topics (wishing to visit a city is not visiting
 it).
 
-Questions are asked after the last session (reference time: the day after),
-in wordings that share few words with the evidence (synonyms, categories
-instead of names: "the greyhound" is asked about as "her dog"):
+Some turns answer the other person's question ("How was the holiday?" ->
+"Just got back from Porto..."), so the words of a question about them are in
+the turn before. Questions are asked after the last session (reference time:
+the day after). Some are paraphrases that share few words with the evidence
+(categories instead of names: "the greyhound" is asked about as "her pet"),
+others were "written looking at the evidence" and reuse its words ("What did
+Ana adopt from the shelter?"), as in human-written benchmarks:
 
-- ``single``: one fact, one evidence turn;
+- ``single``: one fact, one evidence turn (a paraphrase and an echo each);
+- ``inference``: open-domain ("Is Ana musical?"), one evidence turn;
+- ``when``: "When did ...?", answered by the session date (evidence: the
+  event turn), naming the event generically or by its specifics;
 - ``temporal``: a recurring activity pinned by a date relative to the
   reference time ("in March", "two weeks ago", "last month", "in May 2023");
-- ``when``: "When did ...?" (evidence: the event turn; the date is the answer);
 - ``current``: a fact that changed (job, city); the evidence is the newest statement;
+- ``previous``: the value a changed fact had before the newest one;
 - ``multi``: an aggregate over sessions ("Which cities has Ana visited?"), every
   occurrence is evidence;
 - ``bridge``: two hops across sessions ("What does the person Ana met at the
@@ -398,6 +405,91 @@ RECURRING = [
     ),
 ]
 
+# -- LoCoMo-like additions: questions naming the thing, inference, turns answering a question --
+WHEN_NAMED = {
+    "pet": "When did {a} get the {v}?",
+    "course": "When did {a} begin the {v}?",
+    "injury": "When did {a} end up with the {v}?",
+    "car": "When did {a} buy the {v}?",
+    "sibling": "When did {v2} come to stay with {a}?",
+    "volunteer": "When did {a} first help at the {v}?",
+    "instrument": "When did {a} take up the {v}?",
+    "garden": "When did {a} put in the {v}?",
+}
+INFERENCE = {
+    "pet": ["Would {a} be a good person to ask about looking after animals?",
+            "Does {a} have someone waiting at home to be fed?"],
+    "course": ["Is {a} busy on some weekday evenings?",
+               "Is {a} the kind of person who keeps learning as an adult?"],
+    "injury": ["Would {a} have been up for a football match back then?",
+               "Has {a} had any health trouble this year?"],
+    "car": ["Could {a} drive us to the airport?", "Does {a} still depend on public transport?"],
+    "sibling": ["Is {a} close to their family?", "Did {a} have house guests this year?"],
+    "volunteer": ["Does {a} do anything for the community?",
+                  "Is {a} someone who gives back to others?"],
+    "instrument": ["Would {a} enjoy a music shop voucher?", "Is {a} musical?"],
+    "garden": ["Would {a} like a gift of seeds?", "Does {a} have green fingers?"],
+}
+PROMPTS = {
+    "pet": ["So what's new at home?", "Any news on the shelter application?"],
+    "course": ["Doing anything fun in the evenings these days?", "What are you up to after work?"],
+    "injury": ["Why weren't you at training?", "You're limping, what happened?"],
+    "car": ["How are you getting around these days?", "Still cycling everywhere?"],
+    "sibling": ["Why is your place so full?", "Who's that in your photos?"],
+    "volunteer": ["What do you do on Sundays now?", "How do you spend your free time lately?"],
+    "instrument": ["What was that noise on the phone?", "Picked up any new hobbies?"],
+    "garden": ["What were you doing all weekend?", "Why are your hands so muddy?"],
+    "job": ["How's work going?", "Any news on the job front?"],
+    "home": ["Any luck with the flat hunt?", "Where are you living these days?"],
+    "trip": ["Did you go anywhere nice lately?", "How was the holiday?"],
+    "concert": ["Heard any good music recently?", "What did you do last night?"],
+    "book": ["Reading anything good?", "What's on your bedside table?"],
+    "dish": ["What did you have for dinner at the weekend?", "Been cooking much?"],
+    "hike": ["Were you outdoors this weekend?", "How did you spend Sunday?"],
+    "film": ["Seen anything good lately?", "What did you watch on Friday?"],
+}
+ECHO = {  # questions written looking at the evidence: they reuse its words (one per statement)
+    "pet": ["What did {a} adopt from the shelter?",
+            "What did the rescue people say yes to for {a}?",
+            "Who came home with {a}?"],
+    "course": ["What did {a} sign up for at the community college?",
+               "What did {a} decide to start that they are terrible at?",
+               "What did {a} enrol in as something just for them?"],
+    "injury": ["Why is {a} on crutches?", "What did the doctor tell {a}?",
+               "What happened when {a} slipped on the stairs at work?"],
+    "car": ["What did {a} buy that smells a bit?",
+            "What did {a} pick up from a guy in the next town?",
+            "What did {a} trade the bicycle commute for?"],
+    "sibling": ["Who is staying with {a} for two weeks?", "Who flew in from abroad to see {a}?",
+                "Who did {a} talk with until 3 am?"],
+    "volunteer": ["Where does {a} volunteer on Sunday mornings?",
+                  "Where did {a} spend the day helping out?",
+                  "Which group did {a} join as a volunteer?"],
+    "instrument": ["What did {a} get for their birthday that the neighbours hate?",
+                   "Which instrument does {a} take lessons on?",
+                   "What did {a} find cheap online to learn from videos?"],
+    "garden": ["What did {a} plant in the allotment?", "What is growing on {a}'s balcony?",
+               "What did {a} put in the garden on Sunday?"],
+    "job": ["What is {a}'s new job?", "What is {a} working as since handing in their notice?",
+            "Which offer did {a} get at work?"],
+    "home": ["Where did {a} move to?", "Where is {a} settled after the move?",
+             "Where did {a} sign a lease?"],
+}
+WHEN_RECUR = {
+    "trip": "When did {a} go to {v}?",
+    "concert": "When did {a} see {v} live?",
+    "book": "When did {a} read {v}?",
+    "dish": "When did {a} make {v}?",
+    "hike": "When did {a} do {v}?",
+    "film": "When did {a} watch {v}?",
+}
+PREVIOUS_Q = {
+    "job": ["What did {a} do for work before the current job?",
+            "Which job did {a} have before switching to the latest one?"],
+    "home": ["Where did {a} live before the most recent move?",
+             "Which place did {a} leave in the last move?"],
+}
+
 PLACES = [
     "the climbing gym",
     "a pottery class",
@@ -530,6 +622,10 @@ CLOSINGS = [
 ]
 
 
+ECHOED: dict[tuple, int] = {}
+"""Which statement template told each one-off event and changed fact (for ``ECHO``)."""
+
+
 def _ago_phrase(date: datetime, now: datetime, rng: random.Random) -> str:
     days = (now - date).days
     weeks = round(days / 7)
@@ -569,6 +665,7 @@ def _conversation(
     conv_id: str, speakers: tuple[str, str], rng: random.Random, n_sessions: int
 ) -> Conversation:
     conv = Conversation(conv_id, speakers)
+    ECHOED.clear()  # per conversation (questions are built at its end)
     start = datetime(2023, 1, 9, 18, 0, tzinfo=timezone.utc) + timedelta(days=rng.randint(0, 60))
     dates, day = [], start
     for _ in range(n_sessions):
@@ -614,6 +711,9 @@ def _conversation(
                 speaker = rng.choice(speakers)
                 turns.append((speaker, _small(rng), None))
             text, reaction, key = _say(event, rng)
+            topic = key[2] if key[0] in ("one", "change", "recur") else None
+            if topic in PROMPTS and rng.random() < 0.4:  # the turn answers a question
+                turns.append((them, rng.choice(PROMPTS[topic]), None))
             turns.append((who, text, key))
             if reaction and rng.random() < 0.8:
                 turns.append((them, reaction, None))
@@ -653,8 +753,11 @@ def _say(event: tuple, rng: random.Random) -> tuple[str, str | None, tuple]:
     if kind == "news":
         f, p, j = ev
         return rng.choice(BRIDGE_NEWS).format(f=f, j=j), f"A {j}, wow.", ("news", who, ev)
-    text = _fill(rng.choice(ev[2]), v)
-    reaction = _fill(rng.choice(ev[3]), v)
+    template = rng.randrange(len(ev[2]))
+    text = _fill(ev[2][template], v)
+    reaction = _fill(rng.choice(ev[3]), v.replace("my ", "your ", 1))
+    if kind in ("one", "change"):
+        ECHOED[(kind, who, ev[0], v)] = template
     return text, reaction, (kind, who, ev[0], v)
 
 
@@ -667,16 +770,26 @@ def _questions(
     qs: list[Question] = []
     by_name = {ev[0]: ev for ev in [*ONE_OFF, *CHANGING, *RECURRING]}
     recur: dict[tuple[str, str], list[tuple[str, datetime]]] = {}
-    changes: dict[tuple[str, str], list[tuple[str, datetime]]] = {}
+    changes: dict[tuple[str, str], list[tuple[str, datetime, tuple]]] = {}
     for key, hits in facts.items():
         if key[0] == "one":
             _, who, name, _v = key
             ev = by_name[name]
-            for _ in range(2):
-                qs.append(Question(rng.choice(ev[4]).format(a=who), "single", (hits[0][0],), now))
-            qs.append(Question(rng.choice(ev[5]).format(a=who), "when", (hits[0][0],), now))
+            qs.append(Question(rng.choice(ev[4]).format(a=who), "single", (hits[0][0],), now))
+            echo = ECHO[name][ECHOED[key]].format(a=who)
+            qs.append(Question(echo, "single", (hits[0][0],), now))
+            if rng.random() < 0.5:
+                when_q = rng.choice(ev[5]).format(a=who)
+            else:
+                v2 = _v.replace("my ", f"{who}'s ", 1)
+                v1 = _v.replace("my ", "their ", 1)
+                when_q = WHEN_NAMED[name].format(a=who, v=v1, v2=v2[:1].upper() + v2[1:])
+            qs.append(Question(when_q, "when", (hits[0][0],), now))
+            if rng.random() < 0.5:
+                qs.append(Question(rng.choice(INFERENCE[name]).format(a=who), "inference",
+                                   (hits[0][0],), now))  # fmt: skip
         elif key[0] == "change":
-            changes.setdefault((key[1], key[2]), []).extend(hits)
+            changes.setdefault((key[1], key[2]), []).extend((*h, key) for h in hits)
         elif key[0] == "recur":
             recur.setdefault((key[1], key[2]), []).extend(hits)
         elif key[0] == "meet":
@@ -687,14 +800,25 @@ def _questions(
                 qs.append(Question(q, "bridge", (hits[0][0], news[0][0]), now))
     for (who, name), hits in changes.items():
         newest = max(hits, key=lambda h: h[1])
-        for _ in range(2):
-            qs.append(Question(rng.choice(by_name[name][4]).format(a=who), "current",
-                               (newest[0],), now))  # fmt: skip
+        qs.append(Question(rng.choice(by_name[name][4]).format(a=who), "current",
+                           (newest[0],), now))  # fmt: skip
+        echo = ECHO[name][ECHOED[newest[2]]].format(a=who).rstrip("?")
+        qs.append(Question(f"{echo} now?", "current", (newest[0],), now))
+        ordered = sorted(hits, key=lambda h: h[1])
+        if len(ordered) >= 2:
+            qs.append(Question(rng.choice(PREVIOUS_Q[name]).format(a=who), "previous",
+                               (ordered[-2][0],), now))  # fmt: skip
     for (who, name), hits in recur.items():
         ev = by_name[name]
         qs.append(Question(rng.choice(ev[5]).format(a=who), "multi",
                            tuple(h[0] for h in hits), now))  # fmt: skip
         for tid, date in hits:
+            value = next(k[3] for k, v in facts.items() if v and v[0][0] == tid)
+            if rng.random() < 0.5:
+                q = WHEN_RECUR[name].format(a=who, v=value)
+                qs.append(Question(q, "when", (tid,), now))
+            if rng.random() < 0.6:
+                continue  # dates in questions are rarer than "when did"
             when = _ago_phrase(date, now, rng)
             if any(
                 h[0] != tid

@@ -140,8 +140,23 @@ def _utc(date: datetime | None) -> datetime:
     return (date if date.tzinfo else date.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
 
 
-def prepare(record: EpisodeRecord, *, user_id: str) -> dict[str, Any] | None:
+CONTEXT_CHARS = 200
+"""Longest text of the previous turn added to an episode's indexed text."""
+
+
+def prepare(
+    record: EpisodeRecord,
+    *,
+    user_id: str,
+    context: str = "",
+    speaker_in_text: bool = False,
+) -> dict[str, Any] | None:
     """The journal entry of one episode (``None`` for an empty text).
+
+    The indexed text (what the hybrid search matches) is the text, the reply
+    of an exchange on a second line, and ``context`` (the turn it answers,
+    cut to :data:`CONTEXT_CHARS`) on the last line; with ``speaker_in_text``
+    it starts with ``"<speaker>: "``. Search results return the text alone.
 
     Raises:
         ConfigurationError: A field has a value that is not allowed.
@@ -176,6 +191,11 @@ def prepare(record: EpisodeRecord, *, user_id: str) -> dict[str, Any] | None:
         "ep_turn": turn or "",
     }
     indexed = f"{text}\n{reply}" if reply else text
+    if speaker_in_text and record.speaker:
+        indexed = f"{record.speaker}: {indexed}"
+    context = " ".join((context or "").split())[:CONTEXT_CHARS]
+    if context:
+        indexed = f"{indexed}\n{context}"
     return {"user": user, "text": indexed, "meta": {**meta, **own, "source": episode_id}}
 
 
@@ -240,49 +260,3 @@ def unit(vector: Sequence[float]) -> list[float]:
     """``vector`` scaled to length 1."""
     length = math.sqrt(sum(float(x) * float(x) for x in vector)) or 1.0
     return [float(x) / length for x in vector]
-
-
-def rank(
-    found: Sequence[Document],
-    in_range: Sequence[Document] | None,
-    *,
-    span: tuple[float, float] | None,
-    now: datetime | None,
-    recency_weight: float,
-    half_life_days: float,
-    date_weight: float,
-    named: frozenset[str] = frozenset(),
-    speaker_weight: float = 0.0,
-) -> list[tuple[float, Document]]:
-    """Score and order the candidates of one search, best first: ``(score, document)`` pairs.
-
-    ``found`` is the knowledge base's hybrid search; ``in_range`` the same
-    search restricted to the date range ``span`` (epoch seconds) named in the
-    question, whose episodes get ``date_weight`` on top of their best hybrid
-    score. With ``now``, newer episodes get up to ``recency_weight`` (halving
-    every ``half_life_days`` before ``now``); episodes of a speaker named in
-    the question (``named``, casefolded) get ``speaker_weight``. Ties: newer
-    first, then by id, so the order never depends on ``k``. Episodes are built
-    later, only for what is returned.
-    """
-    best: dict[str, Document] = {}
-    for doc in [*found, *(in_range or ())]:
-        kept = best.get(doc.metadata["ep_id"])
-        if kept is None or doc.metadata["score"] > kept.metadata["score"]:
-            best[doc.metadata["ep_id"]] = doc
-    rows = []
-    reference = now.timestamp() if now is not None and recency_weight else None
-    for episode_id, doc in best.items():
-        meta = doc.metadata
-        ts = float(meta["ep_ts"])
-        score = float(meta["score"])
-        if span is not None and span[0] <= ts < span[1]:
-            score += date_weight
-        if named and (meta.get("ep_speaker") or "").casefold() in named:
-            score += speaker_weight
-        if reference is not None:
-            age_days = max(0.0, (reference - ts) / 86400)
-            score += recency_weight * 0.5 ** (age_days / half_life_days)
-        rows.append((-round(score, 6), -ts, str(episode_id), doc))
-    rows.sort(key=lambda row: row[:3])
-    return [(-row[0], row[3]) for row in rows]

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-__all__ = ["DateRange", "asks_about_past", "resolve"]
+__all__ = ["DateRange", "asks_about_now", "asks_about_past", "resolve"]
 
 _MONTHS = [
     "january",
@@ -238,3 +238,29 @@ def asks_about_past(question: str, *, found: DateRange | None = None) -> bool:
         (True, False)
     """
     return found is not None or bool(_PAST_WORDS.search(question))
+
+
+_NOW_WORDS = re.compile(
+    r"\b(now|currently|current|these days|nowadays|at the moment|at present|right now|"
+    r"most recent|most recently|latest|newest|still|anymore|any more)\b",
+    re.IGNORECASE,
+)
+
+
+_BEFORE_WORDS = re.compile(
+    r"\b(before|previous|previously|prior|former|formerly|used to|earlier|until)\b", re.IGNORECASE
+)
+
+
+def asks_about_now(question: str) -> bool:
+    """Whether ``question`` asks for the present state of something that may have changed.
+
+    A question that also looks back ("before the current job") does not.
+
+    Example:
+        >>> asks_about_now("Where does Ana live now?"), asks_about_now("Where did Ana live?")
+        (True, False)
+        >>> asks_about_now("What was her job before the current one?")
+        False
+    """
+    return bool(_NOW_WORDS.search(question)) and not _BEFORE_WORDS.search(question)

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import pytest
 
 from langchain_knowledge_inject.memory import temporal as _temporal
-from langchain_knowledge_inject.memory.temporal import asks_about_past, resolve
+from langchain_knowledge_inject.memory.temporal import asks_about_now, asks_about_past, resolve
 
 NOW = datetime(2024, 6, 12, 15, 0, tzinfo=timezone.utc)  # a Wednesday
 
@@ -73,6 +73,23 @@ def test_a_naive_reference_time_is_taken_as_utc() -> None:
 )
 def test_questions_about_the_past(question, past) -> None:
     assert asks_about_past(question, found=resolve(question, now=NOW)) is past
+
+
+@pytest.mark.parametrize(
+    ("question", "now"),
+    [
+        ("Where does Ana live now?", True),
+        ("What is Ana's current job?", True),
+        ("Is Bo still with the running club?", True),
+        ("What does Ana do these days?", True),
+        ("Where did Ana live before the latest move?", False),
+        ("What was her previous job, before the current one?", False),
+        ("What does Ana do for a living?", False),
+        ("Who knows?", False),
+    ],
+)
+def test_questions_about_the_present(question, now) -> None:
+    assert asks_about_now(question) is now
 
 
 def test_docstring_examples() -> None:

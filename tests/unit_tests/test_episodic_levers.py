@@ -1,0 +1,165 @@
+"""Episodic memory ranking levers: the turn answered, the session, questions about now."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from langchain_knowledge_inject.errors import ConfigurationError
+from langchain_knowledge_inject.memory.episode_rank import rank as rank_candidates
+from langchain_knowledge_inject.memory.episode_store import CONTEXT_CHARS, EpisodeRecord, prepare
+from langchain_knowledge_inject.memory.episodic import EpisodicMemory
+
+NOW = datetime(2024, 6, 1, 12, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def new_memory(tmp_path):
+    made: list[EpisodicMemory] = []
+
+    def make(**kwargs) -> EpisodicMemory:
+        kwargs.setdefault("embeddings", DeterministicFakeEmbedding(size=64))
+        kwargs.setdefault("path", tmp_path / uuid.uuid4().hex[:8])
+        kwargs.setdefault("min_score", 0.0)
+        memory = EpisodicMemory(**kwargs)
+        made.append(memory)
+        return memory
+
+    yield make
+    for memory in made:
+        memory.close()
+
+
+def _dialogue(memory: EpisodicMemory, *, bulk: bool) -> None:
+    turns = [
+        ("Ben", "s1", "Did you go anywhere nice on holiday?"),
+        ("Ana", "s1", "Just got back from Porto, the food alone was worth it."),
+        ("Ben", "s2", "Which holiday photos should I print?"),
+        ("Ana", "s2", "The blue ones, thanks."),
+    ]
+    records = [
+        EpisodeRecord(text, speaker=who, thread_id=thread, episode_id=f"{thread}:t{i}",
+                      date=NOW + timedelta(minutes=i))
+        for i, (who, thread, text) in enumerate(turns)
+    ]  # fmt: skip
+    if bulk:
+        memory.add_episodes(records, user_id="c1")
+        return
+    for r in records:
+        memory.record(r.text, user_id="c1", speaker=r.speaker, thread_id=r.thread_id,
+                      episode_id=r.episode_id, date=r.date)  # fmt: skip
+    memory.flush()
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_a_turn_is_found_by_the_question_it_answers_and_returned_alone(new_memory, bulk) -> None:
+    with_context = new_memory(context_turn=True)
+    without = new_memory(context_turn=False)
+    for memory in (with_context, without):
+        _dialogue(memory, bulk=bulk)
+
+    def found(memory: EpisodicMemory) -> dict[str, tuple[float, str]]:
+        hits = memory.search("anywhere nice on holiday", user_id="c1", k=10, recency="off")
+        return {e.episode_id: (e.similarity, e.text) for e in hits}
+
+    got, bare = found(with_context), found(without)
+    assert got["s1:t1"][1] == "Just got back from Porto, the food alone was worth it."
+    assert got["s1:t1"][0] > bare["s1:t1"][0] + 0.1  # its own words do not match the question
+    indexed = {
+        d.metadata["ep_id"]: d.page_content
+        for d in with_context.knowledge_base.search("x", k=10, min_score=0.0, tenant_id="c1")
+    }
+    assert indexed["s1:t0"] == "Did you go anywhere nice on holiday?"  # first of its session
+    # the context is the previous turn of the same session, never of another one
+    assert indexed["s2:t2"] == "Which holiday photos should I print?"
+    assert indexed["s2:t3"] == "The blue ones, thanks.\nWhich holiday photos should I print?"
+
+
+def test_only_a_question_of_the_other_speaker_is_context(new_memory) -> None:
+    memory = new_memory(context_turn=True, background=False)
+    turns = [("Ben", "I love Porto."), ("Ana", "Me too."), ("Ana", "Where to next?"),
+             ("Ana", "Maybe Oslo."), ("Ben", "Why Oslo?"), ("Ana", "The fjords.")]  # fmt: skip
+    for i, (who, text) in enumerate(turns):
+        memory.record(text, user_id="u", speaker=who, thread_id="t", episode_id=f"t{i}")
+    docs = memory.knowledge_base.search("x", k=10, min_score=0.0, tenant_id="u")
+    indexed = {d.metadata["ep_id"]: d.page_content for d in docs}
+
+    assert indexed["t1"] == "Me too."  # the previous turn is no question
+    assert indexed["t3"] == "Maybe Oslo."  # a question of the same speaker
+    assert indexed["t5"] == "The fjords.\nWhy Oslo?"
+
+
+def test_the_indexed_text_holds_the_context_and_the_speaker() -> None:
+    record = EpisodeRecord("Porto!", speaker="Ana", thread_id="s1", episode_id="e1")
+    entry = prepare(record, user_id="c1", context="Where did you go? " * 40, speaker_in_text=True)
+
+    assert entry is not None
+    first, context = entry["text"].split("\n")
+    assert first == "Ana: Porto!" and context.startswith("Where did you go?")
+    assert len(context) <= CONTEXT_CHARS
+    assert entry["meta"]["ep_text"] == "Porto!"  # what a search returns
+    plain = prepare(record, user_id="c1")
+    assert plain is not None and plain["text"] == "Porto!"
+
+
+def test_an_exchange_or_a_note_takes_no_context(new_memory) -> None:
+    memory = new_memory(context_turn=True, background=False)
+    memory.record("What's your dog called?", user_id="u", thread_id="t", speaker="Ben")
+    memory.record_exchange("My dog is Rex.", "Nice!", user_id="u", thread_id="t")
+    memory.remember("Ana likes tea.", user_id="u", thread_id="t")
+    docs = memory.knowledge_base.search("dog Rex tea", k=10, min_score=0.0, tenant_id="u")
+    texts = sorted(d.page_content for d in docs)
+    assert texts == sorted(["What's your dog called?", "My dog is Rex.\nNice!", "Ana likes tea."])
+
+
+def _doc(ep_id: str, thread: str, score: float, ts: float = 0.0) -> Document:
+    return Document(ep_id, metadata={"ep_id": ep_id, "ep_thread": thread, "score": score,
+                                     "ep_ts": ts})  # fmt: skip
+
+
+def test_a_session_that_matches_as_a_whole_lifts_its_turns() -> None:
+    found = [
+        _doc("lone", "s2", 0.60),
+        _doc("a", "s1", 0.58),
+        _doc("b", "s1", 0.55),
+        _doc("c", "s1", 0.50),
+    ]
+    common = {"in_range": None, "span": None, "now": None, "recency_weight": 0.0,
+              "half_life_days": 30.0, "date_weight": 0.0}  # fmt: skip
+
+    flat = [d.metadata["ep_id"] for _, d in rank_candidates(found, **common)]
+    lifted = rank_candidates(found, session_weight=0.5, **common)
+
+    assert flat == ["lone", "a", "b", "c"]
+    assert [d.metadata["ep_id"] for _, d in lifted][:2] == ["a", "b"]
+    # "lone" gets half of its session's mean of two best (itself only: 0.60 / 2)
+    assert dict((d.metadata["ep_id"], s) for s, d in lifted)["lone"] == pytest.approx(0.75)
+
+
+def test_the_newest_statement_wins_when_the_question_asks_about_now(new_memory) -> None:
+    memory = new_memory(recency_weight=0.0, current_weight=0.5)
+    old, new = "I live in Lisbon.", "I live in Porto."
+    memory.record(old, user_id="u1", episode_id="old", date=NOW - timedelta(days=200))
+    memory.record(new, user_id="u1", episode_id="new", date=NOW - timedelta(days=20))
+    memory.record("I live near the sea.", user_id="u1", episode_id="sea", date=NOW)
+
+    def top(question: str) -> list[str]:
+        hits = memory.search(question, user_id="u1", now=NOW, k=3)
+        return [e.episode_id for e in hits]
+
+    now_order = top("Where do I live now?")
+    assert now_order.index("new") < now_order.index("old")
+    before = top("Where did I live before Porto?")  # looks back: no preference for new
+    plain = memory.search("Where did I live before Porto?", user_id="u1", now=NOW, k=3,
+                          recency="off")  # fmt: skip
+    assert before == [e.episode_id for e in plain]
+
+
+@pytest.mark.parametrize("option", ["session_weight", "current_weight"])
+def test_negative_weights_are_refused(option) -> None:
+    with pytest.raises(ConfigurationError, match=option):
+        EpisodicMemory(embeddings=DeterministicFakeEmbedding(size=8), **{option: -0.1})
