@@ -181,7 +181,7 @@ SWEEP: dict[str, tuple[dict, dict, dict]] = {  # the development seed's sweep (-
         {"session_weight": 0.0, "current_weight": 0.0, "speaker_weight": 0.0},
         {"recency": "off", "resolve_dates": False},
     ),
-    "  levers of 0.2 (before)": (
+    "  previous ranking": (
         {"context_turn": False},
         {"session_weight": 0.0, "current_weight": 0.0, "speaker_weight": 0.1},
         {},

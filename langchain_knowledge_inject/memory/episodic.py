@@ -18,8 +18,14 @@ for episodes inside a date named in the question ("last May", "two weeks ago",
 searched on their own, so that they reach the candidates); plus, unless the
 question asks about the past ("when did", "used to", a date), a recency bonus
 ``recency_weight * 0.5 ** (age_days / recency_half_life_days)`` counted back
-from ``now``. The candidates are always the same ``MAX_K`` best, whatever ``k``:
-the top 5 is the start of the top 20.
+from ``now`` (``current_weight`` instead when the question asks about the
+present: "where does she live now?"); plus ``session_weight`` times the
+score of the episode's session (see :mod:`~.episode_rank`). A single turn is
+indexed with the question it answers (``context_turn``: the previous turn of
+its thread when that is another speaker's question; kept in memory per
+thread, so the first turn recorded after reopening has none); results return
+the turn alone. The candidates are always the same ``MAX_K`` best, whatever
+``k``: the top 5 is the start of the top 20.
 
 Writing: :meth:`EpisodicMemory.record`, :meth:`~EpisodicMemory.record_exchange`,
 :meth:`~EpisodicMemory.record_turn` (called by the graph and the middleware
@@ -94,7 +100,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 DEFAULT_EPISODIC_MIN_SCORE = 0.15
-"""Hybrid score an episode needs (keeps 98% of the evidence hits of ``episodic_recall.py``)."""
+"""Hybrid score an episode needs (keeps 99% of the evidence hits of ``episodic_recall.py``)."""
 MAX_K = 50
 """Largest ``k``: the candidate pool of every search, so results are stable in ``k``."""
 Recency = Literal["auto", "on", "off"]
