@@ -233,7 +233,8 @@ class EpisodicMemory:
         self.speaker_weight = speaker_weight
         self.session_weight, self.current_weight = session_weight, current_weight
         self.context_turn, self.speaker_in_text = context_turn, speaker_in_text
-        self._previous: dict[tuple[str, str], tuple[str, str]] = {}
+        self._previous: dict[tuple[str, str], tuple[str, str]] = {}  # (user, thread): last turn
+        self._previous_lock = threading.Lock()
         self.auto_record, self.user_id_key = auto_record, user_id_key
         self.max_snippet_chars, self.priority, self.max_tokens = (
             max_snippet_chars,
@@ -516,18 +517,20 @@ class EpisodicMemory:
         """
         key = (user_key(user_id), record.thread_id or "")
         single = record.kind in (None, "turn") and not (record.reply or "").strip()
-        context = ""
-        if self.context_turn and key[1] and single and key in self._previous:
-            speaker, text = self._previous[key]
-            if text.rstrip().endswith("?") and (speaker != (record.speaker or "") or not speaker):
-                context = text
-        entry = prepare(record, user_id=user_id, context=context,
-                        speaker_in_text=self.speaker_in_text)  # fmt: skip
-        if entry is not None and key[1] and single:
-            if len(self._previous) >= _PREVIOUS_CAP and key not in self._previous:
-                self._previous.pop(next(iter(self._previous)))
-            self._previous[key] = (record.speaker or "", str(entry["meta"]["ep_text"]))
-        return entry
+        with self._previous_lock:
+            context = ""
+            if self.context_turn and key[1] and single and key in self._previous:
+                speaker, text = self._previous[key]
+                other = not speaker or speaker != (record.speaker or "")
+                if other and text.rstrip().endswith("?"):
+                    context = text
+            entry = prepare(record, user_id=user_id, context=context,
+                            speaker_in_text=self.speaker_in_text)  # fmt: skip
+            if entry is not None and key[1] and single:
+                if len(self._previous) >= _PREVIOUS_CAP and key not in self._previous:
+                    self._previous.pop(next(iter(self._previous)))
+                self._previous[key] = (record.speaker or "", str(entry["meta"]["ep_text"]))
+            return entry
 
     def _submit(self, entries: list[dict[str, Any]]) -> None:
         if self._writer is None:
