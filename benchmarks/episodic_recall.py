@@ -175,6 +175,7 @@ LEVERS: dict[str, tuple[dict, dict, dict]] = {
     "  previous turn off": ({"context_turn": False}, {}, {}),
     "  session weight 0": ({}, {"session_weight": 0.0}, {}),
     "  current weight 0": ({}, {"current_weight": 0.0}, {}),
+    "  search_mode='dense'": ({}, {"search_mode": "dense"}, {}),
 }
 SWEEP: dict[str, tuple[dict, dict, dict]] = {  # the development seed's sweep (--levers)
     "  bare (all levers off)": (
@@ -201,7 +202,7 @@ def _cached_kb_search(memory: EpisodicMemory) -> None:
     seen: dict[tuple, list] = {}
 
     def search(text: str, user: str, where: object) -> list:
-        key = (text, user, repr(where))
+        key = (text, user, repr(where), memory.search_mode)
         if key not in seen:
             seen[key] = inner(text, user, where)  # type: ignore[arg-type]
         return [d.model_copy(deep=True) for d in seen[key]]

@@ -163,3 +163,16 @@ def test_the_newest_statement_wins_when_the_question_asks_about_now(new_memory) 
 def test_negative_weights_are_refused(option) -> None:
     with pytest.raises(ConfigurationError, match=option):
         EpisodicMemory(embeddings=DeterministicFakeEmbedding(size=8), **{option: -0.1})
+
+
+def test_the_search_mode_is_passed_to_the_knowledge_base(new_memory) -> None:
+    keyword = new_memory(search_mode="keyword")
+    keyword.record("We adopted a greyhound called Pixel.", user_id="u", episode_id="dog")
+    keyword.record("The weather is grey.", user_id="u", episode_id="weather")
+    keyword.flush()
+
+    found = keyword.search("greyhound", user_id="u", k=5, recency="off")
+
+    assert [e.episode_id for e in found] == ["dog"]  # keyword mode: no match, no candidate
+    with pytest.raises(ConfigurationError, match="search_mode"):
+        new_memory(search_mode="fuzzy")
