@@ -177,17 +177,20 @@ LEVERS: dict[str, tuple[dict, dict, dict]] = {
     "  current weight 0": ({}, {"current_weight": 0.0}, {}),
     "  search_mode='dense'": ({}, {"search_mode": "dense"}, {}),
 }
+_BEFORE = ({"context_turn": False}, {"session_weight": 0.0, "current_weight": 0.0,
+                                     "speaker_weight": 0.1}, {})  # fmt: skip
 SWEEP: dict[str, tuple[dict, dict, dict]] = {  # the development seed's sweep (--levers)
     "  bare (all levers off)": (
         {"context_turn": False, "speaker_in_text": False},
         {"session_weight": 0.0, "current_weight": 0.0, "speaker_weight": 0.0},
         {"recency": "off", "resolve_dates": False},
     ),
-    "  previous ranking": (
-        {"context_turn": False},
-        {"session_weight": 0.0, "current_weight": 0.0, "speaker_weight": 0.1},
-        {},
-    ),
+    "  previous ranking": _BEFORE,
+    "  previous + session 0.3": (_BEFORE[0], {**_BEFORE[1], "session_weight": 0.3}, {}),
+    "  previous + speaker 0.3": (_BEFORE[0], {**_BEFORE[1], "speaker_weight": 0.3}, {}),
+    "  previous + current 0.4": (_BEFORE[0], {**_BEFORE[1], "current_weight": 0.4}, {}),
+    "  previous + question context": ({}, _BEFORE[1], {}),
+    "  previous, recency 0": (_BEFORE[0], {**_BEFORE[1], "recency_weight": 0.0}, {}),
     "  speaker in text": ({"speaker_in_text": True}, {}, {}),
     **{f"  session weight {w}": ({}, {"session_weight": w}, {}) for w in (0.1, 0.2, 0.5)},
     **{f"  speaker weight {w}": ({}, {"speaker_weight": w}, {}) for w in (0.1, 0.2)},
