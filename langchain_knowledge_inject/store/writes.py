@@ -45,6 +45,7 @@ __all__ = [
     "WINDOW_OVERLAP_TOKENS",
     "default_splitter",
     "delete_chunks",
+    "embed_distinct",
     "split_documents",
     "upsert_records",
     "write_chunks",
@@ -121,6 +122,27 @@ def split_documents(
     return rows
 
 
+def embed_distinct(embeddings: Embeddings, texts: Sequence[str]) -> list[list[float]]:
+    """Embed ``texts``, each distinct text once: repeated chunks share one vector.
+
+    Corpora repeat chunks (boilerplate, headers, the same page under two paths); a
+    text's vector does not depend on where it occurs, so embedding it once and
+    reusing the vector stores exactly what embedding every copy would.
+    """
+    if not texts:
+        return []
+    distinct = list(dict.fromkeys(texts))
+    vectors = embeddings.embed_documents(distinct)
+    if len(vectors) != len(distinct):
+        msg = f"The embedding model returned {len(vectors)} vectors for {len(distinct)} texts"
+        raise ConfigurationError(msg, option="embeddings", value=type(embeddings).__name__)
+    if len(distinct) == len(texts):
+        return list(vectors)
+    by_text = dict(zip(distinct, vectors, strict=True))
+    logger.debug("embedded %d distinct texts for %d chunks", len(distinct), len(texts))
+    return [by_text[text] for text in texts]
+
+
 def write_chunks(
     handles: StoreHandles,
     chroma: ChromaSide,
@@ -133,7 +155,7 @@ def write_chunks(
         chroma.collection(partition, create=False)  # notice a replaced collection first
     plan = plan_writes(handles.catalog, handles.kb_id, chunks)
     texts = [row.text for row in plan.to_embed]
-    vectors = embeddings.embed_documents(texts) if texts else []
+    vectors = embed_distinct(embeddings, texts)
     handles.ensure_room(
         estimated_write_bytes(texts, len(vectors[0]) if vectors else 0), "adding documents"
     )
@@ -193,7 +215,7 @@ def upsert_records(
     if not rows:
         return
     texts = [r.text for r in rows]
-    vectors = embeddings.embed_documents(texts)
+    vectors = embed_distinct(embeddings, texts)
     handles.ensure_room(
         estimated_write_bytes(texts, len(vectors[0]) if vectors else 0), "adding documents"
     )
