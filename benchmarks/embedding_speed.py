@@ -20,11 +20,20 @@ Runtime with int8 dynamic quantization. In one run:
    torch's for the same text, and abstracts per second (wall and CPU).
    Target for ONNX: nDCG within 0.002 of torch. int8 is an option, reported
    with its quality cost.
+3. **Batch throughput by text length.** ``embed_documents`` (batches of 32) of
+   each backend (first thread count) on short texts (the test claims, about 25
+   word pieces) and on full-window chunks (``--throughput-docs`` abstracts split
+   by the default splitter, about 250 word pieces each), ``--rounds`` rounds in
+   rotating order: texts per second (wall and CPU) and the ratio to torch per
+   length. ONNX Runtime's gain over torch is a per-call and per-layer overhead
+   gain: large on short texts, nil on full-window chunks, where the same matrix
+   products dominate on either runtime (what ingest embeds).
 
 ONNX exports go to a temporary folder. Without the ``onnx`` extra only torch
 runs (the thread-count comparison still applies).
 
-Run: ``python benchmarks/embedding_speed.py [--threads 1 2] [--distractors 0]``
+Run: ``python benchmarks/embedding_speed.py [--threads 1 2] [--distractors 0]
+[--throughput-docs 40] [--rounds 2]``
 """
 
 from __future__ import annotations
@@ -106,6 +115,36 @@ def load_arms(backends: list[str], thread_counts: list[int]) -> dict[tuple[str, 
     return arms
 
 
+def throughput(arms, backends, threads, claims, docs, args) -> None:
+    """Part 3: embed_documents texts/s of each backend on short and on full-window texts."""
+    from langchain_core.documents import Document
+
+    from langchain_knowledge_inject.ingest.loading import split_documents
+
+    abstracts = [Document(text, metadata={"source": i}) for i, text in list(docs.items())]
+    chunks = [c.page_content for c in split_documents(abstracts[: args.throughput_docs])]
+    torch.set_num_threads(threads)
+    print(f"\nbatch throughput by text length (embed_documents, {threads} thread, rotating)")
+    for label, texts in (("short (claims)", claims), ("full-window chunks", chunks)):
+        wall = dict.fromkeys(backends, 0.0)
+        cpu = dict.fromkeys(backends, 0.0)
+        for n in range(args.rounds):
+            for name in backends[n % len(backends) :] + backends[: n % len(backends)]:
+                start, start_cpu = time.perf_counter(), time.process_time()
+                arms[(name, threads)].embed_documents(texts)
+                wall[name] += time.perf_counter() - start
+                cpu[name] += time.process_time() - start_cpu
+        done = args.rounds * len(texts)
+        chars = sum(map(len, texts)) / len(texts)
+        print(f"  {label}: {len(texts)} texts, mean {chars:.0f} chars, load {os.getloadavg()}")
+        for name in backends:
+            print(
+                f"    {name:10s} {done / wall[name]:7.1f} texts/s "
+                f"({done / cpu[name]:7.1f} per CPU s)  | x torch {wall['torch'] / wall[name]:.2f} "
+                f"(CPU {cpu['torch'] / cpu[name]:.2f})"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "bench" / "scifact")
@@ -113,6 +152,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--queries", type=int, default=0, help="limit the claims (0: all)")
     parser.add_argument("--skip-quality", action="store_true")
+    parser.add_argument(
+        "--throughput-docs", type=int, default=40, help="abstracts chunked for part 3 (0: skip)"
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of part 3")
     args = parser.parse_args()
     backends = ["torch"] + (["onnx", "onnx-int8"] if onnx_available() else [])
     if len(backends) == 1:
@@ -155,6 +198,8 @@ def main() -> None:
             f"cpu/torch {c50 / base_cpu:.3f}  | p50 vs {args.threads[0]} thr {p50 / base1:.2f}"
             + ("  (target p50/torch <= 0.8)" if name == "onnx" else "")
         )
+    if args.throughput_docs:
+        throughput(arms, backends, args.threads[0], list(queries.values()), docs, args)
     if args.skip_quality:
         return
 
