@@ -20,7 +20,10 @@ Two measurements in one run, on SciFact abstracts (``title + " " + text``):
    sensitive to other processes on the machine), with the load average.
    Each side's time is also split into embedding (``embed_documents`` /
    ``encode``) and the rest (Chroma, SQLite, planning): the ingest ratio cannot
-   exceed the embedding ratio by more than the rest's share allows.
+   exceed the embedding ratio by more than the rest's share allows. Our side
+   embeds with the default model's own batches (up to 512 padded word pieces:
+   two full-window chunks; ``store/embedding_batches.py``), the bare side with
+   ``batch_size=32`` as written above.
 2. **Re-ingest.** The same abstracts are written as ``.txt`` files into a
    temporary folder; ``ingest()`` runs on it once (embeds everything), then
    again on the unchanged folder (fingerprints match, nothing is parsed or

@@ -25,8 +25,8 @@ ONNX Runtime support works with transformers 5: every ``optimum-onnx``
 (0.0.1 to 0.1.0, the newest) requires ``transformers < 4.58``, so installing it
 resolves sentence-transformers 5.7, transformers 4.57 and huggingface-hub 0.36
 instead of the 6.x / 5.x / 1.x the base install gets; ``optimum`` 1.x fails on
-import with transformers 5. It halves query-embedding time; on full-window
-chunks fp32 ONNX costs about as much CPU as torch, int8 about 0.75x.
+import with transformers 5. It halves query-embedding time; on batches of
+full-window chunks fp32 ONNX costs about as much CPU as torch, int8 about 0.75x.
 
 Batches: ``embed_documents`` of the default model (either backend) fills each
 batch up to 512 padded word pieces rather than 32 texts, which on a CPU makes
