@@ -8,7 +8,11 @@ from langchain_core.documents import Document
 
 from langchain_knowledge_inject import KnowledgeBase
 from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS
-from langchain_knowledge_inject.store.embedding_batches import TokenBatchedEmbeddings
+from langchain_knowledge_inject.store.embedding_batches import (
+    DEFAULT_BATCH_TOKENS,
+    ONNX_BATCH_TOKENS,
+    TokenBatchedEmbeddings,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -43,6 +47,7 @@ def test_torch_backend_batches_by_word_pieces_with_the_same_vectors() -> None:
 
     model = default_embeddings(backend="torch")
     assert isinstance(model, TokenBatchedEmbeddings)
+    assert model.batch_tokens == DEFAULT_BATCH_TOKENS
     _check(model)
 
 
@@ -52,6 +57,7 @@ def test_onnx_backend_batches_by_word_pieces_with_the_same_vectors(tmp_path) -> 
 
     model = default_embeddings(backend="onnx", cache_dir=tmp_path)
     assert isinstance(model, TokenBatchedEmbeddings)
+    assert model.batch_tokens == ONNX_BATCH_TOKENS
     _check(model)
 
 

@@ -10,6 +10,7 @@ import pytest
 from langchain_knowledge_inject import ConfigurationError
 from langchain_knowledge_inject.store.embedding_batches import (
     DEFAULT_BATCH_TOKENS,
+    ONNX_BATCH_TOKENS,
     TokenBatchedEmbeddings,
     token_batches,
 )
@@ -131,5 +132,7 @@ def test_token_lengths_fall_back_to_characters_without_a_tokenizer_call() -> Non
     assert emb.token_lengths(["x" * 40, ""]) == [12, 2]
 
 
-def test_the_default_budget_is_two_full_windows() -> None:
+def test_budgets_two_full_windows_on_torch_and_one_on_onnx() -> None:
     assert DEFAULT_BATCH_TOKENS == 2 * 256
+    assert ONNX_BATCH_TOKENS == 256
+    assert [len(b) for b in token_batches([256, 256, 30, 30], ONNX_BATCH_TOKENS)] == [1, 1, 2]
