@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -14,7 +15,13 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from langchain_knowledge_inject import KnowledgeBase
 from langchain_knowledge_inject.store import fusion, knowledge_base, search
 from langchain_knowledge_inject.store.catalog import ChunkRow
-from langchain_knowledge_inject.store.documents import documents_kb_id, join_chunks
+from langchain_knowledge_inject.store.documents import (
+    FORMAT,
+    LEAD_WORDS,
+    documents_kb_id,
+    join_chunks,
+    lead,
+)
 from langchain_knowledge_inject.store.fusion import fuse_with_documents
 
 LEAVE = (
@@ -271,4 +278,79 @@ def test_a_search_goes_on_when_rebuilding_dirty_documents_fails(tmp_path, monkey
     assert found and found[0].metadata["source"] == "leave.md"
     assert _dirty(kb) == {"leave.md"}  # still pooled, rebuilt by a later write or search
     assert "document index not refreshed" in caplog.text
+    kb.close()
+
+
+def test_the_lead_is_the_title_or_the_first_line_capped():
+    assert lead("\n\n  Parental   leave \nLeave lasts sixteen weeks.") == "Parental leave"
+    assert lead("Leave lasts sixteen weeks.", title="Leave policy") == "Leave policy"
+    assert lead("Leave lasts sixteen weeks.", title="   ") == "Leave lasts sixteen weeks."
+    assert lead("Body.", title=2024) == "2024"
+    long_line = " ".join(f"w{i}" for i in range(100))
+    assert lead(long_line).split() == long_line.split()[:LEAD_WORDS]
+    assert lead("") == ""
+
+
+def test_a_documents_lead_counts_once_more_in_the_index(tmp_path):
+    kb = _kb(tmp_path, text_splitter=None)
+    kb.add_documents(
+        [
+            # both name pensions once in their text; one of them is about pensions
+            Document("Pension contributions\nThe employer adds 5%.", metadata={"source": "a"}),
+            Document("Travel rules\nTrains are booked early; pension is elsewhere.",
+                     metadata={"source": "b"}),
+            Document("Trains are booked early; pension is elsewhere.",
+                     metadata={"source": "c", "title": "Pension contributions"}),
+        ]
+    )
+    index = kb._document_index
+    assert index.text(kb.id, "", "a") == "Pension contributions\nThe employer adds 5%."
+    assert index.indexed_text(kb.id, "", "a").split()[:2] == ["Pension", "contributions"]
+    assert index.indexed_text(kb.id, "", "a").count("Pension") == 2
+    assert index.indexed_text(kb.id, "", "c").startswith("Pension contributions Trains")
+    hits, _ = index.search(kb.id, "", "pension", k=3, sources={"a", "b", "c"})
+    ranked = [source for source, _ in hits]
+    assert set(ranked) == {"a", "b", "c"} and ranked[-1] == "b"  # named in a lead, it weighs more
+    kb.close()
+
+
+def test_pieces_of_a_chunk_split_again_keep_their_order(tmp_path):
+    kb = _kb(tmp_path)  # the splitter cuts 60 characters: ingest's chunks get cut again
+    halves = [LEAVE[:120], LEAVE[120:]]
+    kb.add_documents(
+        [Document(t, metadata={"source": "leave.md", "chunk_index": i}) for i, t in enumerate(halves)]
+    )
+    stored = [
+        json.loads(meta)
+        for (meta,) in kb._conn.execute("SELECT metadata FROM chunks WHERE kb_id = ?", (kb.id,))
+    ]
+    assert len(stored) > 2 and {m["chunk_index"] for m in stored} == {0, 1}
+    assert {m["chunk_part"] for m in stored} >= {0, 1}  # each half was cut again
+    assert _row(kb, "leave.md").split() == LEAVE.split()  # pieces joined in document order
+    kb.close()
+
+
+def test_rows_indexed_without_the_lead_are_rebuilt_with_it(tmp_path, monkeypatch):
+    kb = _kb(tmp_path, text_splitter=None)
+    kb.add_documents([Document("Pension contributions\nThe employer adds 5%.",
+                               metadata={"source": "a"})])
+    # an earlier version's rows: the joined text alone, format 1
+    kb._keyword.add(documents_kb_id(kb.id), "", [("a", kb._document_index.text(kb.id, "", "a"))])
+    kb._conn.execute("UPDATE kw_doc_format SET version = 1")
+    kb._conn.commit()
+    kb.close()
+    monkeypatch.setattr(knowledge_base, "store_is_writable", lambda path: False)
+    reader = _kb(tmp_path, text_splitter=None)  # read-only: its rows are scored as they are
+    assert reader._document_index.available and not _dirty(reader)
+    assert reader.search("pension", k=1, min_score=0.0)[0].metadata["source"] == "a"
+    reader.close()
+    monkeypatch.undo()
+    kb = _kb(tmp_path, text_splitter=None)
+    assert _dirty(kb) == {"a"}  # opened for writing: marked for a rebuild
+    assert kb.search("pension", k=1, min_score=0.0)[0].metadata["source"] == "a"
+    assert not _dirty(kb)
+    assert kb._conn.execute("SELECT version FROM kw_doc_format").fetchall() == [(FORMAT,)]
+    kb.close()
+    kb = _kb(tmp_path, text_splitter=None)
+    assert not _dirty(kb)  # the current format is not rebuilt again
     kb.close()

@@ -86,18 +86,19 @@ def test_default_splitter_with_another_model_counts_characters(tmp_path):
 
 def test_default_splitter_with_the_default_model_fits_its_window(tmp_path, monkeypatch):
     from langchain_knowledge_inject.store import embeddings as emb_module
-    from langchain_knowledge_inject.store import knowledge_base
+    from langchain_knowledge_inject.store import knowledge_base, writes
 
     fake = DeterministicFakeEmbedding(size=8)
     monkeypatch.setattr(emb_module, "_defaults", [fake])  # stands in for the default model
     kb = KnowledgeBase("window", path=tmp_path, embeddings=fake)
     splitter = kb._text_splitter
-    assert splitter._chunk_size == knowledge_base.WINDOW_CHUNK_TOKENS == 254
+    assert splitter._chunk_size == writes.DEFAULT_CHUNK_TOKENS == 128
+    assert writes.DEFAULT_CHUNK_TOKENS <= knowledge_base.WINDOW_CHUNK_TOKENS == 254
     count = emb_module.default_token_counter()
     text = " ".join(f"word{i} immunohistochemistry" for i in range(400))
     pieces = splitter.split_text(text)
     assert len(pieces) > 1
-    assert all(count(piece) <= 254 for piece in pieces)
+    assert all(count(piece) <= writes.DEFAULT_CHUNK_TOKENS for piece in pieces)
     assert {w for piece in pieces for w in piece.split()} == set(text.split())  # nothing dropped
-    assert max(count(piece) for piece in pieces) > 200  # chunks use the window
+    assert max(count(piece) for piece in pieces) > 100  # chunks use their size
     kb.close()
