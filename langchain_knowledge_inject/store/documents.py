@@ -106,7 +106,7 @@ def documents_kb_id(kb_id: str) -> str:
 
 
 def lead(text: str, title: object = None) -> str:
-    """The lead of a document: its title when it has one, else its first non-blank line.
+    r"""The lead of a document: its title when it has one, else its first non-blank line.
 
     At most :data:`LEAD_WORDS` words, whitespace normalized.
 
