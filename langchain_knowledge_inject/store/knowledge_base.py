@@ -99,6 +99,7 @@ from langchain_knowledge_inject.store.sync import DEFAULT_SYNC_INTERVAL, Keyword
 from langchain_knowledge_inject.store.vectorstore import KnowledgeBaseVectorStore
 from langchain_knowledge_inject.store.write_plan import chunk_id, partition_of
 from langchain_knowledge_inject.store.writes import (
+    DEFAULT_CHUNK_TOKENS,
     WINDOW_CHUNK_TOKENS,
     WINDOW_OVERLAP_TOKENS,
     default_splitter,
@@ -118,6 +119,7 @@ if TYPE_CHECKING:
     from langchain_knowledge_inject.store.keyword import KeywordIndex
 
 __all__ = [
+    "DEFAULT_CHUNK_TOKENS",
     "DOCUMENT_REFRESH",
     "MAX_QUERY_CHARS",
     "SERVER_WRITE_BATCH",
@@ -191,13 +193,16 @@ class KnowledgeBase:
         topics: Its topics (stored; None keeps the stored ones, or derives them).
         text_splitter: Splits documents longer than a chunk before storing.
             Defaults, with the default model, to a ``RecursiveCharacterTextSplitter``
-            measuring word pieces: chunks of at most 254 (the model reads 256,
-            including two special tokens) with 32 overlap; with another model, 1000
+            measuring word pieces: chunks of at most 128 with 32 overlap (the model
+            reads 256, including two special tokens; 128 scored better on SciFact
+            train, see ``writes.DEFAULT_CHUNK_TOKENS``); with another model, 1000
             characters with 150 overlap. None stores every document as one chunk.
-            Hybrid search scores each chunk by its own match and its document's
-            (chunks sharing a source; see ``fusion.fuse_with_documents``), the
-            document's keyword side from BM25 over its whole text
-            (:mod:`langchain_knowledge_inject.store.documents`).
+            A chunk that comes with a ``chunk_index`` and is split again keeps it,
+            its pieces numbered in ``chunk_part``. Hybrid search scores each chunk
+            by its own match and its document's (chunks sharing a source; see
+            ``fusion.fuse_with_documents``), the document's keyword side from BM25
+            over its lead (``title`` metadata, else its first line) and its whole
+            text (:mod:`langchain_knowledge_inject.store.documents`).
         create: Create the knowledge base when it does not exist; False raises
             :class:`KnowledgeBaseNotFoundError` instead.
         restricted: Restricted mode by default for this knowledge base (stored).

@@ -107,11 +107,11 @@ def test_installed_console_script(tmp_path) -> None:
 
 def test_cli_ingest_fits_chunks_to_the_default_models_window(tmp_path) -> None:
     from langchain_knowledge_inject.store.embeddings import default_token_counter
-    from langchain_knowledge_inject.store.knowledge_base import WINDOW_CHUNK_TOKENS, KnowledgeBase
+    from langchain_knowledge_inject.store.knowledge_base import DEFAULT_CHUNK_TOKENS, KnowledgeBase
 
     docs = tmp_path / "docs"
     docs.mkdir()
-    # Dense technical prose: about 1000 characters hold well over 254 word pieces.
+    # Dense technical prose: about 1000 characters hold well over 128 word pieces.
     sentence = "Immunohistochemical quantification of CD8+ T-cell infiltration (p<0.001). "
     (docs / "long.txt").write_text(sentence * 60, encoding="utf-8")
     store = str(tmp_path / "store")
@@ -121,4 +121,4 @@ def test_cli_ingest_fits_chunks_to_the_default_models_window(tmp_path) -> None:
     with KnowledgeBase("papers", path=store) as kb:
         docs_found = kb.search("CD8 T-cell infiltration", k=50, min_score=0.0, mode="keyword")
     assert len(docs_found) > 1  # the file was cut into several chunks
-    assert max(count(doc.page_content) for doc in docs_found) <= WINDOW_CHUNK_TOKENS
+    assert max(count(doc.page_content) for doc in docs_found) <= DEFAULT_CHUNK_TOKENS

@@ -297,10 +297,14 @@ def test_a_documents_lead_counts_once_more_in_the_index(tmp_path):
         [
             # both name pensions once in their text; one of them is about pensions
             Document("Pension contributions\nThe employer adds 5%.", metadata={"source": "a"}),
-            Document("Travel rules\nTrains are booked early; pension is elsewhere.",
-                     metadata={"source": "b"}),
-            Document("Trains are booked early; pension is elsewhere.",
-                     metadata={"source": "c", "title": "Pension contributions"}),
+            Document(
+                "Travel rules\nTrains are booked early; pension is elsewhere.",
+                metadata={"source": "b"},
+            ),
+            Document(
+                "Trains are booked early; pension is elsewhere.",
+                metadata={"source": "c", "title": "Pension contributions"},
+            ),
         ]
     )
     index = kb._document_index
@@ -318,7 +322,10 @@ def test_pieces_of_a_chunk_split_again_keep_their_order(tmp_path):
     kb = _kb(tmp_path)  # the splitter cuts 60 characters: ingest's chunks get cut again
     halves = [LEAVE[:120], LEAVE[120:]]
     kb.add_documents(
-        [Document(t, metadata={"source": "leave.md", "chunk_index": i}) for i, t in enumerate(halves)]
+        [
+            Document(t, metadata={"source": "leave.md", "chunk_index": i})
+            for i, t in enumerate(halves)
+        ]
     )
     stored = [
         json.loads(meta)
@@ -332,8 +339,9 @@ def test_pieces_of_a_chunk_split_again_keep_their_order(tmp_path):
 
 def test_rows_indexed_without_the_lead_are_rebuilt_with_it(tmp_path, monkeypatch):
     kb = _kb(tmp_path, text_splitter=None)
-    kb.add_documents([Document("Pension contributions\nThe employer adds 5%.",
-                               metadata={"source": "a"})])
+    kb.add_documents(
+        [Document("Pension contributions\nThe employer adds 5%.", metadata={"source": "a"})]
+    )
     # an earlier version's rows: the joined text alone, format 1
     kb._keyword.add(documents_kb_id(kb.id), "", [("a", kb._document_index.text(kb.id, "", "a"))])
     kb._conn.execute("UPDATE kw_doc_format SET version = 1")
