@@ -8,7 +8,12 @@ dropped. What the number measures depends on the mode:
   (:func:`dense_score`; a negative similarity counts as 0). Absolute: an
   unrelated query scores low.
 * ``keyword``: the BM25 score relative to the query's best hit
-  (:func:`keyword_unit_scores`): the best hit scores 1. Raw BM25 has no fixed
+  (:func:`keyword_unit_scores`): the best hit scores 1. With the document
+  index answering (no metadata filter), each chunk's relative BM25 is first
+  blended with its document's, as in hybrid search with no dense side
+  (:data:`DOCUMENT_WEIGHT`), and the result divided by the best: SciFact
+  train keyword nDCG@10 0.7013 against 0.6704 for chunks of 128 word pieces
+  scored alone (0.6893 for the earlier 254). Raw BM25 has no fixed
   scale (it grows with the corpus size and the query length, and FTS5 floors
   the weight of words found in half the chunks or more, which in a knowledge
   base of a few chunks is most words), so a relative score is the only one

@@ -96,12 +96,39 @@ class PartitionSearch:
         if mode == "dense":
             return dense
         if mode == "keyword":
-            return fusion.keyword_unit_scores(keyword)
+            return self.keyword_rank(partition, text, depth, where, keyword)
         parents = self.parents(partition, {cid for cid, _ in [*dense, *keyword]})
         whole, indexed = self.document_hits(partition, text, depth, where, parents)
         return fusion.fuse_with_documents(
             dense, keyword, parents, document_keyword=whole, indexed=indexed
         )
+
+    def keyword_rank(
+        self,
+        partition: str,
+        text: str,
+        depth: int,
+        where: Mapping[str, Any] | None,
+        keyword: Hits,
+    ) -> Hits:
+        """Keyword mode: each chunk's BM25 blended with its document's, the best hit at 1.
+
+        As hybrid search does with no dense side (``fusion.fuse_with_documents``,
+        ``dense_weight=0``): a chunk scores ``DOCUMENT_WEIGHT * document +
+        (1 - DOCUMENT_WEIGHT) * chunk``, then all are divided by the best, so
+        the best hit scores 1 as before. Where the document index does not
+        answer (a metadata filter, ``DOCUMENT_KEYWORD = "pool"``, a store
+        without it), chunks are scored alone (``fusion.keyword_unit_scores``).
+        """
+        parents = self.parents(partition, {cid for cid, _ in keyword}) if keyword else {}
+        whole, indexed = self.document_hits(partition, text, depth, where, parents)
+        if not indexed:
+            return fusion.keyword_unit_scores(keyword)
+        ranked = fusion.fuse_with_documents(
+            [], keyword, parents, dense_weight=0.0, document_keyword=whole, indexed=indexed
+        )
+        best = ranked[0][1] if ranked else 0.0
+        return [(cid, score / best) for cid, score in ranked] if best > 0 else ranked
 
     def dense(self, partition: str, text: str, depth: int, where: Mapping[str, Any] | None) -> Hits:
         """Chroma's nearest chunks, scored (``fusion.dense_score``)."""
@@ -169,7 +196,8 @@ class PartitionSearch:
                 try:
                     if documents.refresh(handles.kb_id, limit=DOCUMENT_REFRESH):
                         handles.conn.commit()
-                except sqlite3.OperationalError as exc:  # a full disk, a locked file
+                except (sqlite3.OperationalError, sqlite3.IntegrityError) as exc:
+                    # a full disk, a locked file, a keyword table out of step with its rows
                     handles.conn.rollback()  # they stay dirty, so pooled: the search goes on
                     logger.warning("document index not refreshed before a search: %s", exc)
             return documents.search(

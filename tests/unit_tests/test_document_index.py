@@ -362,3 +362,42 @@ def test_rows_indexed_without_the_lead_are_rebuilt_with_it(tmp_path, monkeypatch
     kb = _kb(tmp_path, text_splitter=None)
     assert not _dirty(kb)  # the current format is not rebuilt again
     kb.close()
+
+
+def test_keyword_mode_scores_chunks_with_their_document(tmp_path, monkeypatch):
+    kb = _kb(tmp_path)  # chunks of 60 characters
+    spread = (
+        "Parental leave rules apply to every employee here. The paid allowance lasts"
+        " sixteen weeks in all."
+    )
+    repeated = "Sixteen weeks: sixteen weeks, sixteen weeks notice."
+    filler = [
+        Document(f"Filler note {i} on expenses and travel.", metadata={"source": f"f{i}.md"})
+        for i in range(6)
+    ]
+    kb.add_documents(
+        [
+            Document(spread, metadata={"source": "spread.md"}),
+            Document(repeated, metadata={"source": "repeated.md"}),
+            *filler,
+        ]
+    )
+    assert kb.count() == 9  # the spread document is two chunks
+    query = "parental leave sixteen weeks"
+    # chunk scores alone: the chunk repeating two of the words leads
+    monkeypatch.setattr(fusion, "DOCUMENT_KEYWORD", "pool")
+    alone = kb.search(query, k=10, min_score=0.0, mode="keyword")
+    assert alone[0].metadata["source"] == "repeated.md"
+    assert alone[0].metadata["score"] == pytest.approx(1.0)
+    monkeypatch.undo()
+    # with the document index: the document holding every query word leads
+    found = kb.search(query, k=10, min_score=0.0, mode="keyword")
+    scores = [d.metadata["score"] for d in found]
+    assert found[0].metadata["source"] == "spread.md"
+    assert scores[0] == pytest.approx(1.0) and scores == sorted(scores, reverse=True)
+    assert all(0.0 <= score <= 1.0 for score in scores)
+    # a metadata filter scores chunks alone, as before
+    filtered = kb.search(query, k=10, min_score=0.0, mode="keyword", filter={"source": "spread.md"})
+    assert {d.metadata["source"] for d in filtered} == {"spread.md"}
+    assert filtered[0].metadata["score"] == pytest.approx(1.0)
+    kb.close()
