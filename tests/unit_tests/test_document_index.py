@@ -401,3 +401,20 @@ def test_keyword_mode_scores_chunks_with_their_document(tmp_path, monkeypatch):
     assert {d.metadata["source"] for d in filtered} == {"spread.md"}
     assert filtered[0].metadata["score"] == pytest.approx(1.0)
     kb.close()
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "keyword"])
+def test_a_keyword_table_out_of_step_with_its_rows_degrades_to_pooling(tmp_path, monkeypatch, mode):
+    kb = _kb(tmp_path)
+    kb.add_documents([Document(LEAVE, metadata={"source": "leave.md"})])
+    _mark_all_dirty(kb)
+    kb._conn.commit()
+
+    def out_of_step(*args, **kwargs):
+        raise sqlite3.IntegrityError("constraint failed")
+
+    monkeypatch.setattr(kb._document_index, "refresh", out_of_step)
+    found = kb.search("parental leave weeks", k=2, min_score=0.0, mode=mode)
+    assert found and found[0].metadata["source"] == "leave.md"
+    assert _dirty(kb) == {"leave.md"}
+    kb.close()
