@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import logging
 import re
 import sqlite3
 import threading
@@ -76,6 +77,8 @@ __all__ = [
     "query_phrases",
     "query_terms",
 ]
+
+logger = logging.getLogger(__name__)
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 """FTS5 tokenizer: Unicode word splitting, case and diacritic folding, Porter stemming."""
@@ -295,9 +298,7 @@ class KeywordIndex:
                 if rowid is None:  # pragma: no cover - sqlite sets it after every INSERT
                     msg = "the keyword index did not return a row id for an insert"
                     raise StoreError(msg, reason="damaged")
-                self._conn.execute(
-                    f"INSERT INTO {table} (rowid, text) VALUES (?, ?)", (rowid, text)
-                )
+                self._insert_text(table, rowid, text)
                 added.append(rowid)
             self._mirror.log(table, added, added=True)
             if len(added) >= _TRIM_EVERY or added[-1] % _TRIM_EVERY < len(added):
@@ -500,6 +501,23 @@ class KeywordIndex:
             (kb_id, partition, table),
         )
         return table
+
+    def _insert_text(self, table: str, rowid: int, text: str) -> None:
+        """Write one FTS row; an orphan under the same rowid is replaced.
+
+        An orphan is an FTS row whose ``kw_rows`` mapping is gone (a damaged or
+        partly restored catalog): search already ignores it, and a fresh
+        ``kw_rows`` table hands out its rowid again.
+        """
+        statement = f"INSERT INTO {table} (rowid, text) VALUES (?, ?)"
+        try:
+            self._conn.execute(statement, (rowid, text))
+        except sqlite3.IntegrityError:
+            logger.warning(
+                "keyword index: replacing an orphaned keyword row (its mapping was lost)"
+            )
+            self._conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
+            self._conn.execute(statement, (rowid, text))
 
     def _delete_rows(
         self, kb_id: str, partition: str, table: str, chunk_ids: Sequence[str]

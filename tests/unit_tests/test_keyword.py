@@ -102,6 +102,21 @@ def test_add_same_id_replaces_the_text(conn, index):
     assert index.search("kb", "", "sabbatical", k=5)[0][0] == "leave"
 
 
+def test_add_after_the_row_mapping_was_lost_replaces_the_orphans(conn, index, caplog):
+    # a damaged catalog: kw_rows emptied while the FTS rows stayed; a fresh kw_rows
+    # hands out rowid 1 again, which an orphaned FTS row still holds
+    conn.execute("DELETE FROM kw_rows")
+    conn.commit()
+    assert index.search("kb", "", "parental leave", k=3) == []  # orphans are never returned
+    with caplog.at_level("WARNING", logger="langchain_knowledge_inject.store.keyword"):
+        index.add("kb", "", [("pension", "The pension plan matches five percent.")])
+    conn.commit()
+    assert [chunk for chunk, _ in index.search("kb", "", "pension plan", k=3)] == ["pension"]
+    assert index.search("kb", "", "parental leave", k=3) == []
+    assert index.ids("kb", "") == {"pension"}
+    assert "orphaned keyword row" in caplog.text
+
+
 def test_delete_kb_removes_every_partition(conn, index):
     index.add("kb", "tenant-a", [("secret", "Tenant A text.")])
     index.add("keep", "", [("k1", "Parental leave elsewhere.")])
