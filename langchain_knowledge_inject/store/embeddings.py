@@ -15,8 +15,10 @@ or the environment variable ``KINJECT_EMBEDDINGS_BACKEND``):
   ``<store directory>/models/`` and loaded from there afterwards. Vectors agree
   with torch's to cosine 0.9999999, so a knowledge base built with one backend
   is searched with the other.
-* ``"onnx-int8"``: the same export with int8 dynamic quantization (an option:
-  faster again, at a small quality cost; see ``benchmarks/embedding_speed.py``).
+* ``"onnx-int8"``: the same export with int8 dynamic quantization of the
+  weight MatMuls (an option: faster again, at a small quality cost; see
+  :mod:`~langchain_knowledge_inject.store.embedding_quantization` and
+  ``benchmarks/int8_variants.py``).
 * ``"auto"`` (the default): ``"onnx"`` when the ``onnx`` extra is installed
   (``pip install "langchain-knowledge-inject[onnx]"``), else ``"torch"``.
 
@@ -55,6 +57,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
+from langchain_knowledge_inject.store.embedding_quantization import quantized_file_name
 from langchain_knowledge_inject.store.embedding_threads import (
     configure_torch_threads as configure_torch_threads,  # re-exported: benchmarks and users
 )
@@ -286,9 +289,10 @@ def _onnx_file(folder: Path, quantized_for: str | None) -> str | None:
     """The model file of an export, relative to ``folder``; None when it is not there yet."""
     if quantized_for is None:
         return "onnx/model.onnx" if (folder / "onnx" / "model.onnx").is_file() else None
-    # sentence-transformers names it after the weight type (qint8 or quint8) and the CPU target
-    found = sorted((folder / "onnx").glob(f"model_*int8_{quantized_for}.onnx"))
-    return f"onnx/{found[0].name}" if found else None
+    # weight MatMuls only (store/embedding_quantization.py); an earlier version's
+    # model_quint8_<target>.onnx (every operator quantized) is not used any more
+    name = quantized_file_name(quantized_for)
+    return name if (folder / name).is_file() else None
 
 
 def _export_onnx(source: Path, folder: Path, *, quantize: str | None) -> None:
@@ -306,9 +310,11 @@ def _export_onnx(source: Path, folder: Path, *, quantize: str | None) -> None:
             model = SentenceTransformer(str(source), device="cpu", backend="onnx")
             model.save_pretrained(str(work))
         if quantize is not None:
-            from sentence_transformers.backend import export_dynamic_quantized_onnx_model
+            from langchain_knowledge_inject.store.embedding_quantization import (
+                export_quantized,
+            )
 
-            export_dynamic_quantized_onnx_model(model, quantize, str(work))
+            export_quantized(model, quantize, work)
         if folder.exists():  # another process finished first, or a quantized file is added
             for item in (work / "onnx").iterdir():
                 os.replace(item, folder / "onnx" / item.name)

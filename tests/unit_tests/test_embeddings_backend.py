@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from langchain_knowledge_inject.errors import ConfigurationError, KnowledgeBaseOpenError
@@ -53,9 +55,8 @@ def test_onnx_file_finds_the_export_and_the_quantized_file(tmp_path):
     (tmp_path / "onnx" / "model.onnx").write_bytes(b"x")
     assert emb._onnx_file(tmp_path, None) == "onnx/model.onnx"
     assert emb._onnx_file(tmp_path, "avx2") is None
-    (tmp_path / "onnx" / "model_quint8_avx2.onnx").write_bytes(b"x")
-    assert emb._onnx_file(tmp_path, "avx2") == "onnx/model_quint8_avx2.onnx"
-    assert emb._onnx_file(tmp_path, "avx512_vnni") is None
+    (tmp_path / "onnx" / "model_int8dense_avx2.onnx").write_bytes(b"x")
+    assert emb._onnx_file(tmp_path, "avx2") == "onnx/model_int8dense_avx2.onnx"
 
 
 def test_quantization_target_is_a_name_sentence_transformers_accepts():
@@ -67,3 +68,66 @@ def test_onnx_sessions_take_the_given_thread_count_and_do_not_spin():
     assert options.intra_op_num_threads == 3
     assert options.inter_op_num_threads == 1
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+def test_int8_quantizes_only_weight_matmuls_and_keeps_the_ffn_output_in_fp32():
+    from langchain_knowledge_inject.store import embedding_quantization as quant
+
+    weights = ["w_q", "w_ffn_in", "w_ffn_out", "w_attn_out", "word_table"]
+    nodes = [
+        ("/embeddings/word_embeddings/Gather", "Gather", ["word_table", "ids"]),
+        ("/encoder/layer.0/attention/self/query/MatMul", "MatMul", ["h", "w_q"]),
+        ("/encoder/layer.0/attention/self/MatMul", "MatMul", ["q", "k"]),  # scores: 2 activations
+        ("/encoder/layer.0/attention/output/dense/MatMul", "MatMul", ["a", "w_attn_out"]),
+        ("/encoder/layer.0/intermediate/dense/MatMul", "MatMul", ["h", "w_ffn_in"]),
+        ("/encoder/layer.11/output/dense/MatMul", "MatMul", ["g", "w_ffn_out"]),
+        ("/encoder/layer.0/output/Add", "Add", ["g", "w_ffn_out"]),
+    ]
+    assert quant.weight_matmuls(nodes, weights) == [
+        "/encoder/layer.0/attention/self/query/MatMul",
+        "/encoder/layer.0/attention/output/dense/MatMul",
+        "/encoder/layer.0/intermediate/dense/MatMul",
+    ]
+    everything = re.compile(r"(?!)")
+    assert len(quant.weight_matmuls(nodes, weights, keep_fp32=everything)) == 4
+
+
+def test_quantized_file_is_found_under_its_own_name_not_the_earlier_export(tmp_path):
+    (tmp_path / "onnx").mkdir()
+    (tmp_path / "onnx" / "model.onnx").write_bytes(b"x")
+    # what earlier versions exported (every operator quantized): not used, re-exported
+    (tmp_path / "onnx" / "model_quint8_avx2.onnx").write_bytes(b"x")
+    assert emb._onnx_file(tmp_path, "avx2") is None
+    (tmp_path / "onnx" / "model_int8dense_avx2.onnx").write_bytes(b"x")
+    assert emb._onnx_file(tmp_path, "avx2") == "onnx/model_int8dense_avx2.onnx"
+    assert emb._onnx_file(tmp_path, "avx512_vnni") is None
+
+
+def test_quantization_config_names_the_chosen_nodes_of_a_real_graph(tmp_path):
+    pytest.importorskip("optimum.onnxruntime")
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from langchain_knowledge_inject.store import embedding_quantization as quant
+
+    weight = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "w"], ["h"], name="/encoder/layer.0/query/MatMul"),
+            helper.make_node("MatMul", ["h", "x"], ["s"], name="/encoder/layer.0/self/MatMul"),
+            helper.make_node(
+                "MatMul", ["s", "w"], ["y"], name="/encoder/layer.0/output/dense/MatMul"
+            ),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])],
+        initializer=[weight],
+    )
+    path = tmp_path / "model.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    config = quant.quantization_config("avx2", path)
+    assert config.nodes_to_quantize == ["/encoder/layer.0/query/MatMul"]
+    assert config.operators_to_quantize == ["MatMul"]
+    assert config.per_channel and not config.is_static
