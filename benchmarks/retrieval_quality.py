@@ -78,11 +78,12 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _embedding_cache import DiskCachedEmbeddings
+from _embedding_cache import DEFAULT_CACHE, DiskCachedEmbeddings
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject import KnowledgeBase
 from langchain_knowledge_inject.store import documents, fusion
+from langchain_knowledge_inject.store.embedding_quantization import QUANTIZED_FILE_TAG
 from langchain_knowledge_inject.store.embeddings import (
     DEFAULT_MODEL_NAME,
     default_embeddings,
@@ -320,6 +321,13 @@ def main() -> None:
     parser.add_argument("--compare", action="store_true", help="also time bm25s / rank_bm25")
     parser.add_argument("--sweep", action="store_true", help="tune document scoring (train!)")
     parser.add_argument("--skip-whole", action="store_true", help="skip text_splitter=None")
+    parser.add_argument(
+        "--backend",
+        choices=("auto", "torch", "onnx", "onnx-int8"),
+        default=None,
+        help="embedding backend (default: KINJECT_EMBEDDINGS_BACKEND or auto); "
+        "onnx-int8 vectors are cached apart, their own quantization's file",
+    )
     args = parser.parse_args()
     docs, queries, qrels = load(args.data, args.split)
     print(
@@ -327,7 +335,12 @@ def main() -> None:
     )
     if args.compare:
         compare_keyword_libraries(docs, queries, qrels)
-    embeddings = DiskCachedEmbeddings(default_embeddings(), DEFAULT_MODEL_NAME)
+    cache = DEFAULT_CACHE  # torch and fp32 ONNX agree to cosine 0.9999999: one cache
+    if args.backend == "onnx-int8":
+        cache = DEFAULT_CACHE.with_name(f"embeddings-{QUANTIZED_FILE_TAG}.sqlite3")
+    embeddings = DiskCachedEmbeddings(
+        default_embeddings(backend=args.backend), DEFAULT_MODEL_NAME, cache
+    )
     with tempfile.TemporaryDirectory() as tmp:
         kb = build(docs, os.path.join(tmp, "default"), embeddings)
         evaluate(
