@@ -44,20 +44,16 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from embedding_speed import load, ndcg_at_10
 
-from langchain_knowledge_inject.store.embedding_batches import (
-    ONNX_BATCH_TOKENS,
-    TokenBatchedEmbeddings,
-)
 from langchain_knowledge_inject.store.embedding_quantization import (
     FP32_MATMULS,
     weight_matmuls,
 )
 from langchain_knowledge_inject.store.embeddings import (
     _export_folder,
-    _onnx_session_options,
     _quantization_target,
     default_embeddings,
     onnx_available,
+    onnx_file_embeddings,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,20 +127,7 @@ def main() -> None:
             doc_vectors, query_vectors = data["docs"], data["queries"]
         else:
             file_name = "onnx/model.onnx" if variant == "fp32" else build(folder, variant, target)
-            model = TokenBatchedEmbeddings(
-                model=str(folder),
-                model_kwargs={
-                    "device": "cpu",
-                    "backend": "onnx",
-                    "model_kwargs": {
-                        "provider": "CPUExecutionProvider",
-                        "file_name": file_name,
-                        "session_options": _onnx_session_options(1),
-                    },
-                },
-                encode_kwargs={"normalize_embeddings": True, "batch_size": 32},
-                batch_tokens=ONNX_BATCH_TOKENS,
-            )
+            model = onnx_file_embeddings(folder, file_name, threads=1)
             start = time.process_time()
             doc_vectors = np.asarray(model.embed_documents([docs[i] for i in ids]), np.float32)
             cpu = time.process_time() - start

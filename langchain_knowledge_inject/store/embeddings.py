@@ -230,6 +230,36 @@ def _onnx_session_options(threads: int) -> Any:
     return options
 
 
+def onnx_file_embeddings(folder: Path, file_name: str, *, threads: int) -> Embeddings:
+    """The default model's ONNX export in ``folder``, one model file of it, batched by word pieces.
+
+    Args:
+        folder: The export folder (a sentence-transformers model folder).
+        file_name: The ONNX file, relative to ``folder`` (``onnx/model.onnx`` or a
+            quantized file).
+        threads: ONNX Runtime intra-op threads.
+    """
+    from langchain_knowledge_inject.store.embedding_batches import (
+        ONNX_BATCH_TOKENS,
+        TokenBatchedEmbeddings,
+    )
+
+    return TokenBatchedEmbeddings(
+        model=str(folder),
+        model_kwargs={
+            "device": "cpu",
+            "backend": "onnx",
+            "model_kwargs": {
+                "provider": "CPUExecutionProvider",
+                "file_name": file_name,
+                "session_options": _onnx_session_options(threads),
+            },
+        },
+        encode_kwargs={"normalize_embeddings": True, "batch_size": 32},
+        batch_tokens=ONNX_BATCH_TOKENS,
+    )
+
+
 def _load_onnx_model(folder: Path, *, quantized: bool) -> Embeddings:
     """Load the ONNX export in ``folder``, exporting (and quantizing) it first if missing."""
     source = _model_path()
@@ -239,11 +269,6 @@ def _load_onnx_model(folder: Path, *, quantized: bool) -> Embeddings:
             'pip install "langchain-knowledge-inject[onnx]"'
         )
         raise KnowledgeBaseOpenError(msg)
-    from langchain_knowledge_inject.store.embedding_batches import (
-        ONNX_BATCH_TOKENS,
-        TokenBatchedEmbeddings,
-    )
-
     threads = configure_torch_threads()  # pooling runs on torch; ONNX Runtime gets the same count
     target = _quantization_target()
     try:
@@ -262,20 +287,7 @@ def _load_onnx_model(folder: Path, *, quantized: bool) -> Embeddings:
         if file_name is None:
             msg = f"the ONNX export in {folder} has no model file"
             raise FileNotFoundError(msg)
-        model = TokenBatchedEmbeddings(
-            model=str(folder),
-            model_kwargs={
-                "device": "cpu",
-                "backend": "onnx",
-                "model_kwargs": {
-                    "provider": "CPUExecutionProvider",
-                    "file_name": file_name,
-                    "session_options": _onnx_session_options(threads),
-                },
-            },
-            encode_kwargs={"normalize_embeddings": True, "batch_size": 32},
-            batch_tokens=ONNX_BATCH_TOKENS,
-        )
+        model = onnx_file_embeddings(folder, file_name, threads=threads)
     except KnowledgeBaseOpenError:
         raise
     except Exception as exc:
