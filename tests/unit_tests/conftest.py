@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from langchain_knowledge_inject import KnowledgeBase
+from langchain_knowledge_inject.memory.episodic import EpisodicMemory
 from langchain_knowledge_inject.store import knowledge_base
 from tests.unit_tests.fakes import WordHashEmbedding
 
@@ -58,3 +60,24 @@ def make_kb(tmp_path: Path) -> Iterator[Callable[..., KnowledgeBase]]:
     yield make
     for kb in reversed(opened):
         kb.close()
+
+
+@pytest.fixture
+def make_episodic_memory(tmp_path: Path) -> Iterator[Callable[..., EpisodicMemory]]:
+    """Opens episodic memories, each in its own folder under ``tmp_path`` (closed after the test).
+
+    ``make_episodic_memory(**options)``: the embeddings default to a 64-dimension
+    ``DeterministicFakeEmbedding``; every other option is the memory's own default.
+    """
+    made: list[EpisodicMemory] = []
+
+    def make(**kwargs: Any) -> EpisodicMemory:
+        kwargs.setdefault("embeddings", DeterministicFakeEmbedding(size=64))
+        kwargs.setdefault("path", tmp_path / uuid.uuid4().hex[:8])
+        memory = EpisodicMemory(**kwargs)
+        made.append(memory)
+        return memory
+
+    yield make
+    for memory in made:
+        memory.close()

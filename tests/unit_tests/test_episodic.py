@@ -42,19 +42,8 @@ class TableEmbeddings(Embeddings):
 
 
 @pytest.fixture
-def new_memory(tmp_path):
-    made: list[EpisodicMemory] = []
-
-    def make(**kwargs) -> EpisodicMemory:
-        kwargs.setdefault("embeddings", DeterministicFakeEmbedding(size=64))
-        kwargs.setdefault("path", tmp_path / uuid.uuid4().hex[:8])
-        memory = EpisodicMemory(**kwargs)
-        made.append(memory)
-        return memory
-
-    yield make
-    for memory in made:
-        memory.close()
+def new_memory(make_episodic_memory):
+    return make_episodic_memory
 
 
 @pytest.fixture

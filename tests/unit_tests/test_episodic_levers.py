@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+import functools
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -18,20 +18,8 @@ NOW = datetime(2024, 6, 1, 12, 0, tzinfo=timezone.utc)
 
 
 @pytest.fixture
-def new_memory(tmp_path):
-    made: list[EpisodicMemory] = []
-
-    def make(**kwargs) -> EpisodicMemory:
-        kwargs.setdefault("embeddings", DeterministicFakeEmbedding(size=64))
-        kwargs.setdefault("path", tmp_path / uuid.uuid4().hex[:8])
-        kwargs.setdefault("min_score", 0.0)
-        memory = EpisodicMemory(**kwargs)
-        made.append(memory)
-        return memory
-
-    yield make
-    for memory in made:
-        memory.close()
+def new_memory(make_episodic_memory):
+    return functools.partial(make_episodic_memory, min_score=0.0)
 
 
 def _dialogue(memory: EpisodicMemory, *, bulk: bool) -> None:
