@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CHUNK_TOKENS",
-    "DEFAULT_OVERLAP_TOKENS",
     "RESERVED_KEYS",
     "WINDOW_CHUNK_TOKENS",
     "WINDOW_OVERLAP_TOKENS",
@@ -70,8 +69,6 @@ scoring each chunk's document too, chunks of 128 word pieces (32 overlap)
 reached nDCG@10 0.747 against 0.742 for chunks filling the window (254); dense
 search alone 0.689 against 0.665 (a short chunk's vector is about one thing).
 """
-DEFAULT_OVERLAP_TOKENS = WINDOW_OVERLAP_TOKENS
-"""Default overlap of consecutive chunks with the default model, in word pieces."""
 
 
 def default_splitter(embeddings: Embeddings) -> TextSplitter:
@@ -90,7 +87,7 @@ def default_splitter(embeddings: Embeddings) -> TextSplitter:
         else:
             return RecursiveCharacterTextSplitter(
                 chunk_size=DEFAULT_CHUNK_TOKENS,
-                chunk_overlap=DEFAULT_OVERLAP_TOKENS,
+                chunk_overlap=WINDOW_OVERLAP_TOKENS,
                 length_function=counter,
             )
     return RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=150)
