@@ -68,6 +68,7 @@ from typing_extensions import TypedDict
 
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.restricted.scope import resolve_restricted
+from langchain_knowledge_inject.store.search_args import SearchMode
 from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.turn.placement import Placement
 from langchain_knowledge_inject.turn.query import QueryCondenser
@@ -86,7 +87,6 @@ __all__ = [
 
 logger = logging.getLogger("langchain_knowledge_inject")
 
-SearchMode = Literal["dense", "keyword", "hybrid"]
 RetrievalMode = Literal["auto", "tool"]
 
 

@@ -78,6 +78,7 @@ from langchain_knowledge_inject.memory.episode_store import (
     to_document,
     user_key,
 )
+from langchain_knowledge_inject.store.search_args import MODES, SearchMode
 from langchain_knowledge_inject.turn.blocks import DEFAULT_PRIORITIES, BlockText, config_user_id
 from langchain_knowledge_inject.turn.placement import current_user_index, query_text, strip_injected
 
@@ -105,8 +106,6 @@ MAX_K = 50
 """Largest ``k``: the candidate pool of every search, so results are stable in ``k``."""
 Recency = Literal["auto", "on", "off"]
 _RECENCY = ("auto", "on", "off")
-SearchMode = Literal["hybrid", "dense", "keyword"]
-_MODES = ("hybrid", "dense", "keyword")
 _PREVIOUS_CAP = 10_000
 """Threads whose last turn is remembered (the context of the next turn's indexed text)."""
 
@@ -213,7 +212,7 @@ class EpisodicMemory:
             ("date_weight", date_weight, date_weight >= 0, "0 or more"),
             ("session_weight", session_weight, session_weight >= 0, "0 or more"),
             ("current_weight", current_weight, current_weight >= 0, "0 or more"),
-            ("search_mode", search_mode, search_mode in _MODES, f"one of {', '.join(_MODES)}"),
+            ("search_mode", search_mode, search_mode in MODES, f"one of {', '.join(MODES)}"),
             ("flush_timeout_s", flush_timeout_s, flush_timeout_s > 0, "more than 0"),
             ("max_snippet_chars", max_snippet_chars, max_snippet_chars >= 20, "at least 20"),
             ("max_tokens", max_tokens, max_tokens is None or max_tokens >= 1,
