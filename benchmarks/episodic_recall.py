@@ -208,7 +208,7 @@ def _cached_kb_search(memory: EpisodicMemory) -> None:
         key = (text, user, repr(where), memory.search_mode)
         if key not in seen:
             seen[key] = inner(text, user, where)  # type: ignore[arg-type]
-        return [d.model_copy(deep=True) for d in seen[key]]
+        return list(seen[key])  # candidates are tuples: nothing to copy
 
     memory._kb_search = search  # type: ignore[method-assign]
 

@@ -19,14 +19,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from langchain_core.documents import Document
+from langchain_knowledge_inject.memory.episode_fields import Candidate
 
 __all__ = ["rank", "session_scores"]
 
 
 def rank(
-    found: Sequence[Document],
-    in_range: Sequence[Document] | None,
+    found: Sequence[Candidate],
+    in_range: Sequence[Candidate] | None,
     *,
     span: tuple[float, float] | None,
     now: datetime | None,
@@ -36,8 +36,8 @@ def rank(
     named: frozenset[str] = frozenset(),
     speaker_weight: float = 0.0,
     session_weight: float = 0.0,
-) -> list[tuple[float, Document]]:
-    """Score and order the candidates of one search, best first: ``(score, document)`` pairs.
+) -> list[tuple[float, Candidate]]:
+    """Score and order the candidates of one search, best first: ``(score, candidate)`` pairs.
 
     ``found`` is the knowledge base's hybrid search; ``in_range`` the same
     search restricted to the date range ``span`` (epoch seconds) named in the
@@ -48,40 +48,42 @@ def rank(
     ``session_weight``, each episode also gets that share of its session's
     score: the mean hybrid score of the session's two best candidates (a
     session that matches the question as a whole lifts its turns). Ties: newer
-    first, then by id, so the order never depends on ``k``. Episodes are built
-    later, only for what is returned.
+    first, then by id, so the order never depends on ``k``. Episodes are read
+    back later, only for what is returned.
     """
-    best: dict[str, Document] = {}
-    for doc in [*found, *(in_range or ())]:
-        kept = best.get(doc.metadata["ep_id"])
-        if kept is None or doc.metadata["score"] > kept.metadata["score"]:
-            best[doc.metadata["ep_id"]] = doc
-    rows = []
+    best: dict[str, Candidate] = {}
+    for candidate in [*found, *(in_range or ())]:
+        kept = best.get(candidate.episode_id)
+        if kept is None or candidate.similarity > kept.similarity:
+            best[candidate.episode_id] = candidate
     reference = now.timestamp() if now is not None and recency_weight else None
     sessions = session_scores(best.values()) if session_weight else {}
-    for episode_id, doc in best.items():
-        meta = doc.metadata
-        ts = float(meta["ep_ts"])
-        score = float(meta["score"])
+    rows = []
+    for episode_id, candidate in best.items():
+        ts, score = candidate.ts, candidate.similarity
         if sessions:
-            score += session_weight * sessions.get(meta.get("ep_thread") or "", 0.0)
+            score += session_weight * sessions.get(candidate.thread, 0.0)
         if span is not None and span[0] <= ts < span[1]:
             score += date_weight
-        if named and (meta.get("ep_speaker") or "").casefold() in named:
+        if named and candidate.speaker.casefold() in named:
             score += speaker_weight
         if reference is not None:
             age_days = max(0.0, (reference - ts) / 86400)
             score += recency_weight * 0.5 ** (age_days / half_life_days)
-        rows.append((-round(score, 6), -ts, str(episode_id), doc))
+        rows.append((-round(score, 6), -ts, episode_id, candidate))
     rows.sort(key=lambda row: row[:3])
     return [(-row[0], row[3]) for row in rows]
 
 
-def session_scores(docs: Iterable[Document]) -> dict[str, float]:
+def session_scores(candidates: Iterable[Candidate]) -> dict[str, float]:
     """Per thread (session) among the candidates: the mean score of its two best episodes."""
-    by_thread: dict[str, list[float]] = {}
-    for doc in docs:
-        thread = doc.metadata.get("ep_thread") or ""
-        if thread:
-            by_thread.setdefault(thread, []).append(float(doc.metadata["score"]))
-    return {t: sum(sorted(v, reverse=True)[:2]) / 2 for t, v in by_thread.items()}
+    top: dict[str, list[float]] = {}  # thread -> its two best scores
+    for candidate in candidates:
+        if not candidate.thread:
+            continue
+        pair = top.setdefault(candidate.thread, [0.0, 0.0])
+        if candidate.similarity > pair[0]:
+            pair[0], pair[1] = candidate.similarity, pair[0]
+        elif candidate.similarity > pair[1]:
+            pair[1] = candidate.similarity
+    return {thread: (a + b) / 2 for thread, (a, b) in top.items()}

@@ -204,9 +204,12 @@ def to_document(entry: Mapping[str, Any]) -> Document:
     return Document(page_content=entry["text"], metadata=dict(entry["meta"]))
 
 
-def from_document(doc: Document, *, user_id: str, score: float | None = None) -> Episode:
-    """A knowledge-base search result as an :class:`Episode`."""
+def from_document(
+    doc: Document, *, user_id: str, score: float | None = None, similarity: float | None = None
+) -> Episode:
+    """A knowledge-base chunk as an :class:`Episode` (``similarity``: default its ``"score"``)."""
     meta = doc.metadata
+    similarity = float(meta.get("score", 0.0)) if similarity is None else similarity
     return Episode(
         episode_id=str(meta["ep_id"]),
         kind=meta.get("ep_kind", "turn"),
@@ -215,8 +218,8 @@ def from_document(doc: Document, *, user_id: str, score: float | None = None) ->
         date=datetime.fromtimestamp(float(meta["ep_ts"]), timezone.utc),
         user_id=user_id,
         thread_id=meta.get("ep_thread") or None,
-        similarity=round(float(meta.get("score", 0.0)), 6),
-        score=round(float(meta.get("score", 0.0)) if score is None else score, 6),
+        similarity=round(similarity, 6),
+        score=round(similarity if score is None else score, 6),
         speaker=meta.get("ep_speaker") or None,
         reply_speaker=meta.get("ep_reply_speaker") or None,
         turn=meta.get("ep_turn") or None,

@@ -59,9 +59,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
     KnowledgeBaseOpenError,
+    KnowledgeInjectError,
     RetrievalError,
 )
 from langchain_knowledge_inject.memory import temporal as _temporal
+from langchain_knowledge_inject.memory.episode_fields import Candidate, EpisodeFields
 from langchain_knowledge_inject.memory.episode_format import format_episodes
 from langchain_knowledge_inject.memory.episode_journal import EpisodeWriter
 from langchain_knowledge_inject.memory.episode_query import aware, both, strip_names
@@ -254,6 +256,7 @@ class EpisodicMemory:
         self._last_seq: dict[str, int] = {}
         self._speakers: dict[str, set[str]] = {}
         self._writer: EpisodeWriter | None = None
+        self._fields = EpisodeFields(self._read)
         if background:
             journal_dir = self.path / "journal" if journal else None
             self._writer = EpisodeWriter(
@@ -510,6 +513,7 @@ class EpisodicMemory:
         """Delete every episode of ``user_id``."""
         self.flush()
         self.knowledge_base.delete_tenant(user_key(user_id))
+        self._fields.forget(user_key(user_id))
 
     def count(self, user_id: str) -> int:
         """How many episodes ``user_id`` has."""
@@ -557,6 +561,7 @@ class EpisodicMemory:
             speakers = {e["meta"].get("ep_speaker") or "" for e in items.values()} - {""}
             self._speakers.setdefault(user, set()).update(speakers)
             kb.add_documents([to_document(e) for e in items.values()], tenant_id=user)
+            self._fields.forget(user, items)  # after the write: a search reads them again
 
     def _wait_for(self, user: str) -> None:
         if self._writer is None:
@@ -654,7 +659,7 @@ class EpisodicMemory:
         known = set(self._speakers.get(user, ())) if self.speaker_weight else set()
         named = names_in(text, known)
         base = self._kb_search(strip_names(text, named), user, where)
-        seen = {str(d.metadata["ep_speaker"]) for d in base if d.metadata.get("ep_speaker")} - known
+        seen = {c.speaker for c in base if c.speaker} - known
         seen = seen if self.speaker_weight else set()
         if seen:  # speakers not known yet (a memory reopened): learn them, search again
             known |= seen
@@ -678,27 +683,59 @@ class EpisodicMemory:
             date_weight=self.date_weight, named=frozenset(n.casefold() for n in named),
             speaker_weight=self.speaker_weight, session_weight=self.session_weight,
         )  # fmt: skip
-        visible = Visible(exclude)
+        return self._episodes(ranked, user, k, exclude)
+
+    def _kb_search(self, text: str, user: str, where: Mapping[str, Any] | None) -> list[Candidate]:
+        """The pool of one search: its :data:`MAX_K` best hits with the fields they rank by."""
+        hits = self._store().search_hits(
+            text, k=MAX_K, min_score=0.0, filter=where, tenant_id=user, mode=self.search_mode
+        )
+        return self._fields.candidates(hits, user)
+
+    def _episodes(
+        self,
+        ranked: Sequence[tuple[float, Candidate]],
+        user: str,
+        k: int,
+        exclude: Sequence[BaseMessage],
+    ) -> list[Episode]:
+        """The best ``k`` of ``ranked`` read back as episodes, those already visible left out."""
+        pool = [(score, c) for score, c in ranked if c.similarity >= self.min_score]
+        visible = Visible(exclude) if exclude else None
+        step = k if visible is None else 2 * k
         kept: list[Episode] = []
-        for score, doc in ranked:
-            if float(doc.metadata["score"]) < self.min_score:
-                continue
-            episode = from_document(doc, user_id=user, score=score)
-            if not visible.has(episode):
-                kept.append(episode)
-                if len(kept) == k:
-                    break
+        for start in range(0, len(pool), step):
+            batch = pool[start : start + step]
+            docs = {d.id: d for d in self._read([c.chunk_id for _, c in batch], user)}
+            for score, candidate in batch:
+                doc = docs.get(candidate.chunk_id)
+                if doc is None:  # deleted since the search
+                    continue
+                episode = from_document(doc, user_id=user, score=score,
+                                        similarity=candidate.similarity)  # fmt: skip
+                if visible is None or not visible.has(episode):
+                    kept.append(episode)
+                    if len(kept) == k:
+                        return kept
         return kept
 
-    def _kb_search(self, text: str, user: str, where: Mapping[str, Any] | None) -> list[Document]:
+    def _store(self) -> KnowledgeBase:
         try:
-            kb = self.knowledge_base
+            return self.knowledge_base
         except KnowledgeBaseOpenError as exc:  # a search fails with a search's error
             msg = f"episodic memory: its store could not be opened: {exc}"
             raise RetrievalError(msg, kb_name=self.collection_prefix) from exc
-        return kb.search(
-            text, k=MAX_K, min_score=0.0, filter=where, tenant_id=user, mode=self.search_mode
-        )
+
+    def _read(self, chunk_ids: Sequence[str], user: str) -> list[Document]:
+        """Chunks of ``user``'s partition read back (a store failure is a ``RetrievalError``)."""
+        kb = self._store()
+        try:
+            return kb.get_by_ids(chunk_ids, tenant_id=user)
+        except KnowledgeInjectError:
+            raise
+        except Exception as exc:
+            msg = f"episodic memory: episodes could not be read back: {type(exc).__name__}: {exc}"
+            raise RetrievalError(msg, kb_name=self.collection_prefix) from exc
 
     async def asearch(self, query: str, **kwargs: Any) -> list[Episode]:
         """Async twin of :meth:`search` (runs in a worker thread)."""

@@ -601,31 +601,12 @@ class KnowledgeBase:
             StoreTimeoutError: A Chroma server did not answer within ``timeout``.
             ForkedProcessError: Used in a process forked after it was opened.
         """
-        self._check_process()
-        k, min_score, mode = check_search_args(k, min_score, mode)
-        tenant, where = split_tenant(filter, tenant_id)
-        partition = partition_of(tenant)
-        text = (query or "")[:MAX_QUERY_CHARS]
-        if not text.strip():
+        partition, ranked = self._ranked(query, k, min_score, filter, mode, tenant_id)
+        if not ranked:
             return []
-        depth = max(k, fusion.CANDIDATE_DEPTH) if mode == "hybrid" else k
-        searcher = self._searcher
-        try:
-            candidates = searcher.candidates(partition, text, depth, where, mode)
-        except (RetrievalError, ConfigurationError):
-            raise
-        except Exception as exc:
-            if self._heal_damaged_catalog(exc):  # rebuilt from Chroma: search again
-                return self.search(
-                    query, k=k, min_score=min_score, filter=filter, mode=mode, tenant_id=tenant_id
-                )
-            msg = f"Search of knowledge base {self.name!r} failed: {type(exc).__name__}: {exc}"
-            raise RetrievalError(msg, kb_name=self.name) from exc
-        ranked = searcher.rank(partition, text, depth, where, mode, candidates)
-        ranked = [(cid, s) for cid, s in ranked if s >= min_score][:k]
         try:
             with self._calls.operation():
-                return searcher.documents(self.name, partition, ranked)
+                return self._searcher.documents(self.name, partition, ranked)
         except (RetrievalError, ConfigurationError):
             raise
         except sqlite3.DatabaseError as exc:
@@ -638,6 +619,55 @@ class KnowledgeBase:
         except Exception as exc:
             msg = f"Search of knowledge base {self.name!r} failed: {type(exc).__name__}: {exc}"
             raise RetrievalError(msg, kb_name=self.name) from exc
+
+    def search_hits(
+        self,
+        query: str,
+        *,
+        k: int = 4,
+        min_score: float | None = None,
+        filter: Mapping[str, Any] | None = None,
+        mode: SearchMode = "hybrid",
+        tenant_id: str | None = None,
+    ) -> list[tuple[str, float]]:
+        """:meth:`search` without reading the chunks back: ``(chunk id, score)`` pairs, best first.
+
+        For a caller that re-ranks a pool of hits by fields it keeps itself and
+        reads back only the chunks it returns (:meth:`get_by_ids`); same
+        arguments, order and scores as :meth:`search`.
+        """
+        return self._ranked(query, k, min_score, filter, mode, tenant_id)[1]
+
+    def _ranked(
+        self,
+        query: str,
+        k: int,
+        min_score: float | None,
+        filter: Mapping[str, Any] | None,
+        mode: SearchMode,
+        tenant_id: str | None,
+    ) -> tuple[str, list[tuple[str, float]]]:
+        """The searched partition and its best ``k`` hits scoring ``min_score`` or more."""
+        self._check_process()
+        k, min_score, mode = check_search_args(k, min_score, mode)
+        tenant, where = split_tenant(filter, tenant_id)
+        partition = partition_of(tenant)
+        text = (query or "")[:MAX_QUERY_CHARS]
+        if not text.strip():
+            return partition, []
+        depth = max(k, fusion.CANDIDATE_DEPTH) if mode == "hybrid" else k
+        searcher = self._searcher
+        try:
+            candidates = searcher.candidates(partition, text, depth, where, mode)
+        except (RetrievalError, ConfigurationError):
+            raise
+        except Exception as exc:
+            if self._heal_damaged_catalog(exc):  # rebuilt from Chroma: search again
+                return self._ranked(query, k, min_score, filter, mode, tenant_id)
+            msg = f"Search of knowledge base {self.name!r} failed: {type(exc).__name__}: {exc}"
+            raise RetrievalError(msg, kb_name=self.name) from exc
+        ranked = searcher.rank(partition, text, depth, where, mode, candidates)
+        return partition, [(cid, s) for cid, s in ranked if s >= min_score][:k]
 
     async def asearch(
         self,

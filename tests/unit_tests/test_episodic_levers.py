@@ -6,10 +6,10 @@ import functools
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject.errors import ConfigurationError
+from langchain_knowledge_inject.memory.episode_fields import Candidate
 from langchain_knowledge_inject.memory.episode_rank import rank as rank_candidates
 from langchain_knowledge_inject.memory.episode_store import CONTEXT_CHARS, EpisodeRecord, prepare
 from langchain_knowledge_inject.memory.episodic import EpisodicMemory
@@ -104,28 +104,27 @@ def test_an_exchange_or_a_note_takes_no_context(new_memory) -> None:
     assert texts == sorted(["What's your dog called?", "My dog is Rex.\nNice!", "Ana likes tea."])
 
 
-def _doc(ep_id: str, thread: str, score: float, ts: float = 0.0) -> Document:
-    return Document(ep_id, metadata={"ep_id": ep_id, "ep_thread": thread, "score": score,
-                                     "ep_ts": ts})  # fmt: skip
+def _candidate(ep_id: str, thread: str, score: float, ts: float = 0.0) -> Candidate:
+    return Candidate(f"chunk-{ep_id}", ep_id, score, ts, thread, "")
 
 
 def test_a_session_that_matches_as_a_whole_lifts_its_turns() -> None:
     found = [
-        _doc("lone", "s2", 0.60),
-        _doc("a", "s1", 0.58),
-        _doc("b", "s1", 0.55),
-        _doc("c", "s1", 0.50),
+        _candidate("lone", "s2", 0.60),
+        _candidate("a", "s1", 0.58),
+        _candidate("b", "s1", 0.55),
+        _candidate("c", "s1", 0.50),
     ]
     common = {"in_range": None, "span": None, "now": None, "recency_weight": 0.0,
               "half_life_days": 30.0, "date_weight": 0.0}  # fmt: skip
 
-    flat = [d.metadata["ep_id"] for _, d in rank_candidates(found, **common)]
+    flat = [c.episode_id for _, c in rank_candidates(found, **common)]
     lifted = rank_candidates(found, session_weight=0.5, **common)
 
     assert flat == ["lone", "a", "b", "c"]
-    assert [d.metadata["ep_id"] for _, d in lifted][:2] == ["a", "b"]
+    assert [c.episode_id for _, c in lifted][:2] == ["a", "b"]
     # "lone" gets half of its session's mean of two best (itself only: 0.60 / 2)
-    assert dict((d.metadata["ep_id"], s) for s, d in lifted)["lone"] == pytest.approx(0.75)
+    assert dict((c.episode_id, s) for s, c in lifted)["lone"] == pytest.approx(0.75)
 
 
 def test_the_newest_statement_wins_when_the_question_asks_about_now(new_memory) -> None:

@@ -175,6 +175,25 @@ def test_scores_and_modes(kb):
     assert all(d.metadata["score"] >= 1.0 for d in strict)
 
 
+def test_search_hits_are_the_search_without_reading_chunks_back(kb, monkeypatch):
+    kb.add_documents(_docs())
+    kb.add_documents([Document(LEAVE, metadata={"source": "t.md"})], tenant_id="acme")
+    for mode in ("dense", "keyword", "hybrid"):
+        for options in ({"k": 3, "min_score": 0.0}, {"k": 2}, {"k": 3, "tenant_id": "acme"}):
+            docs = kb.search("annual leave calendar year", mode=mode, **options)
+            hits = kb.search_hits("annual leave calendar year", mode=mode, **options)
+            assert hits == [(d.id, d.metadata["score"]) for d in docs]
+    assert kb.search_hits("   ") == []
+    with pytest.raises(ConfigurationError):
+        kb.search_hits("leave", k=0)
+    read: list[str] = []
+    real = kb._handles.catalog.get_chunks
+    monkeypatch.setattr(kb._handles.catalog, "get_chunks",
+                        lambda *a: read.extend(a[2]) or real(*a))  # fmt: skip
+    assert kb.search_hits("annual leave calendar year", k=3, min_score=0.0, mode="dense")
+    assert read == []  # no chunk was read back
+
+
 def test_query_embeddings_are_cached(kb, emb):
     kb.add_documents(_docs())
     kb.search("annual leave", mode="dense", min_score=0.0)
