@@ -17,13 +17,16 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.turn.placement import query_text, strip_injected
+
+if TYPE_CHECKING:
+    from langchain_knowledge_inject.store.knowledge_base import KnowledgeBase
 
 EpisodeKind = Literal["exchange", "turn", "memory"]
 _KINDS = ("exchange", "turn", "memory")
@@ -193,10 +196,38 @@ def prepare(
     indexed = f"{text}\n{reply}" if reply else text
     if speaker_in_text and record.speaker:
         indexed = f"{record.speaker}: {indexed}"
-    context = " ".join((context or "").split())[:CONTEXT_CHARS]
-    if context:
-        indexed = f"{indexed}\n{context}"
+    indexed = with_context(indexed, context)
     return {"user": user, "text": indexed, "meta": {**meta, **own, "source": episode_id}}
+
+
+def with_context(indexed: str, context: str) -> str:
+    """``indexed`` with ``context`` (cut to :data:`CONTEXT_CHARS`) on a last line of its own."""
+    context = " ".join((context or "").split())[:CONTEXT_CHARS]
+    return f"{indexed}\n{context}" if context else indexed
+
+
+def question_answered(previous: tuple[str, str] | None, speaker: str | None) -> str:
+    """The previous turn ``(speaker, text)`` when it is another speaker's question, else ``""``."""
+    if previous is None:
+        return ""
+    other = not previous[0] or previous[0] != (speaker or "")
+    return previous[1] if other and previous[1].rstrip().endswith("?") else ""
+
+
+def stored_previous_turn(
+    kb: KnowledgeBase, user: str, thread: str, before: float
+) -> tuple[str, str] | None:
+    """The last single turn ``(speaker, text)`` stored in ``thread`` before ``before`` (epoch s)."""
+    if not thread or not kb.count(tenant_id=user):
+        return None
+    where: Any = {"$and": [{"ep_thread": {"$eq": thread}}, {"ep_kind": {"$eq": "turn"}},
+                           {"ep_ts": {"$lt": before}}]}  # fmt: skip
+    got = kb.vectorstore(tenant_id=user).get(where=where, include=["metadatas"])
+    turns = [m for m in got.get("metadatas") or [] if m and not m.get("ep_reply")]
+    if not turns:
+        return None
+    last = max(turns, key=lambda m: (float(m["ep_ts"]), str(m["ep_id"])))
+    return str(last.get("ep_speaker") or ""), str(last.get("ep_text") or "")
 
 
 def to_document(entry: Mapping[str, Any]) -> Document:

@@ -76,9 +76,12 @@ from langchain_knowledge_inject.memory.episode_store import (
     Visible,
     from_document,
     prepare,
+    question_answered,
+    stored_previous_turn,
     text_of,
     to_document,
     user_key,
+    with_context,
 )
 from langchain_knowledge_inject.store.search_args import MODES, SearchMode
 from langchain_knowledge_inject.turn.blocks import DEFAULT_PRIORITIES, BlockText, config_user_id
@@ -525,20 +528,21 @@ class EpisodicMemory:
 
         The context is the previous single turn of the same thread when that
         turn is a question of another speaker ("How was the holiday?" before
-        "Just got back from Porto").
+        "Just got back from Porto"). The first turn of a thread in this
+        process is marked, and its context looked up in the store when it is
+        written (:meth:`_with_stored_context`), off the caller's thread.
         """
         key = (user_key(user_id), record.thread_id or "")
         single = record.kind in (None, "turn") and not (record.reply or "").strip()
         with self._previous_lock:
-            context = ""
-            if self.context_turn and key[1] and single and key in self._previous:
-                speaker, text = self._previous[key]
-                other = not speaker or speaker != (record.speaker or "")
-                if other and text.rstrip().endswith("?"):
-                    context = text
+            previous = self._previous.get(key)
+            looked_up = self.context_turn and bool(key[1]) and single
+            context = question_answered(previous, record.speaker) if looked_up else ""
             entry = prepare(record, user_id=user_id, context=context,
                             speaker_in_text=self.speaker_in_text)  # fmt: skip
             if entry is not None and key[1] and single:
+                if looked_up and previous is None:
+                    entry["context_from_store"] = True
                 if len(self._previous) >= _PREVIOUS_CAP and key not in self._previous:
                     self._previous.pop(next(iter(self._previous)))
                 self._previous[key] = (record.speaker or "", str(entry["meta"]["ep_text"]))
@@ -554,7 +558,9 @@ class EpisodicMemory:
 
     def _apply(self, entries: Sequence[dict[str, Any]]) -> None:
         by_user: dict[str, dict[str, dict[str, Any]]] = {}
+        earlier: dict[tuple[str, str], tuple[str, str]] = {}  # single turns of this batch
         for entry in entries:  # the last write of an episode wins
+            entry = self._with_stored_context(entry, earlier)
             by_user.setdefault(entry["user"], {})[entry["meta"]["ep_id"]] = entry
         kb = self.knowledge_base
         for user, items in by_user.items():
@@ -562,6 +568,29 @@ class EpisodicMemory:
             self._speakers.setdefault(user, set()).update(speakers)
             kb.add_documents([to_document(e) for e in items.values()], tenant_id=user)
             self._fields.forget(user, items)  # after the write: a search reads them again
+
+    def _with_stored_context(
+        self, entry: dict[str, Any], earlier: dict[tuple[str, str], tuple[str, str]]
+    ) -> dict[str, Any]:
+        """``entry`` with the question it answers, for the first turn of a thread in this process.
+
+        Its thread's previous single turn is an earlier one of the same batch
+        (a journal replayed), else the last one stored before it.
+        """
+        meta = entry["meta"]
+        key = (str(entry["user"]), str(meta.get("ep_thread") or ""))
+        previous = earlier.get(key)
+        if meta.get("ep_kind") == "turn" and not meta.get("ep_reply") and key[1]:
+            earlier[key] = (str(meta.get("ep_speaker") or ""), str(meta["ep_text"]))
+        if not entry.get("context_from_store"):
+            return entry
+        if previous is None:
+            previous = stored_previous_turn(self.knowledge_base, key[0], key[1],
+                                            float(meta["ep_ts"]))  # fmt: skip
+        context = question_answered(previous, meta.get("ep_speaker") or None)
+        if not context:
+            return entry
+        return {**entry, "text": with_context(entry["text"], context)}
 
     def _wait_for(self, user: str) -> None:
         if self._writer is None:

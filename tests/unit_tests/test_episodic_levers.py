@@ -81,6 +81,41 @@ def test_only_a_question_of_the_other_speaker_is_context(new_memory) -> None:
     assert indexed["t5"] == "The fjords.\nWhy Oslo?"
 
 
+@pytest.mark.parametrize("background", [True, False])
+def test_the_question_answered_is_found_after_a_reopen(make_episodic_memory, tmp_path,
+                                                       background) -> None:  # fmt: skip
+    path = tmp_path / "store"
+    first = make_episodic_memory(path=path, background=background)
+    first.record("Did you go anywhere nice on holiday?", user_id="c1", speaker="Ben",
+                 thread_id="s1", episode_id="t0", date=NOW)  # fmt: skip
+    first.record("Shall we meet on Friday?", user_id="c1", speaker="Ben", thread_id="s2",
+                 episode_id="u0", date=NOW + timedelta(minutes=5))  # fmt: skip
+    first.record("Sure, why not.", user_id="c1", speaker="Ana", thread_id="s2",
+                 episode_id="u1", date=NOW + timedelta(minutes=6))  # fmt: skip
+    first.close()
+
+    again = make_episodic_memory(path=path, background=background)
+    for episode_id, who, thread, text, minutes in [
+        ("t1", "Ana", "s1", "Just got back from Porto.", 10),  # answers the stored question
+        ("u2", "Ana", "s2", "See you there.", 11),  # the stored turn before is no question
+        ("t2", "Ben", "s1", "How was the food?", 12),
+        ("t3", "Ana", "s1", "Amazing.", 13),  # the previous turn of this process
+        ("v0", "Ana", "s3", "Hello!", 14),  # a new thread
+    ]:
+        again.record(text, user_id="c1", speaker=who, thread_id=thread, episode_id=episode_id,
+                     date=NOW + timedelta(minutes=minutes))  # fmt: skip
+    again.flush()
+    docs = again.knowledge_base.search("x", k=20, min_score=0.0, tenant_id="c1")
+    indexed = {d.metadata["ep_id"]: d.page_content for d in docs}
+
+    assert indexed["t1"] == "Just got back from Porto.\nDid you go anywhere nice on holiday?"
+    assert indexed["u2"] == "See you there."
+    assert indexed["t3"] == "Amazing.\nHow was the food?"
+    assert indexed["v0"] == "Hello!"
+    found = again.search("anywhere nice on holiday", user_id="c1", k=2, recency="off")
+    assert {e.episode_id for e in found} == {"t0", "t1"}
+
+
 def test_the_indexed_text_holds_the_context_and_the_speaker() -> None:
     record = EpisodeRecord("Porto!", speaker="Ana", thread_id="s1", episode_id="e1")
     entry = prepare(record, user_id="c1", context="Where did you go? " * 40, speaker_in_text=True)
