@@ -61,6 +61,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_knowledge_inject.memory.episodic import EpisodeRecord, EpisodicMemory
 from langchain_knowledge_inject.store.embeddings import default_embeddings
+from langchain_knowledge_inject.store.keyword import STOPWORDS
 from langchain_knowledge_inject.store.knowledge_base import KnowledgeBase
 
 KS = (5, 10)
@@ -176,13 +177,16 @@ LEVERS: dict[str, tuple[dict, dict, dict]] = {
     "  session weight 0": ({}, {"session_weight": 0.0}, {}),
     "  current weight 0": ({}, {"current_weight": 0.0}, {}),
     "  search_mode='dense'": ({}, {"search_mode": "dense"}, {}),
+    "  Lucene's 33 stopwords only": ({}, {"keyword_stopwords": STOPWORDS}, {}),
 }
 _BEFORE = ({"context_turn": False}, {"session_weight": 0.0, "current_weight": 0.0,
-                                     "speaker_weight": 0.1}, {})  # fmt: skip
+                                     "speaker_weight": 0.1, "keyword_stopwords": STOPWORDS},
+           {})  # fmt: skip
 SWEEP: dict[str, tuple[dict, dict, dict]] = {  # the development seed's sweep (--levers)
     "  bare (all levers off)": (
         {"context_turn": False, "speaker_in_text": False},
-        {"session_weight": 0.0, "current_weight": 0.0, "speaker_weight": 0.0},
+        {"session_weight": 0.0, "current_weight": 0.0, "speaker_weight": 0.0,
+         "keyword_stopwords": STOPWORDS},
         {"recency": "off", "resolve_dates": False},
     ),
     "  previous ranking": _BEFORE,
@@ -205,7 +209,7 @@ def _cached_kb_search(memory: EpisodicMemory) -> None:
     seen: dict[tuple, list] = {}
 
     def search(text: str, user: str, where: object) -> list:
-        key = (text, user, repr(where), memory.search_mode)
+        key = (text, user, repr(where), memory.search_mode, memory.keyword_stopwords)
         if key not in seen:
             seen[key] = inner(text, user, where)  # type: ignore[arg-type]
         return list(seen[key])  # candidates are tuples: nothing to copy

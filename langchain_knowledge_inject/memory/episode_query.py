@@ -13,8 +13,19 @@ from datetime import datetime, timezone
 from typing import Any
 
 from langchain_knowledge_inject.errors import ConfigurationError
+from langchain_knowledge_inject.store.keyword import STOPWORDS
+from langchain_knowledge_inject.turn.query import FUNCTION_WORDS
 
-__all__ = ["aware", "both", "named", "strip_names", "where"]
+__all__ = ["QUESTION_STOPWORDS", "aware", "both", "named", "strip_names", "where"]
+
+QUESTION_STOPWORDS = STOPWORDS | FUNCTION_WORDS
+"""Words an episode search leaves out of its keyword side: Lucene's 33 and the function words.
+
+A question to a memory is full of words that every short dialogue turn holds
+("what", "did", "you", "when"); matched as keywords, they rank "What did you
+do?" above the answer. Only the keyword query leaves them out: the question's
+vector and the knowledge base's own default stay as they are.
+"""
 
 
 def named(text: str, speakers: set[str]) -> list[str]:

@@ -49,7 +49,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -66,7 +66,12 @@ from langchain_knowledge_inject.memory import temporal as _temporal
 from langchain_knowledge_inject.memory.episode_fields import Candidate, EpisodeFields
 from langchain_knowledge_inject.memory.episode_format import format_episodes
 from langchain_knowledge_inject.memory.episode_journal import EpisodeWriter
-from langchain_knowledge_inject.memory.episode_query import aware, both, strip_names
+from langchain_knowledge_inject.memory.episode_query import (
+    QUESTION_STOPWORDS,
+    aware,
+    both,
+    strip_names,
+)
 from langchain_knowledge_inject.memory.episode_query import named as names_in
 from langchain_knowledge_inject.memory.episode_query import where as build_where
 from langchain_knowledge_inject.memory.episode_rank import rank
@@ -143,6 +148,11 @@ class EpisodicMemory:
             stored and returned text stays the turn itself.
         speaker_in_text: Index a turn as ``"<speaker>: <text>"`` (off by default:
             the names are matched as metadata by ``speaker_weight``).
+        keyword_stopwords: Question words the keyword side of a search leaves
+            out (lowercase). Default :data:`~.episode_query.QUESTION_STOPWORDS`:
+            Lucene's 33 and the English function words ("what", "did", "you"),
+            which short dialogue turns are full of; the knowledge base's own
+            default is Lucene's 33 alone.
         search_mode: The knowledge base's search: ``"hybrid"`` (dense + BM25),
             ``"dense"`` or ``"keyword"``. On the generated dialogues of
             ``benchmarks/episodic_recall.py`` ``"dense"`` recalls more; on real
@@ -192,6 +202,7 @@ class EpisodicMemory:
         current_weight: float = 0.4,
         context_turn: bool = True,
         speaker_in_text: bool = False,
+        keyword_stopwords: Iterable[str] | None = None,
         search_mode: SearchMode = "hybrid",
         background: bool = True,
         journal: bool = True,
@@ -245,6 +256,7 @@ class EpisodicMemory:
         self.speaker_weight = speaker_weight
         self.session_weight, self.current_weight = session_weight, current_weight
         self.context_turn, self.speaker_in_text = context_turn, speaker_in_text
+        self.keyword_stopwords = _stopwords(keyword_stopwords)
         self.search_mode: SearchMode = search_mode
         self._previous: dict[tuple[str, str], tuple[str, str]] = {}  # (user, thread): last turn
         self._previous_lock = threading.Lock()
@@ -717,8 +729,9 @@ class EpisodicMemory:
     def _kb_search(self, text: str, user: str, where: Mapping[str, Any] | None) -> list[Candidate]:
         """The pool of one search: its :data:`MAX_K` best hits with the fields they rank by."""
         hits = self._store().search_hits(
-            text, k=MAX_K, min_score=0.0, filter=where, tenant_id=user, mode=self.search_mode
-        )
+            text, k=MAX_K, min_score=0.0, filter=where, tenant_id=user, mode=self.search_mode,
+            stopwords=self.keyword_stopwords,
+        )  # fmt: skip
         return self._fields.candidates(hits, user)
 
     def _episodes(
@@ -806,6 +819,15 @@ class EpisodicMemory:
             return format_episodes(items, max_chars=self.max_snippet_chars)
 
         return BlockText.build(episodes, render)
+
+
+def _stopwords(words: Iterable[str] | None) -> frozenset[str]:
+    if words is None:
+        return QUESTION_STOPWORDS
+    if isinstance(words, str) or not all(isinstance(w, str) for w in words):
+        msg = "keyword_stopwords must be an iterable of words, or None"
+        raise ConfigurationError(msg, option="keyword_stopwords", value=words)
+    return frozenset(w.casefold() for w in words)
 
 
 def _flush_at_exit(ref: weakref.ReferenceType[EpisodicMemory]) -> None:

@@ -62,8 +62,9 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Collection, Sequence
+from collections.abc import Set as AbstractSet
 
-from langchain_knowledge_inject.store.keyword import KeywordIndex
+from langchain_knowledge_inject.store.keyword import STOPWORDS, KeywordIndex
 
 __all__ = ["FORMAT", "LEAD_WORDS", "DocumentIndex", "documents_kb_id", "join_chunks", "lead"]
 
@@ -303,7 +304,14 @@ class DocumentIndex:
         return join_chunks([text for text, _ in rows]), title
 
     def search(
-        self, kb_id: str, partition: str, query: str, *, k: int, sources: Collection[str]
+        self,
+        kb_id: str,
+        partition: str,
+        query: str,
+        *,
+        k: int,
+        sources: Collection[str],
+        stopwords: AbstractSet[str] = STOPWORDS,
     ) -> tuple[list[tuple[str, float]], set[str]]:
         """Rank a partition's documents by BM25, and tell which candidates are indexed.
 
@@ -314,6 +322,7 @@ class DocumentIndex:
             k: Most documents ranked.
             sources: The documents the caller wants scored (the sources of
                 its candidate chunks).
+            stopwords: Query words left out (default: the keyword index's).
 
         Returns:
             ``(source, bm25)`` pairs, best first, of clean documents only, and
@@ -324,7 +333,9 @@ class DocumentIndex:
         if self._keyword is None or not sources:
             return [], set()
         with self._lock:
-            hits = self._keyword.search(documents_kb_id(kb_id), partition, query, k=k)
+            hits = self._keyword.search(
+                documents_kb_id(kb_id), partition, query, k=k, stopwords=stopwords
+            )
             dirty = self._dirty(kb_id, partition, {*sources, *(s for s, _ in hits)})
         clean = [(source, score) for source, score in hits if source not in dirty]
         return clean, {source for source in sources if source not in dirty}

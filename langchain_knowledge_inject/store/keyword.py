@@ -61,6 +61,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
 
 from langchain_knowledge_inject.errors import StoreError
 from langchain_knowledge_inject.store import keyword_mirror
@@ -141,11 +142,12 @@ STOPWORDS = frozenset(
 """Words dropped from queries (the classic Lucene English stop set)."""
 
 
-def query_terms(query: str) -> list[str]:
+def query_terms(query: str, stopwords: AbstractSet[str] = STOPWORDS) -> list[str]:
     """Split a query into the distinct, lowercased, non-stopword terms searched for.
 
     Args:
         query: Free text from the user; anything goes.
+        stopwords: Words left out (lowercase; default :data:`STOPWORDS`).
 
     Returns:
         At most :data:`MAX_QUERY_TERMS` terms, in order of first appearance.
@@ -156,18 +158,19 @@ def query_terms(query: str) -> list[str]:
     """
     terms: dict[str, None] = {}
     for word in _words(query):
-        if word not in STOPWORDS:
+        if word not in stopwords:
             terms[word] = None
             if len(terms) >= MAX_QUERY_TERMS:
                 break
     return list(terms)
 
 
-def query_phrases(query: str) -> list[str]:
+def query_phrases(query: str, stopwords: AbstractSet[str] = STOPWORDS) -> list[str]:
     """The distinct pairs of adjacent non-stopword words of a query, as phrases.
 
     Args:
         query: Free text from the user; anything goes.
+        stopwords: Words left out, breaking phrases (default :data:`STOPWORDS`).
 
     Returns:
         At most :data:`MAX_QUERY_TERMS` two-word phrases, in query order.
@@ -179,7 +182,7 @@ def query_phrases(query: str) -> list[str]:
     phrases: dict[str, None] = {}
     previous = ""
     for word in _words(query):
-        if word in STOPWORDS:
+        if word in stopwords:
             previous = ""
             continue
         if previous:
@@ -336,7 +339,15 @@ class KeywordIndex:
                 self._conn.execute(f"DROP TABLE IF EXISTS {table}")
             self._df_cache.clear()
 
-    def search(self, kb_id: str, partition: str, query: str, *, k: int) -> list[tuple[str, float]]:
+    def search(
+        self,
+        kb_id: str,
+        partition: str,
+        query: str,
+        *,
+        k: int,
+        stopwords: AbstractSet[str] = STOPWORDS,
+    ) -> list[tuple[str, float]]:
         """Rank a partition's chunks by BM25 against a free-text query.
 
         Args:
@@ -344,13 +355,14 @@ class KeywordIndex:
             partition: Tenant partition, ``""`` for the shared one.
             query: Free text; FTS syntax in it is treated as plain words.
             k: Most hits returned.
+            stopwords: Query words left out (default :data:`STOPWORDS`).
 
         Returns:
             ``(chunk_id, score)`` pairs, best first; the score is the raw BM25
             score (positive, higher is better, not bounded). Empty when the
             query has no usable word or nothing matches.
         """
-        terms = query_terms(query)
+        terms = query_terms(query, stopwords)
         if not terms or k <= 0:
             return []
         with self._lock:
@@ -358,7 +370,7 @@ class KeywordIndex:
             if table is None:
                 return []
             scores = dict(self._ranked_terms(table, terms, k))
-            phrases = query_phrases(query)
+            phrases = query_phrases(query, stopwords)
             if phrases and scores:
                 for row_id, score in self._ranked(table, phrases, 4 * k):
                     if row_id in scores:

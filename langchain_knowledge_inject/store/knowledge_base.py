@@ -30,6 +30,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +63,7 @@ from langchain_knowledge_inject.store.embeddings import (
 )
 from langchain_knowledge_inject.store.filters import split_tenant
 from langchain_knowledge_inject.store.handles import StoreHandles
+from langchain_knowledge_inject.store.keyword import STOPWORDS
 from langchain_knowledge_inject.store.metadata import (
     AddResult,
     KnowledgeBaseInfo,
@@ -629,14 +631,22 @@ class KnowledgeBase:
         filter: Mapping[str, Any] | None = None,
         mode: SearchMode = "hybrid",
         tenant_id: str | None = None,
+        stopwords: AbstractSet[str] | None = None,
     ) -> list[tuple[str, float]]:
         """:meth:`search` without reading the chunks back: ``(chunk id, score)`` pairs, best first.
 
         For a caller that re-ranks a pool of hits by fields it keeps itself and
         reads back only the chunks it returns (:meth:`get_by_ids`); same
-        arguments, order and scores as :meth:`search`.
+        arguments, order and scores as :meth:`search`, and ``stopwords``: the
+        query words the keyword side leaves out (lowercase; default ``None``:
+        the 33 of :data:`~langchain_knowledge_inject.store.keyword.STOPWORDS`).
         """
-        return self._ranked(query, k, min_score, filter, mode, tenant_id)[1]
+        if stopwords is not None and not (
+            isinstance(stopwords, AbstractSet) and all(isinstance(w, str) for w in stopwords)
+        ):
+            msg = "stopwords must be a set of lowercase words, or None"
+            raise ConfigurationError(msg, option="stopwords", value=stopwords)
+        return self._ranked(query, k, min_score, filter, mode, tenant_id, stopwords)[1]
 
     def _ranked(
         self,
@@ -646,8 +656,10 @@ class KnowledgeBase:
         filter: Mapping[str, Any] | None,
         mode: SearchMode,
         tenant_id: str | None,
+        stopwords: AbstractSet[str] | None = None,
     ) -> tuple[str, list[tuple[str, float]]]:
         """The searched partition and its best ``k`` hits scoring ``min_score`` or more."""
+        stop = STOPWORDS if stopwords is None else stopwords
         self._check_process()
         k, min_score, mode = check_search_args(k, min_score, mode)
         tenant, where = split_tenant(filter, tenant_id)
@@ -658,15 +670,15 @@ class KnowledgeBase:
         depth = max(k, fusion.CANDIDATE_DEPTH) if mode == "hybrid" else k
         searcher = self._searcher
         try:
-            candidates = searcher.candidates(partition, text, depth, where, mode)
+            candidates = searcher.candidates(partition, text, depth, where, mode, stop)
         except (RetrievalError, ConfigurationError):
             raise
         except Exception as exc:
             if self._heal_damaged_catalog(exc):  # rebuilt from Chroma: search again
-                return self._ranked(query, k, min_score, filter, mode, tenant_id)
+                return self._ranked(query, k, min_score, filter, mode, tenant_id, stopwords)
             msg = f"Search of knowledge base {self.name!r} failed: {type(exc).__name__}: {exc}"
             raise RetrievalError(msg, kb_name=self.name) from exc
-        ranked = searcher.rank(partition, text, depth, where, mode, candidates)
+        ranked = searcher.rank(partition, text, depth, where, mode, candidates, stop)
         return partition, [(cid, s) for cid, s in ranked if s >= min_score][:k]
 
     async def asearch(

@@ -15,12 +15,14 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject.store import fusion
 from langchain_knowledge_inject.store.filters import matches, to_chroma
+from langchain_knowledge_inject.store.keyword import STOPWORDS
 from langchain_knowledge_inject.store.storage import is_not_found
 
 if TYPE_CHECKING:
@@ -69,6 +71,7 @@ class PartitionSearch:
         depth: int,
         where: Mapping[str, Any] | None,
         mode: SearchMode,
+        stopwords: AbstractSet[str] = STOPWORDS,
     ) -> tuple[Hits, Hits]:
         """The dense and keyword candidates (``depth`` each) of ``partition``."""
         calls = self.chroma.calls
@@ -79,7 +82,9 @@ class PartitionSearch:
                 self.sync.maybe_catch_up(partition)
         with calls.operation():  # one deadline for the Chroma calls of the search
             dense = self.dense(partition, text, depth, where) if mode != "keyword" else []
-            keyword = self.keyword(partition, text, depth, where) if mode != "dense" else []
+            keyword = (
+                self.keyword(partition, text, depth, where, stopwords) if mode != "dense" else []
+            )
         return dense, keyword
 
     def rank(
@@ -90,15 +95,16 @@ class PartitionSearch:
         where: Mapping[str, Any] | None,
         mode: SearchMode,
         candidates: tuple[Hits, Hits],
+        stopwords: AbstractSet[str] = STOPWORDS,
     ) -> Hits:
         """One ranking from the candidates: as they are, unit keyword scores, or fused."""
         dense, keyword = candidates
         if mode == "dense":
             return dense
         if mode == "keyword":
-            return self.keyword_rank(partition, text, depth, where, keyword)
+            return self.keyword_rank(partition, text, depth, where, keyword, stopwords)
         parents = self.parents(partition, {cid for cid, _ in [*dense, *keyword]})
-        whole, indexed = self.document_hits(partition, text, depth, where, parents)
+        whole, indexed = self.document_hits(partition, text, depth, where, parents, stopwords)
         return fusion.fuse_with_documents(
             dense, keyword, parents, document_keyword=whole, indexed=indexed
         )
@@ -110,6 +116,7 @@ class PartitionSearch:
         depth: int,
         where: Mapping[str, Any] | None,
         keyword: Hits,
+        stopwords: AbstractSet[str] = STOPWORDS,
     ) -> Hits:
         """Keyword mode: each chunk's BM25 blended with its document's, the best hit at 1.
 
@@ -121,7 +128,7 @@ class PartitionSearch:
         without it), chunks are scored alone (``fusion.keyword_unit_scores``).
         """
         parents = self.parents(partition, {cid for cid, _ in keyword}) if keyword else {}
-        whole, indexed = self.document_hits(partition, text, depth, where, parents)
+        whole, indexed = self.document_hits(partition, text, depth, where, parents, stopwords)
         if not indexed:
             return fusion.keyword_unit_scores(keyword)
         ranked = fusion.fuse_with_documents(
@@ -160,13 +167,19 @@ class PartitionSearch:
         return [(cid, fusion.dense_score(d)) for cid, d in zip(ids, distances, strict=True)]
 
     def keyword(
-        self, partition: str, text: str, depth: int, where: Mapping[str, Any] | None
+        self,
+        partition: str,
+        text: str,
+        depth: int,
+        where: Mapping[str, Any] | None,
+        stopwords: AbstractSet[str] = STOPWORDS,
     ) -> Hits:
         """BM25 hits of the keyword index (a metadata filter applied to the registry rows)."""
         handles = self.handles
+        search = handles.keyword.search
         if not where:
-            return handles.keyword.search(handles.kb_id, partition, text, k=depth)
-        hits = handles.keyword.search(handles.kb_id, partition, text, k=depth * 4)
+            return search(handles.kb_id, partition, text, k=depth, stopwords=stopwords)
+        hits = search(handles.kb_id, partition, text, k=depth * 4, stopwords=stopwords)
         rows = handles.catalog.get_chunks(handles.kb_id, partition, [cid for cid, _ in hits])
         return [(c, s) for c, s in hits if c in rows and matches(rows[c].metadata, where)][:depth]
 
@@ -177,6 +190,7 @@ class PartitionSearch:
         depth: int,
         where: Mapping[str, Any] | None,
         parents: Mapping[str, str],
+        stopwords: AbstractSet[str] = STOPWORDS,
     ) -> tuple[Hits, set[str]]:
         """BM25 over whole documents, for the hybrid document score (:mod:`.documents`).
 
@@ -201,7 +215,12 @@ class PartitionSearch:
                     handles.conn.rollback()  # they stay dirty, so pooled: the search goes on
                     logger.warning("document index not refreshed before a search: %s", exc)
             return documents.search(
-                handles.kb_id, partition, text, k=depth, sources=set(parents.values())
+                handles.kb_id,
+                partition,
+                text,
+                k=depth,
+                sources=set(parents.values()),
+                stopwords=stopwords,
             )
 
     def parents(self, partition: str, ids: set[str]) -> dict[str, str]:

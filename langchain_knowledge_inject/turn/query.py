@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONDENSE_PROMPT",
+    "FUNCTION_WORDS",
     "CondensedQuery",
     "QueryCondenser",
     "followup_query",
@@ -61,7 +62,7 @@ __all__ = [
 logger = logging.getLogger("langchain_knowledge_inject.retrieval_query")
 
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
-_STOPWORDS = frozenset(
+FUNCTION_WORDS = frozenset(
     """a about above after again all also am an and any are as at be because been before
     being below between both but by can could did do does doing done during each either else
     few for from further get gets getting give given go going got had has have having he her
@@ -72,6 +73,7 @@ _STOPWORDS = frozenset(
     where which while who whom whose why will with within would yes yet you your yours ok okay
     there's what's how's it's i'm i've i'd ll""".split()  # noqa: SIM905
 )
+"""English function words, question words and pronouns (lowercase): not what a message is about."""
 _CONTINUATION = re.compile(
     r"^\W*(?:and|or|but|also|then|so|what about|how about|what if|same for|ok(?:ay)?|"
     r"in that case|if so)\b",
@@ -101,7 +103,7 @@ def salient_terms(text: str) -> list[str]:
     """
     terms: dict[str, None] = {}
     for word in _WORD.findall(text.lower()):
-        if word not in _STOPWORDS and (len(word) > 1 or word.isdigit()):
+        if word not in FUNCTION_WORDS and (len(word) > 1 or word.isdigit()):
             terms[word] = None
     return list(terms)
 

@@ -10,9 +10,11 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.memory.episode_fields import Candidate
+from langchain_knowledge_inject.memory.episode_query import QUESTION_STOPWORDS
 from langchain_knowledge_inject.memory.episode_rank import rank as rank_candidates
 from langchain_knowledge_inject.memory.episode_store import CONTEXT_CHARS, EpisodeRecord, prepare
 from langchain_knowledge_inject.memory.episodic import EpisodicMemory
+from langchain_knowledge_inject.store.keyword import STOPWORDS
 
 NOW = datetime(2024, 6, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -179,6 +181,29 @@ def test_the_newest_statement_wins_when_the_question_asks_about_now(new_memory) 
     plain = memory.search("Where did I live before Porto?", user_id="u1", now=NOW, k=3,
                           recency="off")  # fmt: skip
     assert before == [e.episode_id for e in plain]
+
+
+def test_question_words_are_left_out_of_the_keyword_side(new_memory) -> None:
+    turns = [("q", "Ben", "What did you do last night, did you go out?"),
+             ("a", "Ana", "Cooked pasta with my sister.")]  # fmt: skip
+    default, lucene = (
+        new_memory(search_mode="keyword"),
+        new_memory(search_mode="keyword", keyword_stopwords=STOPWORDS),
+    )
+    for memory in (default, lucene):
+        for episode_id, who, text in turns:
+            memory.record(text, user_id="u", speaker=who, thread_id="t", episode_id=episode_id)
+        memory.flush()
+
+    def found(memory: EpisodicMemory) -> list[str]:
+        hits = memory.search("What did you cook?", user_id="u", k=5, recency="off")
+        return [e.episode_id for e in hits]
+
+    assert found(default) == ["a"]
+    assert "q" in found(lucene)  # matched by "what", "did" and "you" alone
+    assert default.keyword_stopwords == QUESTION_STOPWORDS
+    with pytest.raises(ConfigurationError, match="keyword_stopwords"):
+        new_memory(keyword_stopwords="what did")
 
 
 @pytest.mark.parametrize("option", ["session_weight", "current_weight"])

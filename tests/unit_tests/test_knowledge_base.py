@@ -10,6 +10,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import ConfigurationError, KnowledgeBase, KnowledgeBaseNotFoundError
 from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
+from langchain_knowledge_inject.store.keyword import STOPWORDS
 from langchain_knowledge_inject.store.knowledge_base import chunk_id
 from tests.unit_tests.fakes import EXPENSES, LEAVE, SICK, CountingEmbedding
 
@@ -192,6 +193,21 @@ def test_search_hits_are_the_search_without_reading_chunks_back(kb, monkeypatch)
                         lambda *a: read.extend(a[2]) or real(*a))  # fmt: skip
     assert kb.search_hits("annual leave calendar year", k=3, min_score=0.0, mode="dense")
     assert read == []  # no chunk was read back
+
+
+def test_search_hits_can_leave_more_words_out_of_the_keyword_query(kb):
+    kb.add_documents([Document("What did you do?", metadata={"source": "q"}),
+                      Document("We ate pasta in Rome.", metadata={"source": "a"})])  # fmt: skip
+    query = "What did you eat in Rome?"
+    plain = kb.search_hits(query, k=5, mode="keyword", min_score=0.0)
+    fewer = kb.search_hits(query, k=5, mode="keyword", min_score=0.0,
+                           stopwords=STOPWORDS | {"what", "did", "you"})  # fmt: skip
+
+    assert {cid for cid, _ in plain} == {cid for cid, _ in kb.search_hits("x", k=5, min_score=0)}
+    assert [kb.get_by_ids([cid])[0].page_content for cid, _ in fewer] == ["We ate pasta in Rome."]
+    assert kb.search_hits(query, k=5, mode="keyword", min_score=0.0, stopwords=None) == plain
+    with pytest.raises(ConfigurationError, match="stopwords"):
+        kb.search_hits(query, stopwords=["what"])  # type: ignore[arg-type]
 
 
 def test_query_embeddings_are_cached(kb, emb):
