@@ -11,7 +11,9 @@ previous per-user vector store (see ``benchmarks/episodic_recall.py``).
 
 Ranking: the hybrid score (``similarity``, in [0, 1]) of the question without
 the names of known speakers (in a dialogue, "Rosa" in "What did Rosa cook?"
-would otherwise match every greeting addressed to her); plus ``speaker_weight``
+would otherwise match every greeting addressed to her), its keyword side
+without the question words of ``keyword_stopwords`` ("what", "did", "you");
+plus ``speaker_weight``
 for episodes of a speaker the question names; plus ``date_weight``
 for episodes inside a date named in the question ("last May", "two weeks ago",
 "in 2023", resolved against the reference time ``now``; those episodes are also
@@ -23,9 +25,12 @@ present: "where does she live now?"); plus ``session_weight`` times the
 score of the episode's session (see :mod:`~.episode_rank`). A single turn is
 indexed with the question it answers (``context_turn``: the previous turn of
 its thread when that is another speaker's question; kept in memory per
-thread, so the first turn recorded after reopening has none); results return
-the turn alone. The candidates are always the same ``MAX_K`` best, whatever
-``k``: the top 5 is the start of the top 20.
+thread, and looked up in the store, when written, for the first turn of a
+thread after a reopen); results return the turn alone. The candidates are
+always the same ``MAX_K`` best, whatever ``k``: the top 5 is the start of the
+top 20. They come from the knowledge base as ``(chunk id, score)`` pairs,
+ranked by fields kept per user (:mod:`~.episode_fields`); only the returned
+episodes are read back whole.
 
 Writing: :meth:`EpisodicMemory.record`, :meth:`~EpisodicMemory.record_exchange`,
 :meth:`~EpisodicMemory.record_turn` (called by the graph and the middleware
