@@ -8,7 +8,7 @@ known speakers are found in, and left out of, the question.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -16,7 +16,7 @@ from langchain_knowledge_inject.errors import ConfigurationError
 from langchain_knowledge_inject.store.keyword import STOPWORDS
 from langchain_knowledge_inject.turn.query import FUNCTION_WORDS
 
-__all__ = ["QUESTION_STOPWORDS", "aware", "both", "named", "strip_names", "where"]
+__all__ = ["QUESTION_STOPWORDS", "aware", "both", "named", "stopword_set", "strip_names", "where"]
 
 QUESTION_STOPWORDS = STOPWORDS | FUNCTION_WORDS
 """Words an episode search leaves out of its keyword side: Lucene's 33 and the function words.
@@ -26,6 +26,17 @@ A question to a memory is full of words that every short dialogue turn holds
 do?" above the answer. Only the keyword query leaves them out: the question's
 vector and the knowledge base's own default stay as they are.
 """
+
+
+def stopword_set(words: Iterable[str] | None) -> frozenset[str]:
+    """The ``keyword_stopwords`` option as a set of casefolded words (``None``: the default)."""
+    if words is None:
+        return QUESTION_STOPWORDS
+    listed = [] if isinstance(words, str) else list(words)
+    if isinstance(words, str) or not all(isinstance(w, str) for w in listed):
+        msg = "keyword_stopwords must be an iterable of words, or None"
+        raise ConfigurationError(msg, option="keyword_stopwords", value=words)
+    return frozenset(w.casefold() for w in listed)
 
 
 def named(text: str, speakers: set[str]) -> list[str]:

@@ -230,6 +230,30 @@ def stored_previous_turn(
     return str(last.get("ep_speaker") or ""), str(last.get("ep_text") or "")
 
 
+def with_stored_context(
+    entry: dict[str, Any], earlier: dict[tuple[str, str], tuple[str, str]], kb: KnowledgeBase
+) -> dict[str, Any]:
+    """``entry`` with the question it answers, when it was marked ``context_from_store``.
+
+    Such an entry is the first turn of its thread in a process; the thread's
+    previous single turn is an earlier one of the same batch (``earlier``,
+    updated here: a journal replayed), else the last one stored before it.
+    """
+    meta = entry["meta"]
+    key = (str(entry["user"]), str(meta.get("ep_thread") or ""))
+    previous = earlier.get(key)
+    if meta.get("ep_kind") == "turn" and not meta.get("ep_reply") and key[1]:
+        earlier[key] = (str(meta.get("ep_speaker") or ""), str(meta["ep_text"]))
+    if not entry.get("context_from_store"):
+        return entry
+    if previous is None:
+        previous = stored_previous_turn(kb, key[0], key[1], float(meta["ep_ts"]))
+    context = question_answered(previous, meta.get("ep_speaker") or None)
+    if not context:
+        return entry
+    return {**entry, "text": with_context(entry["text"], context)}
+
+
 def to_document(entry: Mapping[str, Any]) -> Document:
     """A journal entry as the knowledge-base document to write."""
     return Document(page_content=entry["text"], metadata=dict(entry["meta"]))

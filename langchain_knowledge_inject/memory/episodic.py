@@ -71,12 +71,7 @@ from langchain_knowledge_inject.memory import temporal as _temporal
 from langchain_knowledge_inject.memory.episode_fields import Candidate, EpisodeFields
 from langchain_knowledge_inject.memory.episode_format import format_episodes
 from langchain_knowledge_inject.memory.episode_journal import EpisodeWriter
-from langchain_knowledge_inject.memory.episode_query import (
-    QUESTION_STOPWORDS,
-    aware,
-    both,
-    strip_names,
-)
+from langchain_knowledge_inject.memory.episode_query import aware, both, stopword_set, strip_names
 from langchain_knowledge_inject.memory.episode_query import named as names_in
 from langchain_knowledge_inject.memory.episode_query import where as build_where
 from langchain_knowledge_inject.memory.episode_rank import rank
@@ -87,11 +82,10 @@ from langchain_knowledge_inject.memory.episode_store import (
     from_document,
     prepare,
     question_answered,
-    stored_previous_turn,
     text_of,
     to_document,
     user_key,
-    with_context,
+    with_stored_context,
 )
 from langchain_knowledge_inject.store.search_args import MODES, SearchMode
 from langchain_knowledge_inject.turn.blocks import DEFAULT_PRIORITIES, BlockText, config_user_id
@@ -261,7 +255,7 @@ class EpisodicMemory:
         self.speaker_weight = speaker_weight
         self.session_weight, self.current_weight = session_weight, current_weight
         self.context_turn, self.speaker_in_text = context_turn, speaker_in_text
-        self.keyword_stopwords = _stopwords(keyword_stopwords)
+        self.keyword_stopwords = stopword_set(keyword_stopwords)
         self.search_mode: SearchMode = search_mode
         self._previous: dict[tuple[str, str], tuple[str, str]] = {}  # (user, thread): last turn
         self._previous_lock = threading.Lock()
@@ -547,7 +541,7 @@ class EpisodicMemory:
         turn is a question of another speaker ("How was the holiday?" before
         "Just got back from Porto"). The first turn of a thread in this
         process is marked, and its context looked up in the store when it is
-        written (:meth:`_with_stored_context`), off the caller's thread.
+        written (``episode_store.with_stored_context``), off the caller's thread.
         """
         key = (user_key(user_id), record.thread_id or "")
         single = record.kind in (None, "turn") and not (record.reply or "").strip()
@@ -577,7 +571,7 @@ class EpisodicMemory:
         by_user: dict[str, dict[str, dict[str, Any]]] = {}
         earlier: dict[tuple[str, str], tuple[str, str]] = {}  # single turns of this batch
         for entry in entries:  # the last write of an episode wins
-            entry = self._with_stored_context(entry, earlier)
+            entry = with_stored_context(entry, earlier, self.knowledge_base)
             by_user.setdefault(entry["user"], {})[entry["meta"]["ep_id"]] = entry
         kb = self.knowledge_base
         for user, items in by_user.items():
@@ -585,29 +579,6 @@ class EpisodicMemory:
             self._speakers.setdefault(user, set()).update(speakers)
             kb.add_documents([to_document(e) for e in items.values()], tenant_id=user)
             self._fields.forget(user, items)  # after the write: a search reads them again
-
-    def _with_stored_context(
-        self, entry: dict[str, Any], earlier: dict[tuple[str, str], tuple[str, str]]
-    ) -> dict[str, Any]:
-        """``entry`` with the question it answers, for the first turn of a thread in this process.
-
-        Its thread's previous single turn is an earlier one of the same batch
-        (a journal replayed), else the last one stored before it.
-        """
-        meta = entry["meta"]
-        key = (str(entry["user"]), str(meta.get("ep_thread") or ""))
-        previous = earlier.get(key)
-        if meta.get("ep_kind") == "turn" and not meta.get("ep_reply") and key[1]:
-            earlier[key] = (str(meta.get("ep_speaker") or ""), str(meta["ep_text"]))
-        if not entry.get("context_from_store"):
-            return entry
-        if previous is None:
-            previous = stored_previous_turn(self.knowledge_base, key[0], key[1],
-                                            float(meta["ep_ts"]))  # fmt: skip
-        context = question_answered(previous, meta.get("ep_speaker") or None)
-        if not context:
-            return entry
-        return {**entry, "text": with_context(entry["text"], context)}
 
     def _wait_for(self, user: str) -> None:
         if self._writer is None:
@@ -824,15 +795,6 @@ class EpisodicMemory:
             return format_episodes(items, max_chars=self.max_snippet_chars)
 
         return BlockText.build(episodes, render)
-
-
-def _stopwords(words: Iterable[str] | None) -> frozenset[str]:
-    if words is None:
-        return QUESTION_STOPWORDS
-    if isinstance(words, str) or not all(isinstance(w, str) for w in words):
-        msg = "keyword_stopwords must be an iterable of words, or None"
-        raise ConfigurationError(msg, option="keyword_stopwords", value=words)
-    return frozenset(w.casefold() for w in words)
 
 
 def _flush_at_exit(ref: weakref.ReferenceType[EpisodicMemory]) -> None:

@@ -202,6 +202,8 @@ def test_question_words_are_left_out_of_the_keyword_side(new_memory) -> None:
     assert found(default) == ["a"]
     assert "q" in found(lucene)  # matched by "what", "did" and "you" alone
     assert default.keyword_stopwords == QUESTION_STOPWORDS
+    upper = new_memory(keyword_stopwords=(w.upper() for w in STOPWORDS))  # a generator
+    assert upper.keyword_stopwords == STOPWORDS
     with pytest.raises(ConfigurationError, match="keyword_stopwords"):
         new_memory(keyword_stopwords="what did")
 
