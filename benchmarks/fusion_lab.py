@@ -31,6 +31,10 @@ few thousandths, HNSW builds differ run to run), with the queries that score
   ``documents.DocumentIndex`` holds, with FTS5's tokens and no phrase part:
   FTS5's ``bm25()`` (k1 1.2, b 0.75, its IDF) against other k1 / b, Lucene's
   IDF, BM25+ and other query stop lists.
+* **query-adaptive dense weight**: both cosine weights moved from 0.75 by
+  ``slope`` standard deviations of the query's margin (clipped to 0.4-0.95):
+  the document-index keyword margin (best minus second BM25, over the best)
+  lowers it, the dense margin (best minus second document cosine) raises it.
 * **weights**: the document part's cosine weight, the chunk part's cosine
   weight and the document weight over a grid (the best few printed).
 
@@ -242,6 +246,35 @@ class Lab:
 
         return lambda q: self.blended(q, document_cosine)
 
+    def adaptive(self, side: str, slope: float):
+        """Both cosine weights moved by ``slope`` standard deviations of a per-query margin."""
+
+        def margin(q: str) -> float:
+            if side == "keyword":
+                hits = [s for _, s in self.data.document_hits[q]]
+                return (hits[0] - hits[1]) / hits[0] if len(hits) > 1 else 1.0
+            documents: dict[str, float] = {}  # the first two documents of the dense list
+            for chunk_id, cosine in self.data.dense[q]:
+                documents.setdefault(self.parent[chunk_id], cosine)
+                if len(documents) == 2:
+                    break
+            top = list(documents.values())
+            return top[0] - top[1] if len(top) > 1 else 0.0
+
+        margins = {q: margin(q) for q in self.data.queries}
+        middle = statistics.median(margins.values())
+        spread = statistics.pstdev(margins.values()) or 1.0
+        sign = -1.0 if side == "keyword" else 1.0
+
+        def run(q: str) -> list[str]:
+            shift = sign * slope * (margins[q] - middle) / spread
+            w = min(0.95, max(0.4, fusion.DENSE_WEIGHT + shift))
+            return self.blended(
+                q, lambda _q, _s, best: best, document_dense_weight=w, chunk_dense_weight=w
+            )
+
+        return run
+
     def rocchio(self, q: str, alpha: float, m: int) -> list[str]:
         top = []
         for source in self.default(q)[:m]:
@@ -385,6 +418,8 @@ def main() -> None:
             show(f"{name} vector, {how} {g}", lab.with_vector(name, how, g))
     for alpha, m in itertools.product((0.25, 0.5, 1.0), (3, 5, 10)):
         show(f"Rocchio alpha {alpha} top {m}", lambda q, a=alpha, n=m: lab.rocchio(q, a, n))
+    for side, slope in itertools.product(("keyword", "dense"), (-0.1, -0.05, 0.05, 0.1, 0.2)):
+        show(f"adaptive dense weight, {side} margin, slope {slope}", lab.adaptive(side, slope))
     grid = []
     for wd, wc, share in itertools.product(
         (0.65, 0.7, 0.75, 0.8), (0.6, 0.75, 0.9), (0.6, 0.75, 0.9, 1.0)

@@ -53,7 +53,12 @@ better of the two 0.7526, mixed in at 0.15 / 0.3 / 0.5 0.7514 / 0.7503 /
 title 0.7471, 0.7523 / 0.7518 / 0.7431, 0.7513; dense Rocchio feedback
 (query vector plus alpha times the mean of the top 3 / 5 / 10 documents' best
 chunks, searched again, exact) 0.7496 / 0.7480 / 0.7484 at alpha 0.25, 0.7464 /
-0.7468 / 0.7471 at 0.5, 0.7446 / 0.7428 / 0.7417 at 1; the document cosine
+0.7468 / 0.7471 at 0.5, 0.7446 / 0.7428 / 0.7417 at 1; a query-adaptive
+cosine weight (moved from 0.75 by slope -0.1 / -0.05 / 0.05 / 0.1 / 0.2
+standard deviations of the query's document-keyword margin, lowered when
+the best document's BM25 stands out: 0.7455 / 0.7469 / 0.7516 / 0.7500 /
+0.7450; raised with the dense margin: 0.7489 / 0.7497 / 0.7503 / 0.7499 /
+0.7460); the document cosine
 weight, chunk cosine weight and document weight over a grid (0.65-0.8,
 0.6-0.9, 0.6-1.0), best 0.7525 (document weight 1). Keyword side alone,
 the document index's text ranked by BM25 outside FTS5 (``fusion_lab.py
