@@ -7,11 +7,14 @@ all-MiniLM-L6-v2 (the ``onnx`` extra is required):
   what ``onnx-int8`` exported before: every MatMul (the 12 that multiply two
   activations included) and the embedding tables' ``Gather``;
 * ``weights``: only the 36 MatMuls that multiply by a weight matrix;
+* ``unsmoothed``: what ``onnx-int8`` exported before smoothing: ``weights``
+  minus the feed-forward output projections, kept in fp32;
 * ``default``: what ``onnx-int8`` exports now
-  (``store/embedding_quantization.py``): ``weights`` minus the feed-forward
-  output projections, kept in fp32;
+  (``store/embedding_quantization.py``): ``unsmoothed`` with the inputs of the
+  query/key/value and feed-forward input projections smoothed first
+  (SmoothQuant, scales from the module's calibration texts);
 * ``weights-no-ffn-out-0-2``: ``weights`` minus the feed-forward output projections of
-  layers 0 to 2 only.
+  layers 0 to 2 only; ``smoothed-no-ffn-out-0-2``: the same, smoothed.
 
 Every abstract of the corpus (``title + " " + text``, one vector each, the
 model reading its first 256 word pieces) and every test claim are embedded
@@ -46,7 +49,8 @@ from embedding_speed import load, ndcg_at_10
 
 from langchain_knowledge_inject.store.embedding_quantization import (
     FP32_MATMULS,
-    weight_matmuls,
+    SMOOTH_MATMULS,
+    write_quantized,
 )
 from langchain_knowledge_inject.store.embeddings import (
     _export_folder,
@@ -57,40 +61,42 @@ from langchain_knowledge_inject.store.embeddings import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-VARIANTS = {
-    "weights": re.compile(r"(?!)"),  # matches no node: every weight MatMul quantized
-    "default": FP32_MATMULS,
-    "weights-no-ffn-out-0-2": re.compile(r"/layer\.[0-2]/output/dense/"),
+NO_NODE = re.compile(r"(?!)")  # matches no node: every weight MatMul quantized
+FFN_OUT_0_2 = re.compile(r"/layer\.[0-2]/output/dense/")
+VARIANTS = {  # MatMuls kept in fp32, and whether the inputs are smoothed first
+    "weights": (NO_NODE, False),
+    "unsmoothed": (FP32_MATMULS, False),
+    "default": (FP32_MATMULS, True),
+    "weights-no-ffn-out-0-2": (FFN_OUT_0_2, False),
+    "smoothed-no-ffn-out-0-2": (FFN_OUT_0_2, True),
 }
 
 
 def build(folder: Path, variant: str, target: str) -> str:
     """Quantize ``folder``'s fp32 export as ``variant``; return the file name."""
-    from optimum.onnxruntime import ORTQuantizer
-    from optimum.onnxruntime.configuration import AutoQuantizationConfig
-
     file_name = f"onnx/model_{variant}.onnx"
     if (folder / file_name).is_file():
         return file_name
-    factory = getattr(AutoQuantizationConfig, target)
     if variant.startswith("st-"):
-        config = factory(is_static=False)  # what the string target means in sentence-transformers
-    else:
-        import onnx
+        from optimum.onnxruntime import ORTQuantizer
+        from optimum.onnxruntime.configuration import AutoQuantizationConfig
 
-        graph = onnx.load(str(folder / "onnx" / "model.onnx"), load_external_data=False).graph
-        nodes = [(node.name, node.op_type, list(node.input)) for node in graph.node]
-        chosen = weight_matmuls(
-            nodes, (t.name for t in graph.initializer), keep_fp32=VARIANTS[variant]
-        )
-        config = factory(
-            is_static=False,
-            per_channel=True,
-            nodes_to_quantize=chosen,
-            operators_to_quantize=["MatMul"],
-        )
-    quantizer = ORTQuantizer.from_pretrained(str(folder / "onnx"), file_name="model.onnx")
-    quantizer.quantize(config, str(folder / "onnx"), file_suffix=variant)
+        # what the string target means in sentence-transformers
+        config = getattr(AutoQuantizationConfig, target)(is_static=False)
+        quantizer = ORTQuantizer.from_pretrained(str(folder / "onnx"), file_name="model.onnx")
+        quantizer.quantize(config, str(folder / "onnx"), file_suffix=variant)
+        return file_name
+    from transformers import AutoTokenizer
+
+    keep_fp32, smoothed = VARIANTS[variant]
+    write_quantized(
+        folder / "onnx" / "model.onnx",
+        folder / file_name,
+        target,
+        tokenizer=AutoTokenizer.from_pretrained(str(folder)),
+        keep_fp32=keep_fp32,
+        smooth=SMOOTH_MATMULS if smoothed else None,
+    )
     return file_name
 
 

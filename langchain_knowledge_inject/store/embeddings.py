@@ -16,7 +16,8 @@ or the environment variable ``KINJECT_EMBEDDINGS_BACKEND``):
   with torch's to cosine 0.9999999, so a knowledge base built with one backend
   is searched with the other.
 * ``"onnx-int8"``: the same export with int8 dynamic quantization of the
-  weight MatMuls (an option: faster again, at a small quality cost; see
+  weight MatMuls, their inputs smoothed first (an option: faster again, at a
+  small quality cost; see
   :mod:`~langchain_knowledge_inject.store.embedding_quantization` and
   ``benchmarks/int8_variants.py``).
 * ``"auto"`` (the default): ``"onnx"`` when the ``onnx`` extra is installed

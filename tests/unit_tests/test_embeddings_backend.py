@@ -55,8 +55,8 @@ def test_onnx_file_finds_the_export_and_the_quantized_file(tmp_path):
     (tmp_path / "onnx" / "model.onnx").write_bytes(b"x")
     assert emb._onnx_file(tmp_path, None) == "onnx/model.onnx"
     assert emb._onnx_file(tmp_path, "avx2") is None
-    (tmp_path / "onnx" / "model_int8dense_avx2.onnx").write_bytes(b"x")
-    assert emb._onnx_file(tmp_path, "avx2") == "onnx/model_int8dense_avx2.onnx"
+    (tmp_path / "onnx" / "model_int8smooth_avx2.onnx").write_bytes(b"x")
+    assert emb._onnx_file(tmp_path, "avx2") == "onnx/model_int8smooth_avx2.onnx"
 
 
 def test_quantization_target_is_a_name_sentence_transformers_accepts():
@@ -95,12 +95,92 @@ def test_int8_quantizes_only_weight_matmuls_and_keeps_the_ffn_output_in_fp32():
 def test_quantized_file_is_found_under_its_own_name_not_the_earlier_export(tmp_path):
     (tmp_path / "onnx").mkdir()
     (tmp_path / "onnx" / "model.onnx").write_bytes(b"x")
-    # what earlier versions exported (every operator quantized): not used, re-exported
+    # what earlier versions exported: every operator quantized, then weight MatMuls
+    # without smoothing; neither is used: the first onnx-int8 load quantizes again
     (tmp_path / "onnx" / "model_quint8_avx2.onnx").write_bytes(b"x")
-    assert emb._onnx_file(tmp_path, "avx2") is None
     (tmp_path / "onnx" / "model_int8dense_avx2.onnx").write_bytes(b"x")
-    assert emb._onnx_file(tmp_path, "avx2") == "onnx/model_int8dense_avx2.onnx"
+    assert emb._onnx_file(tmp_path, "avx2") is None
+    (tmp_path / "onnx" / "model_int8smooth_avx2.onnx").write_bytes(b"x")
+    assert emb._onnx_file(tmp_path, "avx2") == "onnx/model_int8smooth_avx2.onnx"
     assert emb._onnx_file(tmp_path, "avx512_vnni") is None
+
+
+def test_smoothing_scales_move_activation_range_into_the_weights_exactly():
+    import numpy as np
+
+    from langchain_knowledge_inject.store import embedding_quantization as quant
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 3)).astype(np.float32) * np.array([40.0, 1.0, 0.0], np.float32)
+    w_q = rng.standard_normal((3, 4)).astype(np.float32)
+    w_k = rng.standard_normal((3, 4)).astype(np.float32) * 3
+    scales = quant.smoothing_scales(np.abs(x).max(axis=0), [w_q, w_k], alpha=0.5)
+    assert scales.dtype == np.float32
+    # s = max|X|^a / max|W|^(1-a), the weight maximum taken over every reader of X
+    weight_max = np.maximum(np.abs(w_q).max(axis=1), np.abs(w_k).max(axis=1))
+    expected = np.sqrt(np.abs(x).max(axis=0)) / np.sqrt(weight_max)
+    assert np.allclose(scales[:2], expected[:2], rtol=1e-6)
+    assert scales[2] == pytest.approx(1e-5)  # a channel that is always 0: clipped, not 0
+    for w in (w_q, w_k):
+        assert np.allclose((x / scales) @ (w * scales[:, None]), x @ w, atol=1e-4)
+    # the smoothed input's channels are closer in range than the raw ones
+    smoothed = np.abs(x / scales).max(axis=0)[:2]
+    assert (
+        smoothed.max() / smoothed.min()
+        < np.abs(x).max(axis=0)[:2].max() / np.abs(x).max(axis=0)[:2].min()
+    )
+
+
+def test_smoothed_graph_computes_the_same_function_in_fp32(tmp_path):
+    pytest.importorskip("onnx")
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    from langchain_knowledge_inject.store import embedding_quantization as quant
+
+    rng = np.random.default_rng(1)
+    names = {
+        "wq": "/encoder/layer.0/attention/self/query/MatMul",
+        "wk": "/encoder/layer.0/attention/self/key/MatMul",
+        "wo": "/encoder/layer.0/output/dense/MatMul",  # reads x too, but is not smoothed
+    }
+    weights = [
+        numpy_helper.from_array(rng.standard_normal((4, 3)).astype(np.float32), name)
+        for name in names
+    ]
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", w], [f"y_{w}"], name=n) for w, n in names.items()],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info(f"y_{w}", TensorProto.FLOAT, [2, 3]) for w in names],
+        initializer=weights,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    feeds = {
+        text: {"x": (rng.standard_normal((2, 4)) * [30, 1, 1, 0.1]).astype(np.float32)}
+        for text in ("a", "b")
+    }
+    maxima = quant.activation_maxima(model, feeds, lambda text: feeds[text])
+    assert np.allclose(maxima["x"], np.max([np.abs(f["x"]).max(axis=0) for f in feeds.values()], 0))
+
+    def run(proto, x):
+        session = ort.InferenceSession(
+            proto.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+        return session.run(None, {"x": x})
+
+    probe = rng.standard_normal((2, 4)).astype(np.float32)
+    before = run(model, probe)
+    smoothed = quant.smooth_model(model, maxima)
+    muls = [node for node in smoothed.graph.node if node.op_type == "Mul"]
+    assert len(muls) == 1  # one Mul shared by query and key, which read the same input
+    readers = {node.name: node.input[0] for node in smoothed.graph.node if node.op_type == "MatMul"}
+    assert readers[names["wq"]] == readers[names["wk"]] == muls[0].output[0]
+    assert readers[names["wo"]] == "x"
+    for a, b in zip(before, run(smoothed, probe), strict=True):
+        assert np.allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
 def test_quantization_config_names_the_chosen_nodes_of_a_real_graph(tmp_path):
