@@ -13,7 +13,11 @@ that tenant. Measured on 5k chunks and 10 tenants (chromadb 1.5): a metadata
 ``where`` filter made a query 3.6-4.2x slower than an unfiltered one, while a
 per-tenant collection answered in 0.7-0.9x the time, isolated by construction.
 
-This module is the facade; the work is done below it, each part handed only
+This module is the facade; its methods are grouped by what they do in
+``knowledge_base_metadata`` (``info``, ``restriction``), ``knowledge_base_writes``
+(add, upsert, delete, drop), ``knowledge_base_search`` (``search``,
+``search_hits``, ``asearch``) and ``knowledge_base_healing`` (a damaged catalog,
+``check``), parts of its class. The work is done below it, each part handed only
 what it needs: ``handles`` (the SQLite side and its one transaction),
 ``chroma`` (the client and partition collections), ``search`` (the search
 path of a partition), ``writes``, ``opening``, ``sync``, ``recovery`` and
@@ -23,14 +27,11 @@ path of a partition), ``writes``, ``opening``, ``sync``, ``recovery`` and
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Mapping, Sequence
-from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,14 +40,9 @@ from langchain_core.documents import Document
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
     ForkedProcessError,
-    KnowledgeBaseNotFoundError,
     KnowledgeBaseOpenError,
-    KnowledgeInjectError,
-    RetrievalError,
-    StoreError,
     StoreTimeoutError,
 )
-from langchain_knowledge_inject.store import fusion
 from langchain_knowledge_inject.store.calls import (
     DEFAULT_TIMEOUT,
     BoundedCalls,
@@ -55,15 +51,16 @@ from langchain_knowledge_inject.store.calls import (
     check_seconds,
 )
 from langchain_knowledge_inject.store.chroma import SERVER_WRITE_BATCH, ChromaSide
-from langchain_knowledge_inject.store.consistency import ConsistencyReport, check_knowledge_base
 from langchain_knowledge_inject.store.embeddings import (
     QueryEmbeddingCache,
     default_embeddings,
     embedding_model_name,
 )
-from langchain_knowledge_inject.store.filters import split_tenant
 from langchain_knowledge_inject.store.handles import StoreHandles
-from langchain_knowledge_inject.store.keyword import STOPWORDS
+from langchain_knowledge_inject.store.knowledge_base_healing import HealingMixin
+from langchain_knowledge_inject.store.knowledge_base_metadata import MetadataMixin
+from langchain_knowledge_inject.store.knowledge_base_search import SearchMixin
+from langchain_knowledge_inject.store.knowledge_base_writes import WritesMixin
 from langchain_knowledge_inject.store.metadata import (
     AddResult,
     KnowledgeBaseInfo,
@@ -84,17 +81,13 @@ from langchain_knowledge_inject.store.search import DOCUMENT_REFRESH, PartitionS
 from langchain_knowledge_inject.store.search_args import (
     MAX_QUERY_CHARS,
     SearchMode,
-    check_search_args,
 )
 from langchain_knowledge_inject.store.storage import (
     StoreLock,
-    classify_store_error,
     collection_name,
     default_store_path,
     ensure_store_dir,
-    is_not_found,
     persistent_client,
-    record_collection_name,
     store_is_writable,
 )
 from langchain_knowledge_inject.store.sync import DEFAULT_SYNC_INTERVAL, KeywordSync
@@ -105,10 +98,6 @@ from langchain_knowledge_inject.store.writes import (
     WINDOW_CHUNK_TOKENS,
     WINDOW_OVERLAP_TOKENS,
     default_splitter,
-    delete_chunks,
-    split_documents,
-    upsert_records,
-    write_chunks,
 )
 
 if TYPE_CHECKING:
@@ -143,11 +132,10 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _DEFAULT_SPLITTER: Any = object()
-_HEAL_INTERVAL = 60.0
 _LOCAL_GRACE_S = 1.0  # asearch with a server: local work (embedding, keyword) past the timeout
 
 
-class KnowledgeBase:
+class KnowledgeBase(MetadataMixin, WritesMixin, SearchMixin, HealingMixin):
     """A named knowledge base: Chroma collections (cosine) plus a keyword index.
 
     Setup:
@@ -357,357 +345,7 @@ class KnowledgeBase:
         """True when the store cannot be written: searches work, writes raise ``StoreError``."""
         return self._handles.read_only
 
-    # -- metadata ----------------------------------------------------------
-    @property
-    def info(self) -> KnowledgeBaseInfo:
-        """Metadata of this knowledge base (read from the store each time).
-
-        ``restricted`` and ``sensitive_sources`` are on when the catalog or the
-        record kept in Chroma says so, or when Chroma could not be asked.
-        """
-        row = self._stored_row()
-        info = self._info_from_row(row)
-        flags = self._flags(row)
-        return dataclasses.replace(
-            info, restricted=flags.restricted, sensitive_sources=flags.sensitive_sources
-        )
-
-    @property
-    def restriction(self) -> RestrictionFlags:
-        """The stored restriction flags alone: what :attr:`info` says of them, cheaper.
-
-        Read on every turn by the surfaces (no chunk count, no topics). On when
-        the catalog or the record kept in Chroma says so, or when Chroma could
-        not be asked. Cached until the catalog changes (a write by this
-        connection, or a commit by any other: SQLite's ``data_version``) or
-        the flags held in memory change; while the Chroma record is unknown it
-        is read again each time, so the flags follow the record once it answers.
-        """
-        self._check_process()
-        cached = self._restriction
-        if cached is not None and self._flags_state.known and cached[0] == self._catalog_key():
-            return cached[1]
-        flags = self._flags(self._stored_row())
-        self._restriction = (self._catalog_key(), flags)
-        return flags
-
-    def _catalog_key(self) -> tuple[Any, ...]:
-        """Changes whenever the catalog or the flags held in memory may have changed."""
-        handles = self._handles
-        with handles.lock:
-            conn = handles.conn
-            version = conn.execute("PRAGMA data_version").fetchone()[0]
-            return (id(conn), conn.total_changes, version, self._flags_state.version)
-
-    def _stored_row(self) -> Mapping[str, Any]:
-        """This knowledge base's catalog row; a damaged catalog is healed once first."""
-        self._check_process()
-        try:
-            with self._handles.errors("reading its metadata"):
-                row = self._handles.catalog.get_kb(self.name)
-                if row is None:
-                    msg = f"Knowledge base {self.name!r} was deleted"
-                    raise KnowledgeBaseNotFoundError(msg, kb_name=self.name)
-                self._flags_state.refresh(self._handles, self._chroma)
-                return row
-        except StoreError as exc:
-            if not self._heal_damaged_catalog(exc):
-                raise
-            return self._stored_row()
-
-    def _flags(self, row: Mapping[str, Any]) -> RestrictionFlags:
-        settings = row["settings"]
-        pinned = self._flags_state.pinned
-        return RestrictionFlags(
-            restricted=bool(settings.get("restricted", False)) or pinned.get("restricted", False),
-            sensitive_sources=bool(settings.get("sensitive_sources", False))
-            or pinned.get("sensitive_sources", False),
-        )
-
-    def _info_from_row(self, row: Mapping[str, Any]) -> KnowledgeBaseInfo:
-        derived: list[str] | None = None
-        if not row["topics"]:
-            generation = self._handles.generation
-            if self._topics is None or self._topics[0] != generation:
-                texts = self._handles.catalog.sample_texts(self.id, 500)
-                self._topics = (generation, derive_topics(texts))
-            derived = self._topics[1]
-        count = self._handles.catalog.count(self.id)
-        return info_from_row(row, chunk_count=count, derived_topics=derived)
-
-    def get_source_fingerprint(self, source: str, *, tenant_id: str | None = None) -> str | None:
-        """The fingerprint stored with ``source`` by the last ``add_documents``, or None."""
-        self._check_process()
-        return self._handles.catalog.get_fingerprint(self.id, partition_of(tenant_id), source)
-
-    # -- writing -----------------------------------------------------------
-    def add_documents(
-        self,
-        documents: Sequence[Document],
-        *,
-        tenant_id: str | None = None,
-        fingerprints: Mapping[str, str] | None = None,
-    ) -> AddResult:
-        """Add documents, idempotently.
-
-        Documents are split by the knowledge base's text splitter; each chunk's
-        id derives from its tenant, source and content. A chunk already stored
-        is not embedded again. All chunks of one source given in a call replace
-        that source's previous chunks: stale ones are removed from Chroma and
-        from the keyword index.
-
-        Args:
-            documents: The documents; ``metadata["source"]`` names where each
-                came from (``metadata["source_path"]``, when set, is the source's
-                identity instead: see ``write_plan.source_key``),
-                ``metadata["tenant_id"]`` puts it in a tenant partition.
-            tenant_id: Tenant of every document (must agree with their metadata).
-            fingerprints: ``{source identity: fingerprint}`` to store (for example a file hash).
-
-        Returns:
-            What was added, left unchanged, updated and replaced.
-
-        Raises:
-            StoreTimeoutError: A Chroma server call took longer than ``timeout``
-                (nothing is recorded locally; running the same add again converges).
-        """
-        self._check_process()
-        self._handles.refuse_if_read_only("adding documents")
-        chunks = split_documents(documents, tenant_id, self._text_splitter)
-        for attempt in (1, 2):
-            try:
-                with self._handles.errors("adding documents"):
-                    plan = write_chunks(
-                        self._handles, self._chroma, self.embeddings, chunks, fingerprints or {}
-                    )
-                break
-            except Exception as exc:
-                if attempt == 2 or not is_not_found(exc):
-                    raise
-                self._chroma.forget()  # deleted under us (server wiped or restarted)
-        return AddResult(
-            added=len(plan.to_embed),
-            unchanged=plan.unchanged,
-            updated=len(plan.to_update),
-            replaced=sum(len(v) for v in plan.stale.values()),
-            skipped=plan.skipped,
-            ids=plan.ids,
-        )
-
-    async def aadd_documents(
-        self,
-        documents: Sequence[Document],
-        *,
-        tenant_id: str | None = None,
-        fingerprints: Mapping[str, str] | None = None,
-    ) -> AddResult:
-        """Async twin of :meth:`add_documents` (runs it in a worker thread)."""
-        self._check_process()
-        return await self._in_thread(
-            self.add_documents, documents, tenant_id=tenant_id, fingerprints=fingerprints
-        )
-
-    def delete(self, ids: Sequence[str], *, tenant_id: str | None = None) -> int:
-        """Delete chunks by id from one partition; returns how many existed."""
-        self._check_process()
-        partition = partition_of(tenant_id)
-        self._handles.refuse_if_read_only("deleting chunks")
-        return delete_chunks(self._handles, self._chroma, partition, ids)
-
-    def delete_source(self, source: str, *, tenant_id: str | None = None) -> int:
-        """Delete every chunk of ``source``; returns how many were deleted.
-
-        ``source`` is the source's identity: for a file added by ``ingest``, its
-        full path (``metadata["source_path"]``), not the short ``source`` name.
-        """
-        self._check_process()
-        partition = partition_of(tenant_id)
-        handles = self._handles
-        handles.refuse_if_read_only("deleting a source")
-        ids = list(handles.catalog.chunk_ids_for_source(self.id, partition, source))
-        count = self.delete(ids, tenant_id=tenant_id)
-        with handles.errors("deleting a source"), handles.transaction():
-            handles.catalog.delete_source(self.id, partition, source)
-        return count
-
-    async def adelete(self, ids: Sequence[str], *, tenant_id: str | None = None) -> int:
-        """Async twin of :meth:`delete` (runs it in a worker thread)."""
-        self._check_process()
-        return await self._in_thread(self.delete, ids, tenant_id=tenant_id)
-
-    async def adelete_source(self, source: str, *, tenant_id: str | None = None) -> int:
-        """Async twin of :meth:`delete_source` (runs it in a worker thread)."""
-        self._check_process()
-        return await self._in_thread(self.delete_source, source, tenant_id=tenant_id)
-
-    def count(self, *, tenant_id: str | None = None) -> int:
-        """How many chunks one partition holds (the shared one when ``tenant_id`` is None)."""
-        return self._handles.catalog.count(self.id, partition_of(tenant_id))
-
-    def delete_tenant(self, tenant_id: str) -> int:
-        """Delete every chunk of one tenant partition; returns how many there were."""
-        partition = partition_of(tenant_id)
-        ids = sorted(self._handles.catalog.partition_ids(self.id, partition))
-        return self.delete(ids, tenant_id=tenant_id) if ids else 0
-
-    def drop(self) -> None:
-        """Delete the whole knowledge base: its collections, registry and keyword index."""
-        self._check_process()
-        handles, chroma = self._handles, self._chroma
-        handles.refuse_if_read_only("dropping the knowledge base")
-        with handles.lock, handles.errors("dropping the knowledge base"):
-            names = [collection_name(self.id, p) for p in handles.catalog.partitions(self.id)]
-            for name in [*names, record_collection_name(self.id)]:
-                try:
-                    chroma.calls.call("delete_collection", chroma.client.delete_collection, name)
-                except Exception:
-                    logger.debug("collection %r already gone", name)
-            chroma.forget()
-            handles.keyword.delete_kb(self.id)
-            handles.catalog.delete_kb(self.id)
-            handles.documents.delete_kb(self.id)
-            handles.conn.commit()
-            handles.generation += 1
-
-    # -- searching ---------------------------------------------------------
-    def search(
-        self,
-        query: str,
-        *,
-        k: int = 4,
-        min_score: float | None = None,
-        filter: Mapping[str, Any] | None = None,
-        mode: SearchMode = "hybrid",
-        tenant_id: str | None = None,
-    ) -> list[Document]:
-        """Return the chunks most relevant to ``query``, best first.
-
-        Args:
-            query: The question (cut to :data:`MAX_QUERY_CHARS` characters).
-            k: How many chunks at most (>= 1).
-            min_score: Drop chunks scoring below this, in [0, 1]; see
-                :mod:`langchain_knowledge_inject.store.fusion` for what a score means.
-                None uses :data:`~langchain_knowledge_inject.store.fusion.DEFAULT_MIN_SCORE`.
-            filter: Metadata filter in Chroma's ``where`` language; its
-                ``tenant_id`` selects the tenant partition.
-            mode: ``"dense"``, ``"keyword"`` or ``"hybrid"`` (the default, a fusion).
-            tenant_id: Search this tenant's partition; None searches the shared one.
-
-        Returns:
-            Documents with ``id`` (the chunk id) and ``metadata["score"]``,
-            ``["chunk_id"]``, ``["kb_name"]``, ``["kb_id"]``, ``["source"]``.
-
-        Raises:
-            ConfigurationError: An argument has a value that is not allowed.
-            RetrievalError: The store could not be searched.
-            StoreTimeoutError: A Chroma server did not answer within ``timeout``.
-            ForkedProcessError: Used in a process forked after it was opened.
-        """
-        partition, ranked = self._ranked(query, k, min_score, filter, mode, tenant_id)
-        if not ranked:
-            return []
-        try:
-            with self._calls.operation():
-                return self._searcher.documents(self.name, partition, ranked)
-        except (RetrievalError, ConfigurationError):
-            raise
-        except sqlite3.DatabaseError as exc:
-            if self._heal_damaged_catalog(exc):
-                return self.search(
-                    query, k=k, min_score=min_score, filter=filter, mode=mode, tenant_id=tenant_id
-                )
-            msg = f"Search of knowledge base {self.name!r} failed: {exc}"
-            raise RetrievalError(msg, kb_name=self.name) from exc
-        except Exception as exc:
-            msg = f"Search of knowledge base {self.name!r} failed: {type(exc).__name__}: {exc}"
-            raise RetrievalError(msg, kb_name=self.name) from exc
-
-    def search_hits(
-        self,
-        query: str,
-        *,
-        k: int = 4,
-        min_score: float | None = None,
-        filter: Mapping[str, Any] | None = None,
-        mode: SearchMode = "hybrid",
-        tenant_id: str | None = None,
-        stopwords: AbstractSet[str] | None = None,
-    ) -> list[tuple[str, float]]:
-        """:meth:`search` without reading the chunks back: ``(chunk id, score)`` pairs, best first.
-
-        For a caller that re-ranks a pool of hits by fields it keeps itself and
-        reads back only the chunks it returns (:meth:`get_by_ids`); same
-        arguments, order and scores as :meth:`search`, and ``stopwords``: the
-        query words the keyword side leaves out (lowercase; default ``None``:
-        the 33 of :data:`~langchain_knowledge_inject.store.keyword.STOPWORDS`).
-        """
-        if stopwords is not None and not (
-            isinstance(stopwords, AbstractSet) and all(isinstance(w, str) for w in stopwords)
-        ):
-            msg = "stopwords must be a set of lowercase words, or None"
-            raise ConfigurationError(msg, option="stopwords", value=stopwords)
-        return self._ranked(query, k, min_score, filter, mode, tenant_id, stopwords)[1]
-
-    def _ranked(
-        self,
-        query: str,
-        k: int,
-        min_score: float | None,
-        filter: Mapping[str, Any] | None,
-        mode: SearchMode,
-        tenant_id: str | None,
-        stopwords: AbstractSet[str] | None = None,
-    ) -> tuple[str, list[tuple[str, float]]]:
-        """The searched partition and its best ``k`` hits scoring ``min_score`` or more."""
-        stop = STOPWORDS if stopwords is None else stopwords
-        self._check_process()
-        k, min_score, mode = check_search_args(k, min_score, mode)
-        tenant, where = split_tenant(filter, tenant_id)
-        partition = partition_of(tenant)
-        text = (query or "")[:MAX_QUERY_CHARS]
-        if not text.strip():
-            return partition, []
-        depth = max(k, fusion.CANDIDATE_DEPTH) if mode == "hybrid" else k
-        searcher = self._searcher
-        try:
-            candidates = searcher.candidates(partition, text, depth, where, mode, stop)
-        except (RetrievalError, ConfigurationError):
-            raise
-        except Exception as exc:
-            if self._heal_damaged_catalog(exc):  # rebuilt from Chroma: search again
-                return self._ranked(query, k, min_score, filter, mode, tenant_id, stopwords)
-            msg = f"Search of knowledge base {self.name!r} failed: {type(exc).__name__}: {exc}"
-            raise RetrievalError(msg, kb_name=self.name) from exc
-        ranked = searcher.rank(partition, text, depth, where, mode, candidates, stop)
-        return partition, [(cid, s) for cid, s in ranked if s >= min_score][:k]
-
-    async def asearch(
-        self,
-        query: str,
-        *,
-        k: int = 4,
-        min_score: float | None = None,
-        filter: Mapping[str, Any] | None = None,
-        mode: SearchMode = "hybrid",
-        tenant_id: str | None = None,
-    ) -> list[Document]:
-        """Async twin of :meth:`search` (runs it in a worker thread: Chroma's client is sync).
-
-        With a Chroma server the thread is one of this knowledge base's own, and
-        the wait is bounded by ``timeout``: a frozen server never takes a thread
-        from the event loop's default executor, so other knowledge bases are not slowed.
-        """
-        self._check_process()
-        return await self._in_thread(
-            self.search,
-            query,
-            k=k,
-            min_score=min_score,
-            filter=filter,
-            mode=mode,
-            tenant_id=tenant_id,
-        )
-
+    # -- adopting and reaching through ------------------------------------------
     @classmethod
     def from_chroma(
         cls,
@@ -797,27 +435,6 @@ class KnowledgeBase:
             create_collection_if_not_exists=False,
         )
 
-    def upsert_records(
-        self,
-        records: Sequence[tuple[str, str, Mapping[str, Any]]],
-        *,
-        tenant_id: str | None = None,
-    ) -> None:
-        """Store chunks under ids chosen by the caller; an existing id is replaced.
-
-        The write path of :meth:`vectorstore`: no splitting, no source
-        replacement, the metadata kept as given. Chroma first, then the
-        registry and the keyword index in one transaction.
-
-        Args:
-            records: ``(chunk_id, text, metadata)`` triples.
-            tenant_id: The tenant partition (None: the shared one).
-        """
-        self._handles.refuse_if_read_only("adding documents")
-        upsert_records(
-            self._handles, self._chroma, self.embeddings, records, partition_of(tenant_id)
-        )
-
     def get_by_ids(self, ids: Sequence[str], *, tenant_id: str | None = None) -> list[Document]:
         """Stored chunks by id, with the metadata they were stored with (missing ids left out)."""
         partition = partition_of(tenant_id)
@@ -837,49 +454,7 @@ class KnowledgeBase:
             self._handles, self.embeddings, self._chroma.bounded(source), target, partition
         )
 
-    # -- damage and drift ------------------------------------------------------
-    def _heal_damaged_catalog(self, exc: BaseException) -> bool:
-        """Rebuild the catalog from Chroma when ``exc`` says it is damaged; True when done.
-
-        At most once a minute, so that a store that keeps failing is reported, not looped on.
-        """
-        cause = exc.__cause__ if isinstance(exc, KnowledgeInjectError) and exc.__cause__ else exc
-        if self.read_only or classify_store_error(cause) != "damaged":
-            return False
-        now = time.monotonic()
-        if now - getattr(self, "_healed_at", -_HEAL_INTERVAL) < _HEAL_INTERVAL:
-            return False
-        self._healed_at = now
-        self._rebuild_catalog()
-        return True
-
-    def _rebuild_catalog(self) -> None:
-        """Keep a damaged catalog aside and rebuild this knowledge base's rows from Chroma."""
-        with self._handles.lock:
-            kept = self._handles.set_aside()
-            logger.warning(
-                "The catalog of %s was damaged; it is kept as %s and rebuilt from Chroma",
-                self.path,
-                kept.name,
-            )
-            self._chroma.forget()
-            self._flags_state = self._open(create=False, description=None, topics=None, given={})
-            self._restriction = None
-
-    def check(self, *, repair: bool = False) -> ConsistencyReport:
-        """Report (and with ``repair=True`` fix) drift between registry, keyword index and Chroma.
-
-        See :mod:`langchain_knowledge_inject.store.consistency`.
-        """
-        self._check_process()
-        return check_knowledge_base(
-            self._handles,
-            self._chroma,
-            self.embeddings,
-            repair=repair,
-            rebuild_catalog=self._rebuild_catalog,
-        )
-
+    # -- closing -------------------------------------------------------------
     def close(self) -> None:
         """Close the catalog connection and release the store lock.
 
