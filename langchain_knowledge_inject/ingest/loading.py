@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import copy
 import hashlib
 import io
 import json
@@ -75,7 +76,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from langchain_core.documents import Document
-from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
+from langchain_text_splitters import Language, RecursiveCharacterTextSplitter, TextSplitter
 
 from langchain_knowledge_inject.errors import ConfigurationError, IngestError
 from langchain_knowledge_inject.ingest.html_text import html_to_text
@@ -100,12 +101,14 @@ SUPPORTED_EXTENSIONS: Mapping[str, FileType] = {
 DEFAULT_CHUNK_SIZE = 1000
 DEFAULT_CHUNK_OVERLAP = 150
 
-_PIPELINE_VERSION = 2  # bump when loading or splitting changes, to re-ingest everything
+_PIPELINE_VERSION = 3  # bump when loading or splitting changes, to re-ingest everything
 _PROGRESS_MIN_FILES = 5
 _BATCH_CHUNKS = 256
 _ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _TITLE_LINE = re.compile(r"\s*([^\n]+)\n[ \t]*\n")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_DEFAULT_SEPARATORS = RecursiveCharacterTextSplitter()._separators
+_MARKDOWN_SEPARATORS = RecursiveCharacterTextSplitter.get_separators_for_language(Language.MARKDOWN)
 _TEXT_BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)  # UTF-32's start alike
 
 
@@ -190,19 +193,33 @@ def split_documents(
     file_type: FileType = "text",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+    splitter: TextSplitter | None = None,
 ) -> list[Document]:
-    r"""Split documents into chunks the way ``ingest`` does.
+    r"""Split documents into chunks the way ``ingest`` does: one split, one overlap.
 
     Markdown and HTML-derived text is sectioned at headings first (the heading
-    path goes to ``metadata["headers"]``). Each chunk copies its document's
-    metadata and gets ``chunk_index``, counted per ``metadata["source"]``.
+    path goes to ``metadata["headers"]``); a section's heading lines (or a
+    text's short title line) open its first chunk. Each section is then cut
+    once, into chunks that fit ``splitter`` (in its own unit: word pieces for
+    a knowledge base's default splitter) or, without one, ``chunk_size``
+    characters. Each chunk copies its document's metadata and gets
+    ``chunk_index``, counted per ``metadata["source"]``.
+
+    To add the chunks to a knowledge base, pass its ``text_splitter``: the
+    chunks then fit it and it stores them as they are (no second split).
 
     Args:
         documents: Documents to split (each should carry ``metadata["source"]``).
         file_type: ``"markdown"`` or ``"html"`` (already converted to text) for
             heading-aware splitting; ``"text"`` or ``"pdf"`` for plain splitting.
-        chunk_size: Maximum chunk length in characters.
-        chunk_overlap: Characters shared by consecutive chunks of a section.
+        chunk_size: Maximum chunk length in characters, without ``splitter``.
+        chunk_overlap: Characters shared by consecutive chunks of a section,
+            without ``splitter``.
+        splitter: Cut to this splitter's chunk size, overlap and length
+            function instead (a ``KnowledgeBase``'s ``text_splitter``). A
+            ``RecursiveCharacterTextSplitter`` keeps headings with the text
+            after them and, for Markdown, cuts at Markdown structure first;
+            any other splitter gets each section as it is.
 
     Returns:
         The chunks, in document order.
@@ -215,7 +232,11 @@ def split_documents(
         >>> [c.metadata["headers"] for c in split_documents([doc], file_type="markdown")]
         ['Leave']
     """
-    _check_chunking(chunk_size, chunk_overlap)
+    if splitter is None:
+        _check_chunking(chunk_size, chunk_overlap)
+        splitter = RecursiveCharacterTextSplitter(
+            chunk_size=chunk_size, chunk_overlap=chunk_overlap
+        )
     markdown = file_type in ("markdown", "html")
     counters: dict[object, int] = {}
     chunks: list[Document] = []
@@ -225,7 +246,7 @@ def split_documents(
         else:
             sections = [([], "", doc.page_content)]
         for headers, head, body in sections:
-            for piece in _split_section(head, body, markdown, chunk_size, chunk_overlap):
+            for piece in _split_section(head, body, markdown, splitter):
                 metadata = dict(doc.metadata)
                 if headers:
                     metadata["headers"] = " > ".join(headers)
@@ -236,32 +257,63 @@ def split_documents(
     return chunks
 
 
-def _split_section(
-    head: str, body: str, markdown: bool, chunk_size: int, chunk_overlap: int
-) -> list[str]:
+def _split_section(head: str, body: str, markdown: bool, splitter: TextSplitter) -> list[str]:
     """Split one section; its heading lines (or a short title line) open the first chunk.
 
     Splitting ``head + body`` directly would leave a heading-only chunk
     whenever the first paragraph is longer than a chunk, so the body is split
     with room left for the head, which then goes in front of the first piece.
+    Lengths are the splitter's own (its ``length_function``).
     """
+    if not isinstance(splitter, RecursiveCharacterTextSplitter):
+        return [piece for piece in splitter.split_text(head + body) if piece.strip()]
+    size, length = splitter._chunk_size, splitter._length_function
     title = _TITLE_LINE.match(body)
-    if not head.strip() and title and len(title.group(1)) < chunk_size // 5:
+    if not head.strip() and title and length(title.group(1)) < size // 2:
         head, body = body[: title.end()], body[title.end() :]
-    room = chunk_size - len(head)
-    if room < chunk_size // 2:
-        head, body, room = "", head + body, chunk_size
-    overlap = min(chunk_overlap, room // 2)
-    if markdown:
-        splitter = RecursiveCharacterTextSplitter.from_language(
-            Language.MARKDOWN, chunk_size=room, chunk_overlap=overlap
-        )
-    else:
-        splitter = RecursiveCharacterTextSplitter(chunk_size=room, chunk_overlap=overlap)
-    pieces = [piece for piece in splitter.split_text(body) if piece.strip()]
+    room = size - length(head)
+    if room < size // 2:
+        head, body, room = "", head + body, size
+    pieces = [piece for piece in _resized(splitter, room, markdown).split_text(body) if piece.strip()]
     if head.strip():
         pieces = [(head + pieces[0]).strip(), *pieces[1:]] if pieces else [head.strip()]
     return pieces
+
+
+def _resized(
+    splitter: RecursiveCharacterTextSplitter, room: int, markdown: bool
+) -> RecursiveCharacterTextSplitter:
+    """The splitter cutting chunks of at most ``room``; Markdown separators for Markdown.
+
+    A user's own separators are kept; the default ones become Markdown's for
+    Markdown text, so a section is cut at its blocks (code, lists, rules) first.
+    """
+    resized = copy.copy(splitter)
+    resized._chunk_size = room
+    resized._chunk_overlap = min(splitter._chunk_overlap, room // 2)
+    if markdown and splitter._separators == _DEFAULT_SEPARATORS:
+        resized._separators = _MARKDOWN_SEPARATORS
+        resized._is_separator_regex = True
+    return resized
+
+
+def splitter_settings(splitter: TextSplitter | None) -> list[Any]:
+    """What a splitter's chunks depend on, for the fingerprint of an ingested file."""
+    if splitter is None:
+        return [None]
+    length = getattr(splitter, "_length_function", len)
+    return [
+        type(splitter).__qualname__,
+        getattr(splitter, "_chunk_size", None),
+        getattr(splitter, "_chunk_overlap", None),
+        "len" if length is len else _callable_name(length),
+        getattr(splitter, "_separators", None),
+    ]
+
+
+def _callable_name(function: Any) -> str:
+    kind = function if hasattr(function, "__qualname__") else type(function)
+    return f"{getattr(kind, '__module__', '')}.{kind.__qualname__}"
 
 
 def ingest(
@@ -272,21 +324,28 @@ def ingest(
     tenant_id: str | None = None,
     progress: bool | None = None,
     recursive: bool = True,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+    chunk_size: int | None = None,
+    chunk_overlap: int | None = None,
 ) -> IngestReport:
     """Load, split and add files and folders to a knowledge base.
 
     Supported: ``.txt``, ``.md``/``.markdown``, ``.html``/``.htm``, ``.pdf``.
+    Each file is cut along its structure (Markdown and HTML sections, PDF
+    pages) and each part once, into chunks of the knowledge base's own
+    ``text_splitter`` (with the default model: at most 128 word pieces, 32
+    overlap), so the knowledge base stores them as they are: one split, one
+    overlap, the chunks ``KnowledgeBase.add_documents`` makes of a document.
+    With ``chunk_size`` or ``chunk_overlap``, or a knowledge base with
+    ``text_splitter=None``, chunks are characters instead (default 1000 with
+    150 overlap); the knowledge base's splitter still applies after that, so
+    to keep larger chunks open it with ``text_splitter=None`` (as ``kinject
+    ingest --chunk-size`` does).
+
     A file whose fingerprint (content hash + chunking settings) matches the
     one stored for its source is skipped without being parsed. A changed file
     replaces all of its previous chunks. A file that cannot be ingested is
     skipped and listed in ``IngestReport.files_skipped``; it never aborts the
-    run. Every path is checked before anything is written. The knowledge
-    base's own ``text_splitter`` still applies: the default one cuts chunks
-    that exceed the default model's window (1000 characters with another
-    model), so to keep a larger ``chunk_size`` open the knowledge base with
-    ``text_splitter=None`` (as ``kinject ingest --chunk-size`` does).
+    run. Every path is checked before anything is written.
 
     Args:
         kb: The knowledge base (a ``KnowledgeBase``).
@@ -296,8 +355,10 @@ def ingest(
         progress: Show a tqdm progress bar on stderr. Default: when stderr is
             a terminal and there are more than 5 files.
         recursive: Walk sub-folders of the folders given.
-        chunk_size: Maximum chunk length in characters.
-        chunk_overlap: Characters shared by consecutive chunks.
+        chunk_size: Maximum chunk length in characters (default: the
+            knowledge base's splitter decides; 1000 when it has none).
+        chunk_overlap: Characters shared by consecutive chunks (default: 150,
+            at most half of ``chunk_size``).
 
     Returns:
         What was read, added, kept, replaced and skipped.
@@ -313,12 +374,14 @@ def ingest(
         >>> print(ingest(kb, ["docs/"], category="hr").summary())  # doctest: +SKIP
         Read 12 files in 4.1 s: 96 chunks added, 0 unchanged, 0 replaced; 0 files unchanged.
     """
-    _check_chunking(chunk_size, chunk_overlap)
+    splitter = ingest_splitter(kb, chunk_size, chunk_overlap)
     start = time.perf_counter()
     report = IngestReport()
     names: dict[Path, str] = {}
     files = collect_files(paths, recursive=recursive, report=report, names=names)
-    settings = json.dumps([_PIPELINE_VERSION, chunk_size, chunk_overlap, category, tenant_id])
+    settings = json.dumps(
+        [_PIPELINE_VERSION, splitter_settings(splitter), category, tenant_id], default=str
+    )
     settings_hash = hashlib.sha256(settings.encode()).hexdigest()[:16]
     given = {"category": category, "tenant_id": tenant_id}
     extra = {key: value for key, value in given.items() if value is not None}
@@ -327,7 +390,7 @@ def ingest(
     with _progress_bar(len(files), progress) as bar:
         for path, file_type in files:
             prepared = _prepare_file(
-                kb, path, file_type, extra, settings_hash, chunk_size, chunk_overlap, report,
+                kb, path, file_type, extra, settings_hash, splitter, report,
                 name=names.get(path, path.name),
             )  # fmt: skip
             bar.update()
@@ -352,8 +415,8 @@ async def aingest(
     tenant_id: str | None = None,
     progress: bool | None = None,
     recursive: bool = True,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+    chunk_size: int | None = None,
+    chunk_overlap: int | None = None,
 ) -> IngestReport:
     """Async twin of ``ingest``.
 
@@ -379,6 +442,30 @@ async def aingest(
 
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'s' * (count != 1)}"
+
+
+def ingest_splitter(
+    kb: object, chunk_size: int | None = None, chunk_overlap: int | None = None
+) -> TextSplitter:
+    """The splitter ``ingest`` cuts files with.
+
+    The knowledge base's own ``text_splitter`` when neither size is given (its
+    chunks are then stored as they are); else, or when it has none, a
+    character splitter of ``chunk_size`` (default 1000) with ``chunk_overlap``
+    (default 150, at most half the chunk).
+
+    Raises:
+        ConfigurationError: If ``chunk_size`` or ``chunk_overlap`` is out of range.
+    """
+    if chunk_size is None and chunk_overlap is None:
+        own = getattr(kb, "text_splitter", None)
+        if own is not None:
+            return own
+    size = DEFAULT_CHUNK_SIZE if chunk_size is None else chunk_size
+    if chunk_overlap is None:
+        chunk_overlap = min(DEFAULT_CHUNK_OVERLAP, size // 2) if isinstance(size, int) else 0
+    _check_chunking(size, chunk_overlap)
+    return RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=chunk_overlap)
 
 
 def _check_chunking(chunk_size: int, chunk_overlap: int) -> None:
@@ -506,8 +593,7 @@ def _prepare_file(
     file_type: FileType,
     extra: Mapping[str, str],
     settings_hash: str,
-    chunk_size: int,
-    chunk_overlap: int,
+    splitter: TextSplitter,
     report: IngestReport,
     *,
     name: str,
@@ -530,9 +616,7 @@ def _prepare_file(
         return None
     try:
         notes: list[str] = []
-        chunks = _load_and_split(
-            path, data, file_type, extra, chunk_size, chunk_overlap, name=name, notes=notes
-        )
+        chunks = _load_and_split(path, data, file_type, extra, splitter, name=name, notes=notes)
     except _SkipFile as exc:
         report.files_skipped.append((source, str(exc)))
         return None
@@ -545,8 +629,7 @@ def _load_and_split(
     data: bytes,
     file_type: FileType,
     extra: Mapping[str, str],
-    chunk_size: int,
-    chunk_overlap: int,
+    splitter: TextSplitter,
     *,
     name: str | None = None,
     notes: list[str] | None = None,
@@ -576,9 +659,7 @@ def _load_and_split(
     docs = [doc for doc in docs if doc.page_content.strip()]
     if not docs:
         raise _SkipFile("no text found" + (" (scanned PDF?)" if file_type == "pdf" else ""))
-    return split_documents(
-        docs, file_type=file_type, chunk_size=chunk_size, chunk_overlap=chunk_overlap
-    )
+    return split_documents(docs, file_type=file_type, splitter=splitter)
 
 
 def _decode(data: bytes, notes: list[str], *, html: bool = False) -> str:

@@ -285,7 +285,9 @@ def build_sample_knowledge_base(
         "expenses, remote work, travel, parental leave and equipment.",
         topics=sorted(doc.metadata["title"] for doc in SAMPLE_DOCUMENTS),
     )
-    kb.add_documents(split_documents(SAMPLE_DOCUMENTS, file_type="markdown"))
+    kb.add_documents(
+        split_documents(SAMPLE_DOCUMENTS, file_type="markdown", splitter=kb.text_splitter)
+    )
     return kb
 
 

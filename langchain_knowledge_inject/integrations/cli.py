@@ -99,8 +99,18 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--category", default=None, help="metadata category for every chunk")
     p.add_argument("--tenant", default=None, help="tenant partition to write to")
     p.add_argument("--no-recursive", action="store_true", help="do not walk sub-folders")
-    p.add_argument("--chunk-size", type=_positive_int, default=None, help="characters")
-    p.add_argument("--chunk-overlap", type=int, default=None, help="characters")
+    p.add_argument(
+        "--chunk-size",
+        type=_positive_int,
+        default=None,
+        help="chunk size in characters (default: the KB's splitter, sized to the model)",
+    )
+    p.add_argument(
+        "--chunk-overlap",
+        type=int,
+        default=None,
+        help="overlap in characters (default 150, at most half the chunk size)",
+    )
     p.set_defaults(handler=_cmd_ingest)
 
     p = sub.add_parser("search", parents=[common], help="search a knowledge base")
@@ -141,24 +151,21 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from langchain_knowledge_inject.ingest.loading import (
-        DEFAULT_CHUNK_OVERLAP,
-        DEFAULT_CHUNK_SIZE,
         IngestReport,
         collect_files,
         ingest,
+        ingest_splitter,
     )
     from langchain_knowledge_inject.store.knowledge_base import KnowledgeBase
 
-    chunk_size = args.chunk_size or DEFAULT_CHUNK_SIZE
-    chunk_overlap = DEFAULT_CHUNK_OVERLAP if args.chunk_overlap is None else args.chunk_overlap
-    if args.chunk_overlap is None:
-        chunk_overlap = min(chunk_overlap, chunk_size // 2)
-    # Missing paths and empty folders fail before the knowledge base is created.
+    # Missing paths, empty folders and bad chunk sizes fail before the knowledge base is created.
     collect_files(args.paths, recursive=not args.no_recursive, report=IngestReport())
-    # ingest() splits the files. With the default chunk size the knowledge base's own
-    # splitter then cuts what exceeds the embedding model's window (the default ingest
-    # path); a chunk size the user chose is stored as it is.
-    splitter: dict[str, Any] = {} if args.chunk_size is None else {"text_splitter": None}
+    ingest_splitter(None, args.chunk_size, args.chunk_overlap)
+    # By default ingest() cuts each file once, with the knowledge base's own splitter
+    # (chunks that fit the embedding model's window), which then stores them as they
+    # are. Chunk sizes the user chose are characters, stored as they are.
+    chosen = args.chunk_size is not None or args.chunk_overlap is not None
+    splitter: dict[str, Any] = {"text_splitter": None} if chosen else {}
     with KnowledgeBase(args.kb, path=args.path, **splitter) as kb:
         report = ingest(
             kb,
@@ -166,8 +173,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
             category=args.category,
             tenant_id=args.tenant,
             recursive=not args.no_recursive,
-            chunk_size=chunk_size,
-            chunk_overlap=chunk_overlap,
+            chunk_size=args.chunk_size,
+            chunk_overlap=args.chunk_overlap,
         )
         print(report.summary())
         print(f"Knowledge base {args.kb!r} now holds {kb.info.chunk_count} chunks.")

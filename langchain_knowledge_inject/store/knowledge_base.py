@@ -345,6 +345,15 @@ class KnowledgeBase(MetadataMixin, WritesMixin, SearchMixin, HealingMixin):
         """True when the store cannot be written: searches work, writes raise ``StoreError``."""
         return self._handles.read_only
 
+    @property
+    def text_splitter(self) -> TextSplitter | None:
+        """The splitter ``add_documents`` cuts documents with (None: one chunk per document).
+
+        ``ingest`` and ``kinject ingest`` cut files with it too, so their chunks
+        fit it and are stored as they are.
+        """
+        return self._text_splitter
+
     # -- adopting and reaching through ------------------------------------------
     @classmethod
     def from_chroma(
