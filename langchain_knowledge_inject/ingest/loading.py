@@ -261,9 +261,12 @@ def _split_section(head: str, body: str, markdown: bool, splitter: TextSplitter)
     """Split one section; its heading lines (or a short title line) open the first chunk.
 
     Splitting ``head + body`` directly would leave a heading-only chunk
-    whenever the first paragraph is longer than a chunk, so the body is split
-    with room left for the head, which then goes in front of the first piece.
-    Lengths are the splitter's own (its ``length_function``).
+    whenever the first paragraph is longer than a chunk, so the first chunk is
+    cut with room left for the head, which then goes in front of it; the rest
+    of the body, from where the next chunk's overlap begins, is cut at full
+    size. Lengths are the splitter's own (its ``length_function``), so a text
+    whose head is a title line gets the chunks the splitter makes of
+    ``title + " " + body``, up to the whitespace after the title.
     """
     if not isinstance(splitter, RecursiveCharacterTextSplitter):
         return [piece for piece in splitter.split_text(head + body) if piece.strip()]
@@ -274,10 +277,16 @@ def _split_section(head: str, body: str, markdown: bool, splitter: TextSplitter)
     room = size - length(head)
     if room < size // 2:
         head, body, room = "", head + body, size
-    pieces = [piece for piece in _resized(splitter, room, markdown).split_text(body) if piece.strip()]
-    if head.strip():
-        pieces = [(head + pieces[0]).strip(), *pieces[1:]] if pieces else [head.strip()]
-    return pieces
+    full = _resized(splitter, size, markdown)
+    if not head.strip():
+        return [piece for piece in full.split_text(body) if piece.strip()]
+    pieces = _resized(splitter, room, markdown).split_text(body)
+    if len(pieces) > 1:
+        start = body.find(pieces[1], 1)  # where the second chunk, with its overlap, begins
+        if start > 0:
+            pieces = [pieces[0], *full.split_text(body[start:])]
+    pieces = [piece for piece in pieces if piece.strip()]
+    return [(head + pieces[0]).strip(), *pieces[1:]] if pieces else [head.strip()]
 
 
 def _resized(
