@@ -1,9 +1,9 @@
-"""Ingest files and folders into a knowledge base: load, split, fingerprint, add.
+r"""Ingest files and folders into a knowledge base: load, split, fingerprint, add.
 
 Loaders and splitters, and why:
 
 * **PDF**: ``pypdf`` (pure Python, actively maintained, no system libraries),
-  text extracted page by page; each page is split on its own so every chunk
+  text extracted page by page; each page is cut on its own so every chunk
   keeps an exact 1-based ``page`` number.
 * **HTML**: one linear streaming pass of the standard library's HTML parser
   (:mod:`langchain_knowledge_inject.ingest.html_text`; BeautifulSoup's tree grew
@@ -12,26 +12,36 @@ Loaders and splitters, and why:
   ``<h1>``...``<h6>`` become Markdown headings, so HTML goes through the same
   heading-aware splitting as Markdown.
 * **Markdown**: sectioned at ATX headings (``#``...``######``, fence-aware) by a
-  small function here, then split with ``langchain_text_splitters``
-  ``RecursiveCharacterTextSplitter`` using its Markdown separators. Each chunk
+  small function here, then cut with the knowledge base's splitter using
+  ``RecursiveCharacterTextSplitter``'s Markdown separators. Each chunk
   keeps its heading path in ``metadata["headers"]`` (``"Leave > Carry-over"``).
   ``MarkdownHeaderTextSplitter`` was tried and not used: it drops blank lines
   and indentation (even inside code blocks) and ends lines with two spaces,
   so paragraph boundaries are lost before the character splitter needs them.
-* **Plain text**: ``RecursiveCharacterTextSplitter`` (paragraphs, then lines,
+* **Plain text**: the knowledge base's splitter (paragraphs, then lines,
   then words). Bytes are decoded as UTF-8 (BOM honoured), else (HTML) with the
   page's declared charset, else with ``charset-normalizer`` detection
   (:mod:`langchain_knowledge_inject.ingest.text_decoding`); a file that was not UTF-8
   is named in the report's ``warnings``, flagged "low confidence" when other
   encodings fit as well.
 
+One split: a file is cut along its structure (sections, pages) and each part
+once, with the knowledge base's own splitter (``KnowledgeBase.text_splitter``:
+with the default model at most 128 word pieces with 32 overlap, with another
+model 1000 characters with 150), so the chunks fit it and ``add_documents`` stores them as they are: one overlap, cut points that
+respect the model's window. (Before, files were cut into 1000-character
+chunks and the knowledge base cut those again.) ``chunk_size`` /
+``chunk_overlap`` ask for character chunks instead (``DEFAULT_CHUNK_SIZE``
+1000, ``DEFAULT_CHUNK_OVERLAP`` 150), as does a knowledge base opened with
+``text_splitter=None``.
+
 A section's heading lines (or a short title line ahead of a blank line) open
 its first chunk rather than forming a chunk of their own, which the recursive
-splitter alone produces whenever the first paragraph is longer than a chunk.
-
-Chunks are ``DEFAULT_CHUNK_SIZE`` (1000) characters with
-``DEFAULT_CHUNK_OVERLAP`` (150) characters of overlap: about 200-250 tokens,
-inside the 256-token window of the default all-MiniLM-L6-v2 model.
+splitter alone produces whenever the first paragraph is longer than a chunk:
+the first chunk is cut shorter to leave them room, the rest of the section at
+full size. A text file ``title\n\nparagraph`` thus gets the chunks that
+``add_documents`` makes of ``title + " " + paragraph``, up to the whitespace
+after the title (``benchmarks/ingest_path_quality.py``).
 
 Chunk metadata: ``source`` is the name the model cites: the file's path
 relative to the folder it was found in (``hr/leave.md`` for ``docs/hr/leave.md``
@@ -46,8 +56,9 @@ path keeps its chunk ids, and the next ingest only rewrites their metadata);
 ``tenant_id`` when given.
 
 Unchanged files are skipped without being parsed: the fingerprint stored with
-each source is ``sha256:<file bytes hash>;settings:<hash of chunking
-settings and category>;chunks:<count>``. Each file is loaded and split in full
+each source is ``sha256:<file bytes hash>;settings:<hash of the splitter's
+settings, category and tenant>;chunks:<count>``, so a file is read again when
+the knowledge base's splitter changes. Each file is loaded and split in full
 before anything is written, and files are added whole (one source never spans
 two ``add_documents`` calls), so an unreadable, empty, binary or unsupported
 file is skipped and reported and never leaves partial state. Hidden files and

@@ -110,6 +110,22 @@ def test_sections_keep_their_headings_as_metadata_and_as_their_first_chunk_openi
     assert not any(c.metadata.get("chunk_part") is not None for c in report)
 
 
+def test_a_title_line_file_gets_the_chunks_add_documents_makes_of_title_and_text(
+    default_model, tmp_path: Path
+) -> None:
+    title = "Tumour infiltrating lymphocytes predict survival in colorectal cancer"
+    (tmp_path / "paper.txt").write_text(f"{title}\n\n{PROSE}\n", encoding="utf-8")
+    with KnowledgeBase("papers", path=tmp_path / "store") as kb:
+        ingest(kb, tmp_path / "paper.txt")
+        direct = kb.text_splitter.split_text(f"{title} {PROSE}")
+    chunks = stored(tmp_path / "store")["paper.txt"]
+
+    assert len(direct) > 3
+    assert chunks[0].page_content.startswith(f"{title}\n\ncell0 ")
+    assert chunks[0].page_content.split() == direct[0].split()  # same words, same cut
+    assert [c.page_content for c in chunks[1:]] == direct[1:]
+
+
 def test_another_model_gets_the_knowledge_bases_character_chunks_once(tmp_path: Path) -> None:
     prose = " ".join(f"word{i} of a long plain text." for i in range(600))
     (tmp_path / "long.txt").write_text(prose, encoding="utf-8")
