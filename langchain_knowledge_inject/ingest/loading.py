@@ -28,8 +28,9 @@ Loaders and splitters, and why:
 One split: a file is cut along its structure (sections, pages) and each part
 once, with the knowledge base's own splitter (``KnowledgeBase.text_splitter``:
 with the default model at most 128 word pieces with 32 overlap, with another
-model 1000 characters with 150), so the chunks fit it and ``add_documents`` stores them as they are: one overlap, cut points that
-respect the model's window. (Before, files were cut into 1000-character
+model 1000 characters with 150), so the chunks fit it and ``add_documents``
+stores them as they are: one overlap, cut points that respect the model's
+window. (Before, files were cut into 1000-character
 chunks and the knowledge base cut those again.) ``chunk_size`` /
 ``chunk_overlap`` ask for character chunks instead (``DEFAULT_CHUNK_SIZE``
 1000, ``DEFAULT_CHUNK_OVERLAP`` 150), as does a knowledge base opened with
