@@ -306,19 +306,21 @@ def _resized(
 ) -> RecursiveCharacterTextSplitter:
     """The splitter cutting chunks of at most ``room``; Markdown separators for Markdown.
 
-    A user's own separators are kept; the default ones become Markdown's for
-    Markdown text, so a section is cut at its blocks (code, lists, rules) first.
+    A shorter chunk gets at most half of it as overlap. A user's own
+    separators are kept; the default ones become Markdown's for Markdown
+    text, so a section is cut at its blocks (code, lists, rules) first.
     """
     resized = copy.copy(splitter)
-    resized._chunk_size = room
-    resized._chunk_overlap = min(splitter._chunk_overlap, room // 2)
+    if room < splitter._chunk_size:
+        resized._chunk_size = room
+        resized._chunk_overlap = min(splitter._chunk_overlap, room // 2)
     if markdown and splitter._separators == _DEFAULT_SEPARATORS:
         resized._separators = _MARKDOWN_SEPARATORS
         resized._is_separator_regex = True
     return resized
 
 
-def splitter_settings(splitter: TextSplitter | None) -> list[Any]:
+def _splitter_settings(splitter: TextSplitter | None) -> list[Any]:
     """What a splitter's chunks depend on, for the fingerprint of an ingested file."""
     if splitter is None:
         return [None]
@@ -401,7 +403,7 @@ def ingest(
     names: dict[Path, str] = {}
     files = collect_files(paths, recursive=recursive, report=report, names=names)
     settings = json.dumps(
-        [_PIPELINE_VERSION, splitter_settings(splitter), category, tenant_id], default=str
+        [_PIPELINE_VERSION, _splitter_settings(splitter), category, tenant_id], default=str
     )
     settings_hash = hashlib.sha256(settings.encode()).hexdigest()[:16]
     given = {"category": category, "tenant_id": tenant_id}

@@ -210,3 +210,11 @@ def test_split_documents_with_a_splitter_fits_it(default_model, tmp_path: Path) 
     count = emb_module.default_token_counter()
     assert all(count(c.page_content) <= DEFAULT_CHUNK_TOKENS for c in chunks)
     assert chunks[0].page_content.startswith("# Immunology report\n\nalpha0")
+
+
+def test_a_users_splitter_is_applied_as_it_is_to_text_without_a_head() -> None:
+    splitter = RecursiveCharacterTextSplitter(chunk_size=100, chunk_overlap=60)
+    text = " ".join(f"token{i}" for i in range(80))
+    chunks = split_documents([Document(text, metadata={"source": "t.txt"})], splitter=splitter)
+
+    assert [c.page_content for c in chunks] == splitter.split_text(text)  # its overlap kept
