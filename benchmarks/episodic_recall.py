@@ -59,6 +59,7 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from langchain_knowledge_inject.memory.episode_query import QUESTION_STOPWORDS
 from langchain_knowledge_inject.memory.episodic import EpisodeRecord, EpisodicMemory
 from langchain_knowledge_inject.store.embeddings import default_embeddings
 from langchain_knowledge_inject.store.keyword import STOPWORDS
@@ -177,7 +178,7 @@ LEVERS: dict[str, tuple[dict, dict, dict]] = {
     "  session weight 0": ({}, {"session_weight": 0.0}, {}),
     "  current weight 0": ({}, {"current_weight": 0.0}, {}),
     "  search_mode='dense'": ({}, {"search_mode": "dense"}, {}),
-    "  Lucene's 33 stopwords only": ({}, {"keyword_stopwords": STOPWORDS}, {}),
+    "  question stopwords (opt-in)": ({}, {"keyword_stopwords": QUESTION_STOPWORDS}, {}),
 }
 _BEFORE = ({"context_turn": False}, {"session_weight": 0.0, "current_weight": 0.0,
                                      "speaker_weight": 0.1, "keyword_stopwords": STOPWORDS},

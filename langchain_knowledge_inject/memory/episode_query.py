@@ -29,9 +29,9 @@ vector and the knowledge base's own default stay as they are.
 
 
 def stopword_set(words: Iterable[str] | None) -> frozenset[str]:
-    """The ``keyword_stopwords`` option as a set of casefolded words (``None``: the default)."""
+    """The ``keyword_stopwords`` option as a set of casefolded words (``None``: Lucene's 33)."""
     if words is None:
-        return QUESTION_STOPWORDS
+        return STOPWORDS
     listed = [] if isinstance(words, str) else list(words)
     if isinstance(words, str) or not all(isinstance(w, str) for w in listed):
         msg = "keyword_stopwords must be an iterable of words, or None"

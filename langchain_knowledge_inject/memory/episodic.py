@@ -12,7 +12,7 @@ previous per-user vector store (see ``benchmarks/episodic_recall.py``).
 Ranking: the hybrid score (``similarity``, in [0, 1]) of the question without
 the names of known speakers (in a dialogue, "Rosa" in "What did Rosa cook?"
 would otherwise match every greeting addressed to her), its keyword side
-without the question words of ``keyword_stopwords`` ("what", "did", "you");
+without the words of ``keyword_stopwords`` (Lucene's 33 unless set);
 plus ``speaker_weight``
 for episodes of a speaker the question names; plus ``date_weight``
 for episodes inside a date named in the question ("last May", "two weeks ago",
@@ -141,11 +141,14 @@ class EpisodicMemory(RecordingMixin):
             stored and returned text stays the turn itself.
         speaker_in_text: Index a turn as ``"<speaker>: <text>"`` (off by default:
             the names are matched as metadata by ``speaker_weight``).
-        keyword_stopwords: Question words the keyword side of a search leaves
-            out (lowercase). Default :data:`~.episode_query.QUESTION_STOPWORDS`:
-            Lucene's 33 and the English function words ("what", "did", "you"),
-            which short dialogue turns are full of; the knowledge base's own
-            default is Lucene's 33 alone.
+        keyword_stopwords: Words the keyword side of a search leaves out
+            (lowercase). Default ``None``: Lucene's 33, as the knowledge base.
+            :data:`~.episode_query.QUESTION_STOPWORDS` adds the English
+            function words ("what", "did", "you"), which short dialogue turns
+            are full of: more recall on ``benchmarks/episodic_recall.py``, but
+            a question whose content words are not in its evidence ("Which
+            city am I based in?" for "I live in Porto now") then scores below
+            ``min_score`` with the real model, so it is opt-in.
         search_mode: The knowledge base's search: ``"hybrid"`` (dense + BM25),
             ``"dense"`` or ``"keyword"``. On the generated dialogues of
             ``benchmarks/episodic_recall.py`` ``"dense"`` recalls more; on real
