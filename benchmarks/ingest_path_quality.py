@@ -45,7 +45,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _embedding_cache import DEFAULT_CACHE, DiskCachedEmbeddings
 from langchain_core.documents import Document
-from retrieval_quality import MODES, build, ndcg_at_10
+from retrieval_quality import MODES, build, ndcg_at_10, read_qrels
 
 from langchain_knowledge_inject.integrations import cli
 from langchain_knowledge_inject.store import knowledge_base
@@ -64,17 +64,7 @@ def load(data: Path) -> tuple[list[dict[str, str]], dict[str, str], dict[str, di
         rows = [json.loads(line) for line in fh]
     with (data / "queries.jsonl").open() as fh:
         queries = {row["_id"]: row["text"] for row in map(json.loads, fh)}
-    qrels: dict[str, dict[str, set[str]]] = {}
-    for split in ("train", "test"):
-        found: dict[str, set[str]] = {}
-        with (data / "qrels" / f"{split}.tsv").open() as fh:
-            next(fh)
-            for line in fh:
-                query_id, doc_id, score = line.split("\t")
-                if int(score) > 0:
-                    found.setdefault(query_id, set()).add(doc_id)
-        qrels[split] = found
-    return rows, queries, qrels
+    return rows, queries, {split: read_qrels(data, split) for split in ("train", "test")}
 
 
 def write_files(rows: list[dict[str, str]], folder: Path, fmt: str) -> None:

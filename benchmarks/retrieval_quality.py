@@ -141,6 +141,12 @@ def load(data: Path, split: str) -> tuple[list[Document], dict[str, str], dict[s
             docs.append(Document(text, metadata={"source": row["_id"]}))
     with (data / "queries.jsonl").open() as fh:
         queries = {row["_id"]: row["text"] for row in map(json.loads, fh)}
+    qrels = read_qrels(data, split)
+    return docs, {q: queries[q] for q in qrels}, qrels
+
+
+def read_qrels(data: Path, split: str) -> dict[str, set[str]]:
+    """``{query id: relevant abstract ids}`` of one split (judgments scoring above 0)."""
     qrels: dict[str, set[str]] = {}
     with (data / "qrels" / f"{split}.tsv").open() as fh:
         next(fh)
@@ -148,7 +154,7 @@ def load(data: Path, split: str) -> tuple[list[Document], dict[str, str], dict[s
             query_id, doc_id, score = line.split("\t")
             if int(score) > 0:
                 qrels.setdefault(query_id, set()).add(doc_id)
-    return docs, {q: queries[q] for q in qrels}, qrels
+    return qrels
 
 
 def ndcg_at_10(ranked: Sequence[str], relevant: set[str]) -> float:
