@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from langchain_core.documents import Document
 
@@ -76,7 +76,7 @@ class SearchMixin:
             StoreTimeoutError: A Chroma server did not answer within ``timeout``.
             ForkedProcessError: Used in a process forked after it was opened.
         """
-        partition, ranked = self._ranked(query, k, min_score, filter, mode, tenant_id)
+        partition, ranked, _ = self._ranked(query, k, min_score, filter, mode, tenant_id)
         if not ranked:
             return []
         try:
@@ -95,6 +95,34 @@ class SearchMixin:
             msg = f"Search of knowledge base {self.name!r} failed: {type(exc).__name__}: {exc}"
             raise RetrievalError(msg, kb_name=self.name) from exc
 
+    @overload
+    def search_hits(
+        self,
+        query: str,
+        *,
+        k: int = ...,
+        min_score: float | None = ...,
+        filter: Mapping[str, Any] | None = ...,
+        mode: SearchMode = ...,
+        tenant_id: str | None = ...,
+        stopwords: AbstractSet[str] | None = ...,
+        with_dense: Literal[False] = ...,
+    ) -> list[tuple[str, float]]: ...
+
+    @overload
+    def search_hits(
+        self,
+        query: str,
+        *,
+        k: int = ...,
+        min_score: float | None = ...,
+        filter: Mapping[str, Any] | None = ...,
+        mode: SearchMode = ...,
+        tenant_id: str | None = ...,
+        stopwords: AbstractSet[str] | None = ...,
+        with_dense: Literal[True],
+    ) -> list[tuple[str, float, float]]: ...
+
     def search_hits(
         self,
         query: str,
@@ -105,7 +133,8 @@ class SearchMixin:
         mode: SearchMode = "hybrid",
         tenant_id: str | None = None,
         stopwords: AbstractSet[str] | None = None,
-    ) -> list[tuple[str, float]]:
+        with_dense: bool = False,
+    ) -> list[tuple[str, float]] | list[tuple[str, float, float]]:
         """:meth:`search` without reading the chunks back: ``(chunk id, score)`` pairs, best first.
 
         For a caller that re-ranks a pool of hits by fields it keeps itself and
@@ -113,13 +142,24 @@ class SearchMixin:
         arguments, order and scores as :meth:`search`, and ``stopwords``: the
         query words the keyword side leaves out (lowercase; default ``None``:
         the 33 of :data:`~langchain_knowledge_inject.store.keyword.STOPWORDS`).
+
+        With ``with_dense=True``, ``(chunk id, score, cosine)`` triples: the
+        dense side's score of each hit beside its fused score (as
+        :func:`~langchain_knowledge_inject.store.fusion.fuse` counts it: the
+        dense list's lowest for a chunk found by the keyword side alone; 0 in
+        keyword mode). Order, scores and ``min_score`` are the same.
         """
         if stopwords is not None and not (
             isinstance(stopwords, AbstractSet) and all(isinstance(w, str) for w in stopwords)
         ):
             msg = "stopwords must be a set of lowercase words, or None"
             raise ConfigurationError(msg, option="stopwords", value=stopwords)
-        return self._ranked(query, k, min_score, filter, mode, tenant_id, stopwords)[1]
+        _, ranked, dense = self._ranked(query, k, min_score, filter, mode, tenant_id, stopwords)
+        if not with_dense:
+            return ranked
+        cosines = dict(reversed(dense))  # a repeated chunk keeps its first (best) cosine
+        floor = min(cosines.values(), default=0.0)
+        return [(cid, score, cosines.get(cid, floor)) for cid, score in ranked]
 
     def _ranked(
         self,
@@ -130,8 +170,8 @@ class SearchMixin:
         mode: SearchMode,
         tenant_id: str | None,
         stopwords: AbstractSet[str] | None = None,
-    ) -> tuple[str, list[tuple[str, float]]]:
-        """The searched partition and its best ``k`` hits scoring ``min_score`` or more."""
+    ) -> tuple[str, list[tuple[str, float]], list[tuple[str, float]]]:
+        """The searched partition, its best ``k`` hits scoring ``min_score`` or more, dense hits."""
         stop = STOPWORDS if stopwords is None else stopwords
         self._check_process()
         k, min_score, mode = check_search_args(k, min_score, mode)
@@ -139,7 +179,7 @@ class SearchMixin:
         partition = partition_of(tenant)
         text = (query or "")[:MAX_QUERY_CHARS]
         if not text.strip():
-            return partition, []
+            return partition, [], []
         depth = max(k, fusion.CANDIDATE_DEPTH) if mode == "hybrid" else k
         searcher = self._searcher
         try:
@@ -152,7 +192,8 @@ class SearchMixin:
             msg = f"Search of knowledge base {self.name!r} failed: {type(exc).__name__}: {exc}"
             raise RetrievalError(msg, kb_name=self.name) from exc
         ranked = searcher.rank(partition, text, depth, where, mode, candidates, stop)
-        return partition, [(cid, s) for cid, s in ranked if s >= min_score][:k]
+        kept = [(cid, s) for cid, s in ranked if s >= min_score][:k]
+        return partition, kept, candidates[0]
 
     async def asearch(
         self,

@@ -195,6 +195,25 @@ def test_search_hits_are_the_search_without_reading_chunks_back(kb, monkeypatch)
     assert read == []  # no chunk was read back
 
 
+def test_search_hits_can_give_the_dense_score_beside_the_fused_one(kb):
+    kb.add_documents(_docs())
+    query = "annual leave calendar year"
+    dense = dict(kb.search_hits(query, k=50, min_score=0.0, mode="dense"))
+    for mode in ("dense", "keyword", "hybrid"):
+        for options in ({"k": 3, "min_score": 0.0}, {"k": 2}):
+            plain = kb.search_hits(query, mode=mode, **options)
+            triples = kb.search_hits(query, mode=mode, with_dense=True, **options)
+            assert [(cid, score) for cid, score, _ in triples] == plain  # same hits and order
+            for cid, score, cosine in triples:
+                if mode == "keyword":
+                    assert cosine == 0.0  # no dense side
+                else:
+                    assert cosine == pytest.approx(dense[cid])
+                    if mode == "dense":
+                        assert cosine == score
+    assert kb.search_hits("   ", with_dense=True) == []
+
+
 def test_search_hits_can_leave_more_words_out_of_the_keyword_query(kb):
     kb.add_documents([Document("What did you do?", metadata={"source": "q"}),
                       Document("We ate pasta in Rome.", metadata={"source": "a"})])  # fmt: skip
