@@ -4,7 +4,8 @@ A search ranks a pool of :data:`~.episodic.MAX_K` knowledge-base hits by their
 episode's date, thread and speaker (:mod:`~.episode_rank`). Reading those back
 from the store as whole documents for every hit of every search cost about as
 much as the rest of the search beyond the knowledge base's own; so the hits
-come as ``(chunk id, score)`` pairs (``KnowledgeBase.search_hits``), their
+come as ``(chunk id, score, cosine)`` triples (``KnowledgeBase.search_hits``
+with ``with_dense=True``: the cosine is what ``min_score`` falls back on), their
 fields are read from the store once per chunk and kept here, and only the
 episodes a search returns are read back whole.
 
@@ -40,6 +41,21 @@ class Candidate(NamedTuple):
     """When the episode was said (epoch seconds)."""
     thread: str
     speaker: str
+    dense: float = 0.0
+    """The dense side's score alone (the cosine), when the search gave it; else 0."""
+
+    @property
+    def evidence(self) -> float:
+        """What ``min_score`` is judged on: the better of the hybrid score and the cosine alone.
+
+        A hybrid score is ``0.75 * cosine + 0.25 * keyword``: an episode that
+        shares no word with the question (a paraphrase) keeps only three
+        quarters of its cosine, and how much the keyword side adds depends on
+        which question words count as keywords. Judged on the better of the
+        two, such an episode is judged on its cosine, and a keyword match
+        can only help.
+        """
+        return max(self.similarity, self.dense)
 
 
 _Fields = tuple[str, float, str, str]  # episode id, ts, thread, speaker
@@ -68,21 +84,27 @@ class EpisodeFields:
         self._writes: dict[str, int] = {}  # user -> writes so far (older reads are not kept)
         self._kept = 0
 
-    def candidates(self, hits: Iterable[tuple[str, float]], user: str) -> list[Candidate]:
-        """The hits of one search with their fields, in order (chunks gone since are left out)."""
-        hits = list(hits)
+    def candidates(
+        self, hits: Iterable[tuple[str, float] | tuple[str, float, float]], user: str
+    ) -> list[Candidate]:
+        """The hits of one search with their fields, in order (chunks gone since are left out).
+
+        ``hits``: ``(chunk id, score)`` pairs, or ``(chunk id, score, cosine)``
+        triples (``KnowledgeBase.search_hits(..., with_dense=True)``).
+        """
+        rows = [(hit[0], hit[1], hit[2] if len(hit) == 3 else 0.0) for hit in hits]
         with self._lock:
             known = self._fields.get(user, {})
-            got = {cid: known[cid] for cid, _ in hits if cid in known}
+            got = {cid: known[cid] for cid, _, _ in rows if cid in known}
             writes = self._writes.get(user, 0)
-        missing = [cid for cid, _ in hits if cid not in got]
+        missing = [cid for cid, _, _ in rows if cid not in got]
         if missing:
             read = {str(d.id): _fields_of(d) for d in self._read(missing, user) if d.id}
             got.update(read)
             self._keep(user, read, writes)
         return [
-            Candidate(cid, fields[0], float(score), *fields[1:])
-            for cid, score in hits
+            Candidate(cid, fields[0], float(score), *fields[1:], dense=float(dense))
+            for cid, score, dense in rows
             if (fields := got.get(cid)) is not None
         ]
 

@@ -24,7 +24,9 @@ QUESTION_STOPWORDS = STOPWORDS | FUNCTION_WORDS
 A question to a memory is full of words that every short dialogue turn holds
 ("what", "did", "you", "when"); matched as keywords, they rank "What did you
 do?" above the answer. Only the keyword query leaves them out: the question's
-vector and the knowledge base's own default stay as they are.
+vector and the knowledge base's own default stay as they are. The default of
+``EpisodicMemory(keyword_stopwords=...)``; a question left with no keyword hit
+on its answer is judged on its cosine (see ``Candidate.evidence``).
 """
 
 

@@ -244,3 +244,55 @@ def test_all_three_blocks_in_one_budget(tmp_path, embeddings) -> None:
     assert text.index("[Past Conversation Snippets]") < text.index("[User Facts]")
     assert "wedding" in text and "name=Ana" in text
     store.conn.close()
+
+
+# A question and the turn that answers it, sharing no content word (a paraphrase):
+# the keyword side finds nothing for the answer, so only its cosine can keep it.
+PARAPHRASES = [
+    ("I started a new position at Siemens as a data analyst last month.",
+     ["Who is my employer?", "What do I do for a living?"]),
+    ("We adopted a tabby kitten from the shelter and called her Miso.",
+     ["What animal do I have at home?", "Do I own any pets?"]),
+    ("I've been going to pottery classes every Saturday morning.",
+     ["What do I do for fun on weekends?"]),
+    ("My brother Tomas and his wife just had twins!",
+     ["Am I an uncle?", "How many nephews or nieces do I have?"]),
+    ("I'm allergic to peanuts, so I always check food labels.",
+     ["Do I have any dietary restrictions?"]),
+    ("I'm training for the Berlin marathon in September.",
+     ["What race am I preparing for?"]),
+]  # fmt: skip
+DISTRACTORS = [
+    "How do I reverse a list in Python?", "What should I pack for a week in Iceland?",
+    "Can I freeze cooked rice?", "My coworker's sister Helga just started university; gift ideas?",
+    "Any tips for a long train journey?", "How long should I boil an egg?",
+]  # fmt: skip
+
+
+def test_paraphrased_questions_recall_turns_that_share_no_word_with_them(
+    tmp_path, embeddings
+) -> None:
+    from langchain_knowledge_inject.store.keyword import query_terms
+
+    memory = EpisodicMemory(path=tmp_path, embeddings=embeddings)
+    start = datetime(2024, 3, 1, tzinfo=timezone.utc)
+    ids = {}
+    for i, text in enumerate([*DISTRACTORS, *(fact for fact, _ in PARAPHRASES)]):
+        ids[text] = memory.record_exchange(text, "", user_id="ana", thread_id=f"t{i}",
+                                           date=start + timedelta(days=i))  # fmt: skip
+    missed = []
+    for fact, questions in PARAPHRASES:
+        for question in questions:
+            shared = set(query_terms(question, memory.keyword_stopwords)) & set(
+                query_terms(fact, memory.keyword_stopwords)
+            )
+            assert not shared, (question, shared)  # a true paraphrase
+            found = memory.search(question, user_id="ana", now=start + timedelta(days=30))
+            top = [e.episode_id for e in found]
+            hit = next((e for e in found if e.episode_id == ids[fact]), None)
+            print(f"\n{question!r}: rank {top.index(ids[fact]) if hit else None}, "
+                  f"similarity {hit.similarity if hit else float('nan'):.3f}")  # fmt: skip
+            if hit is None:
+                missed.append(question)
+
+    assert missed == []

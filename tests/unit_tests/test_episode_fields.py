@@ -108,6 +108,15 @@ def test_fields_are_read_once_and_dropped_when_their_episode_is_written() -> Non
     assert reads[-2:] == [["c1"], ["c1"]]
 
 
+def test_the_cosine_of_a_hit_is_kept_and_min_score_is_judged_on_the_better_score() -> None:
+    fields = EpisodeFields(lambda ids, user: [_doc(i, f"e-{i}", 1.0) for i in ids])
+    found = fields.candidates([("c1", 0.15, 0.2), ("c2", 0.4, 0.3)], "u")
+
+    assert [(c.similarity, c.dense) for c in found] == [(0.15, 0.2), (0.4, 0.3)]
+    assert [c.evidence for c in found] == [0.2, 0.4]  # the cosine alone, or the hybrid score
+    assert fields.candidates([("c1", 0.15)], "u")[0].evidence == 0.15  # no cosine given
+
+
 def test_a_read_that_overlaps_a_write_is_used_but_not_kept() -> None:
     stored = {"c1": _doc("c1", "e1", 1.0)}
     fields: EpisodeFields

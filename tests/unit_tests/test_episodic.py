@@ -250,6 +250,22 @@ def test_unrelated_queries_fall_below_min_score(new_memory) -> None:
     assert new_memory().search("x", user_id="nobody") == []  # empty memory
 
 
+def test_min_score_judges_a_paraphrase_on_its_cosine(new_memory) -> None:
+    # no word in common: the keyword side finds nothing, the hybrid score is 0.75 * cosine
+    q, fact, other = "Which city am I based in?", "I live in Porto now.", "Pasta for dinner."
+    table = {q: [1.0, 0.0, 0.0], fact: [0.2, 0.98, 0.0], other: [0.0, 0.0, 1.0]}
+    memory = new_memory(embeddings=TableEmbeddings(table), min_score=0.18, background=False)
+    memory.record(fact, user_id="u1", episode_id="fact")
+    memory.record(other, user_id="u1", episode_id="other")
+
+    found = memory.search(q, user_id="u1", recency="off")
+
+    assert [e.episode_id for e in found] == ["fact"]  # cosine 0.2 >= 0.18; "other" 0
+    assert found[0].similarity == pytest.approx(0.15, abs=1e-3)  # the hybrid score, below it
+    memory.min_score = 0.25
+    assert memory.search(q, user_id="u1", recency="off") == []  # below on both
+
+
 def test_recording_the_same_exchange_twice_keeps_one_episode(memory) -> None:
     args = ("Hi, I'm Ana.", "Hello Ana!")
     first = memory.record_exchange(*args, user_id="u1", thread_id="t", turn=1)
