@@ -49,7 +49,8 @@ class Episode:
         date: When it was said (UTC).
         user_id: Whose memory it is.
         thread_id: The conversation it came from, if known.
-        similarity: The knowledge base's hybrid score for the query, in [0, 1].
+        similarity: The knowledge base's hybrid score for the query, in [0, 1]
+            (below the memory's ``min_score`` when its cosine alone reached it).
         score: The ranking key: ``similarity`` plus the recency and date bonuses.
         speaker: Who said ``user_message`` (``"user"`` for a recorded turn).
         reply_speaker: Who said ``assistant_reply``.
