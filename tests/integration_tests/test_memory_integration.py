@@ -261,6 +261,8 @@ PARAPHRASES = [
      ["Do I have any dietary restrictions?"]),
     ("I'm training for the Berlin marathon in September.",
      ["What race am I preparing for?"]),
+    ("I live in Porto now and I'm looking for a climbing gym.",
+     ["Which city am I based in?"]),
 ]  # fmt: skip
 DISTRACTORS = [
     "How do I reverse a list in Python?", "What should I pack for a week in Iceland?",
@@ -291,7 +293,8 @@ def test_paraphrased_questions_recall_turns_that_share_no_word_with_them(
             top = [e.episode_id for e in found]
             hit = next((e for e in found if e.episode_id == ids[fact]), None)
             print(f"\n{question!r}: rank {top.index(ids[fact]) if hit else None}, "
-                  f"similarity {hit.similarity if hit else float('nan'):.3f}")  # fmt: skip
+                  f"similarity {hit.similarity if hit else float('nan'):.3f}, "
+                  f"min_score {memory.min_score}")  # fmt: skip
             if hit is None:
                 missed.append(question)
 
