@@ -44,8 +44,9 @@ defaults): seed 11 R@5/R@10 **0.725 / 0.803** and 0.725 / 0.801 in two runs
 the 502-503 evidence hits of the top 10 and 19% of the off-topic questions
 recall nothing (earlier defaults: 99.0% / 17%); episode search 0.97x / 0.97x
 a plain knowledge-base search (cached / new questions; load 4.1-4.5, mypy
-running beside it) and 0.79x / 0.95x (load 1.9 falling to 0.7). Seed 7: 0.772 / 0.840 (Lucene's 33 only 0.733 /
-0.795), 99.8% / 22% (earlier defaults 99.6% / 17%), 0.80x / 0.95x (load 2.8).
+running beside it) and 0.79x / 0.95x (load 1.9 falling to 0.7). Seed 7:
+0.772 / 0.840 (Lucene's 33 only 0.733 / 0.795), 99.8% / 22% (earlier
+defaults 99.6% / 17%), 0.80x / 0.95x (load 2.8).
 Judged on the hybrid score alone, question stopwords need ``min_score`` 0.11
 to keep the paraphrase "What's my sibling's name again?" (0.111) of
 ``test_memory_integration.py``: 100% / 25% on seed 11, 99.8% / 28% on seed 7,
