@@ -38,6 +38,37 @@ few thousandths, HNSW builds differ run to run), with the queries that score
 * **weights**: the document part's cosine weight, the chunk part's cosine
   weight and the document weight over a grid (the best few printed).
 
+* **rescoring** (``--rescore``, printed instead of the others; the code is
+  in ``fusion_rescore.py``): each candidate abstract scored directly,
+  ``0.75 * (0.75 cosine + 0.25 keyword) + 0.25 * its best fused chunk`` (the
+  default's ranking, to the tie; it reproduces the default line), then
+  changed one part at a time. Each grid prints every setting's train figure,
+  on how many of 5 fixed query folds it beats the default, and a held-out
+  figure (each fold scored with the setting best on the other four). The
+  variants: per-query normalisation of the three parts before the blend
+  (min-max, z-score, distribution-based: mean plus or minus 3 standard
+  deviations, clipped), over cosine weights 0.3-0.8 and document shares 0.75
+  / 1; the document keyword as a share of the query's highest possible BM25
+  (the sum of its terms' ``idf * (k1 + 1)``, BM25 outside FTS5) and that
+  BM25 relative to the best instead of FTS5's; a reciprocal-rank term ``c *
+  (1 / (k + dense rank) + 1 / (k + keyword rank))`` added to the score, and
+  one side's ``c / (k + rank)`` alone (dense, document keyword, best chunk);
+  RM3-style keyword feedback (the top ``m`` default abstracts' term
+  distribution, ``T`` terms, most probable times IDF, mixed into the
+  document keyword part at ``lambda``); dense pooling over an abstract's
+  chunks with exact cosines (best plus ``f`` times the second best, ``(1 -
+  f)`` best plus ``f`` second, log-sum-exp with temperature ``tau``, by mean
+  or sum); a bonus ``b`` for an abstract in both sides' top ``n``; and
+  learned fusion over 14 per-abstract features (cosine, document keyword,
+  best chunk, best chunk keyword, second cosine, lead cosine, RM3 score,
+  both z-scores, both reciprocal ranks and log ranks, the default score),
+  trained on four folds and scored on the fifth: logistic regression
+  (pointwise, and pairwise over each query's default top 30) and
+  scikit-learn's gradient-boosted trees (pointwise, ties broken by the
+  default score). ``--trees-on-test`` (with ``--split test``) fits the trees
+  with the settings fixed on train (``fusion_rescore.TREES``) on every train
+  query and reports them on the test queries.
+
 Train figures of these runs are in ``retrieval_quality.py``'s docstring.
 
 Run: ``python benchmarks/fusion_lab.py --data ../shared/bench/scifact --split train``
@@ -373,6 +404,14 @@ def main() -> None:
     parser.add_argument("--split", choices=("test", "train"), default="train")
     parser.add_argument("--store", type=Path, default=Path("/tmp/kinject-fusion-lab"))
     parser.add_argument("--keyword", action="store_true", help="document-level BM25 variants only")
+    parser.add_argument(
+        "--rescore", action="store_true", help="round two: document-level rescoring variants only"
+    )
+    parser.add_argument(
+        "--trees-on-test",
+        action="store_true",
+        help="report the trees fixed on train (TREES), fitted on train, on the test split",
+    )
     parser.add_argument("--default-only", action="store_true", help="print the default line only")
     args = parser.parse_args()
     docs, queries, qrels = load(args.data, args.split)
@@ -393,7 +432,7 @@ def main() -> None:
         print(f"  {label:58s} {value:.4f}", flush=True)
         return value
 
-    lab = Lab(data, {} if args.default_only else document_vectors(data, args.data))
+    lab = Lab(data, {} if args.default_only or args.keyword else document_vectors(data, args.data))
     show("default path: fuse_with_documents (hybrid nDCG@10)", lab.default)
     missed = [q for q in data.queries if ndcg_at_10(lab.default(q), qrels[q]) == 0]
     found = {q: {lab.parent[c] for c, _ in [*data.dense[q], *data.keyword[q]]} for q in missed}
@@ -405,6 +444,23 @@ def main() -> None:
         return
     if args.keyword:
         keyword_variants(data, qrels)
+        return
+    if args.rescore:
+        from fusion_rescore import rescore_variants
+
+        rescore_variants(lab, data, qrels)
+        return
+    if args.trees_on_test:
+        from fusion_rescore import tree_inputs, trees_on_test
+
+        if args.split != "test":
+            parser.error("--trees-on-test reports on --split test")
+        _, _, train_qrels = load(args.data, "train")
+        train_data = pickle.loads((args.store / "collected-train.pickle").read_bytes())
+        train_lab = Lab(train_data, document_vectors(train_data, args.data))
+        trees_on_test(
+            tree_inputs(train_lab, train_data, train_qrels), tree_inputs(lab, data, qrels)
+        )
         return
     show(
         "dense alone (Chroma HNSW candidates)", lambda q: ranked_sources(data.dense[q], lab.parent)
