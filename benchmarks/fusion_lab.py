@@ -55,7 +55,8 @@ few thousandths, HNSW builds differ run to run), with the queries that score
   one side's ``c / (k + rank)`` alone (dense, document keyword, best chunk);
   RM3-style keyword feedback (the top ``m`` default abstracts' term
   distribution, ``T`` terms, most probable times IDF, mixed into the
-  document keyword part at ``lambda``); dense pooling over an abstract's
+  document keyword part at ``lambda``); the lead vector (the better of its
+  cosine and the best chunk's), RM3 and that BM25 combined; dense pooling over an abstract's
   chunks with exact cosines (best plus ``f`` times the second best, ``(1 -
   f)`` best plus ``f`` second, log-sum-exp with temperature ``tau``, by mean
   or sum); a bonus ``b`` for an abstract in both sides' top ``n``; and

@@ -310,6 +310,31 @@ def rescore_variants(lab: Lab, data: Collected, qrels) -> None:
         )
     grid("RM3 (m, terms, lambda)", settings)
 
+    print("  2b. the lead vector (as the better of it and the best chunk) with RM3 and BM25:")
+    lead_max = {q: np.maximum(v.cosine, v.lead) for q, v in rs.queries.items()}
+    plain = {}  # BM25 of the query's terms outside FTS5, relative to the best (1a)
+    for q, v in rs.queries.items():
+        weights = {
+            stems[0]: 1.0
+            for stems in bm25.tokenizer.lookup(bm25.query_terms(data.queries[q]))
+            if len(stems) == 1 and stems[0] in bm25.idf
+        }
+        scores = bm25.score(weights, v.docs)
+        plain[q] = scores / max(scores.max(), 1e-9)
+    settings = {}
+    for lead, rm3, keyword, w in itertools.product(
+        (False, True), (None, (3, 25, 0.35), (3, 10, 0.35)), ("fts5", "plain"), (0.75, 0.8)
+    ):
+
+        def combined(q, v, lead=lead, rm3=rm3, keyword=keyword, w=w):
+            kw = v.keyword if keyword == "fts5" else plain[q]
+            if rm3 is not None:
+                kw = (1 - rm3[2]) * kw + rm3[2] * expansion[rm3[:2]][q]
+            return default_score(v, cosine=lead_max[q] if lead else None, keyword=kw, w=w)
+
+        settings[(lead, rm3, keyword, w)] = combined
+    grid("combined (lead max, RM3, keyword BM25, w)", settings)
+
     # 3. dense pooling over an abstract's chunks (exact cosines)
     print("  3. dense pooling over each abstract's chunks (exact cosines):")
     exact_best = {q: np.array([e[0] for e in v.exact]) for q, v in rs.queries.items()}

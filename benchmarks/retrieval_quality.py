@@ -91,6 +91,9 @@ keyword rank))``: best 0.7514 (k 10, c 1), 0.7476-0.7506 otherwise
 0.7458-0.7519 (held-out 0.7486 / 0.7496 / 0.7512). RM3-style keyword
 feedback (top 3 / 5 / 10 default abstracts, 10 or 25 terms, mixed at 0.1 /
 0.2 / 0.35): 0.7468-0.7527, best top 3, 25 terms, 0.35 (held-out 0.7510).
+The lead vector as the better of it and the best chunk (alone 0.7526), RM3
+and BM25 outside FTS5 combined, over w 0.75 / 0.8: at most 0.7549 (lead,
+RM3 top 3, BM25 outside FTS5, w 0.75; 4/5 folds), held-out 0.7513.
 Dense pooling over an abstract's chunks (exact cosines): the exact best
 0.7500; best plus 0.05 / 0.1 / 0.2 / 0.3 of the second best 0.7515 / 0.7507
 / 0.7498 / 0.7487; 0.9 / 0.8 / 0.7 best plus the rest of the second 0.7509 /
