@@ -31,12 +31,14 @@ for the other side, the lowest cosine of the dense list (its cosine cannot be
 higher) or a keyword score of 0. Hybrid search also scores each chunk's
 document (:func:`fuse_with_documents`, its keyword side from BM25 over the
 document's whole text). Rechecked on train at the document level through the
-default ingest path (scripts not shipped): min-max, z-score and reciprocal
-rank fusion, a rank-fusion term added to the convex score, power transforms
-of the keyword score, a second-best-chunk cosine bonus, deeper candidate
-lists (200), Rocchio feedback on the query vector and RM3-style keyword
-expansion: none beat the convex combination by more than 0.0005 nDCG@10,
-most scored below it (reciprocal rank fusion alone by 0.025).
+default ingest path: min-max, z-score and reciprocal rank fusion, a
+rank-fusion term added to the convex score, power transforms of the keyword
+score, a second-best-chunk cosine bonus, deeper candidate lists (200),
+Rocchio feedback on the query vector and RM3-style keyword expansion: none
+beat the convex combination by more than 0.0005 nDCG@10, most scored below it
+(reciprocal rank fusion alone by 0.025). ``benchmarks/fusion_lab.py`` and its
+``--rescore`` mode (``benchmarks/fusion_rescore.py``) measure these and more
+with held-out folds; their figures are in ``benchmarks/retrieval_quality.py``.
 
 :data:`DEFAULT_MIN_SCORE` is the highest threshold that keeps 95% of the
 relevant SciFact train documents that the default hybrid search ranks in its
