@@ -63,6 +63,7 @@ __all__ = [
     "DOCUMENT_WEIGHT",
     "DocumentKeyword",
     "KeywordPool",
+    "dense_cosines",
     "dense_score",
     "fuse",
     "fuse_with_documents",
@@ -155,6 +156,21 @@ def keyword_unit_scores(hits: Sequence[tuple[str, float]]) -> list[tuple[str, fl
     return [(chunk_id, score / best) for chunk_id, score in ranked]
 
 
+def dense_cosines(dense: Sequence[tuple[str, float]]) -> tuple[dict[str, float], float]:
+    """Each chunk's cosine in the dense list (its first, in [0, 1]) and the list's lowest.
+
+    The lowest is what :func:`fuse` counts for a chunk the keyword side alone found.
+
+    Example:
+        >>> dense_cosines([("a", 0.6), ("b", 0.4), ("a", 0.2)])
+        ({'a': 0.6, 'b': 0.4}, 0.4)
+    """
+    cosines: dict[str, float] = {}
+    for chunk_id, score in dense:
+        cosines.setdefault(chunk_id, min(1.0, max(0.0, float(score))))
+    return cosines, min(cosines.values(), default=0.0)
+
+
 def fuse(
     dense: Sequence[tuple[str, float]],
     keyword: Sequence[tuple[str, float]],
@@ -179,11 +195,8 @@ def fuse(
         >>> fuse([("a", 0.6)], [("a", 10.0), ("b", 5.0)])
         [('a', 0.7), ('b', 0.575)]
     """
-    cosines: dict[str, float] = {}
-    for chunk_id, score in dense:
-        cosines.setdefault(chunk_id, min(1.0, max(0.0, float(score))))
+    cosines, floor = dense_cosines(dense)
     relevance = dict(keyword_unit_scores(keyword))
-    floor = min(cosines.values(), default=0.0)
     fused = {
         chunk_id: dense_weight * cosines.get(chunk_id, floor)
         + (1.0 - dense_weight) * relevance.get(chunk_id, 0.0)

@@ -157,8 +157,7 @@ class SearchMixin:
         _, ranked, dense = self._ranked(query, k, min_score, filter, mode, tenant_id, stopwords)
         if not with_dense:
             return ranked
-        cosines = dict(reversed(dense))  # a repeated chunk keeps its first (best) cosine
-        floor = min(cosines.values(), default=0.0)
+        cosines, floor = fusion.dense_cosines(dense)
         return [(cid, score, cosines.get(cid, floor)) for cid, score in ranked]
 
     def _ranked(
