@@ -51,7 +51,6 @@ arithmetic ceiling").
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
@@ -61,11 +60,9 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
-from langchain_core.documents import Document
+from ingest import default_path_chunks, load_abstracts
 
-from langchain_knowledge_inject.ingest.loading import split_documents
-from langchain_knowledge_inject.store.embeddings import configure_torch_threads, default_embeddings
-from langchain_knowledge_inject.store.writes import default_splitter
+from langchain_knowledge_inject.store.embeddings import configure_torch_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 MATMUL_OPS = ("aten::addmm", "aten::mm", "aten::bmm", "aten::matmul", "aten::linear")
@@ -73,15 +70,9 @@ ATTENTION_OPS = ("aten::_scaled_dot_product", "aten::scaled_dot_product")
 
 
 def load_chunks(data: Path, limit: int) -> list[str]:
-    rows = []
-    with (data / "corpus.jsonl").open(encoding="utf-8") as fh:
-        for line in fh:
-            rows.append(json.loads(line))
-            if len(rows) >= limit:
-                break
-    docs = [Document(f"{r['title']} {r['text']}", metadata={"source": r["_id"]}) for r in rows]
-    splitter = default_splitter(default_embeddings(backend="torch"))
-    return [c.page_content for c in split_documents(docs, splitter=splitter)]
+    """The texts of the default path's chunks of the first ``limit`` abstracts."""
+    _, chunks = default_path_chunks(load_abstracts(data, limit))
+    return [c.page_content for c in chunks]
 
 
 def padded_batches(model, texts: list[str], batch_size: int) -> list[tuple[int, int]]:

@@ -45,6 +45,23 @@ def held_out(per_query: dict[object, dict[str, float]], folds: list[list[str]]) 
     return statistics.mean(values)
 
 
+def folds_won(per_query: dict[str, float], base: dict[str, float], folds: list[list[str]]) -> int:
+    """On how many folds ``per_query``'s mean beats the default's (``base``)."""
+    return sum(
+        statistics.mean(per_query[q] for q in f) > statistics.mean(base[q] for q in f)
+        for f in folds
+    )
+
+
+def held_out_line(held: dict[str, float], base: dict[str, float], folds: list[list[str]]) -> str:
+    """``held-out X (+d, w/5 folds)`` of a learned model's per-query held-out figures."""
+    value = statistics.mean(held.values())
+    return (
+        f"held-out {value:.4f} ({value - statistics.mean(base.values()):+.4f},"
+        f" {folds_won(held, base, folds)}/{FOLDS} folds)"
+    )
+
+
 class Bm25:
     """BM25 over the document index's text, outside FTS5 (FTS5's IDF, k1 1.2, b 0.75)."""
 
@@ -211,10 +228,7 @@ def rescore_variants(lab: Lab, data: Collected, qrels) -> None:
         best = max(per, key=lambda k: statistics.mean(per[k].values()))
         for key in per:
             value = statistics.mean(per[key].values())
-            wins = sum(
-                statistics.mean(per[key][q] for q in f) > statistics.mean(base[q] for q in f)
-                for f in folds
-            )
+            wins = folds_won(per[key], base, folds)
             mark = " <" if key == best else ""
             print(
                 f"    {label} {key}: {value:.4f} ({value - base_mean:+.4f}, beats default"
@@ -490,16 +504,7 @@ def learned(rs: Rescore, folds, base, expansion) -> None:
                     held[q] = rs.ndcg(
                         q, model.decision_function(scaler.transform(table[q][:, cols]))
                     )
-            value = statistics.mean(held.values())
-            wins = sum(
-                statistics.mean(held[q] for q in f) > statistics.mean(base[q] for q in f)
-                for f in folds
-            )
-            print(
-                f"    {label} (C {c_reg}): held-out {value:.4f}"
-                f" ({value - statistics.mean(base.values()):+.4f}, {wins}/{FOLDS} folds)",
-                flush=True,
-            )
+            print(f"    {label} (C {c_reg}): {held_out_line(held, base, folds)}", flush=True)
     print("    pairwise (each relevant abstract against each other in the default top 30):")
     for label, cols in subsets.items():
         for c_reg in (0.01, 1.0):
@@ -522,14 +527,8 @@ def learned(rs: Rescore, folds, base, expansion) -> None:
                     held[q] = rs.ndcg(
                         q, model.decision_function(scaler.transform(table[q][:, cols]))
                     )
-            value = statistics.mean(held.values())
-            wins = sum(
-                statistics.mean(held[q] for q in f) > statistics.mean(base[q] for q in f)
-                for f in folds
-            )
             print(
-                f"    pairwise {label} (C {c_reg}): held-out {value:.4f}"
-                f" ({value - statistics.mean(base.values()):+.4f}, {wins}/{FOLDS} folds)",
+                f"    pairwise {label} (C {c_reg}): {held_out_line(held, base, folds)}",
                 flush=True,
             )
     from sklearn.ensemble import HistGradientBoostingClassifier
@@ -570,13 +569,8 @@ def learned(rs: Rescore, folds, base, expansion) -> None:
             for q in fold:  # ties (trees score in steps) broken by the default score
                 tie = 1e-6 * default_score(rs.queries[q])
                 held[q] = rs.ndcg(q, model.predict_proba(table[q][:, cols])[:, 1] + tie)
-        value = statistics.mean(held.values())
-        wins = sum(
-            statistics.mean(held[q] for q in f) > statistics.mean(base[q] for q in f) for f in folds
-        )
         print(
-            f"    gradient-boosted trees (pointwise, {settings}), {label}: held-out"
-            f" {value:.4f} ({value - statistics.mean(base.values()):+.4f},"
-            f" {wins}/{FOLDS} folds)",
+            f"    gradient-boosted trees (pointwise, {settings}), {label}:"
+            f" {held_out_line(held, base, folds)}",
             flush=True,
         )

@@ -73,6 +73,20 @@ def load_abstracts(data: Path, limit: int) -> list[dict[str, str]]:
     return rows
 
 
+def default_path_chunks(rows: list[dict[str, str]]) -> tuple[list[Document], list[Document]]:
+    """The abstracts as Documents (``title + " " + text``) and their default-path chunks.
+
+    Split as ``ingest`` splits them with the default model: the knowledge
+    base's default splitter.
+    """
+    docs = [
+        Document(f"{r['title']} {r['text']}", metadata={"source": f"scifact/{r['_id']}"})
+        for r in rows
+    ]
+    splitter = default_splitter(default_embeddings(backend="torch"))
+    return docs, split_documents(docs, splitter=splitter)
+
+
 def whole_sources(chunks: list[Document], size: int) -> list[list[Document]]:
     """Blocks of about ``size`` chunks that never split one source's chunks.
 
@@ -188,12 +202,7 @@ def main() -> None:
     thread_counts = args.threads or [configure_torch_threads()]
 
     rows = load_abstracts(args.data, args.docs)
-    docs = [
-        Document(f"{r['title']} {r['text']}", metadata={"source": f"scifact/{r['_id']}"})
-        for r in rows
-    ]
-    splitter = default_splitter(default_embeddings(backend="torch"))  # the default path's
-    chunks = split_documents(docs, splitter=splitter)
+    docs, chunks = default_path_chunks(rows)
     texts = [c.page_content for c in chunks]
     print(
         f"{len(docs)} SciFact abstracts -> {len(chunks)} chunks "
