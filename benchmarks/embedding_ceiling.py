@@ -62,7 +62,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch
 from ingest import default_path_chunks, load_abstracts
 
-from langchain_knowledge_inject.store.embeddings import configure_torch_threads
+from langchain_knowledge_inject._store.embeddings import configure_torch_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 MATMUL_OPS = ("aten::addmm", "aten::mm", "aten::bmm", "aten::matmul", "aten::linear")

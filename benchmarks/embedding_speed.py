@@ -56,7 +56,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 
-from langchain_knowledge_inject.store.embeddings import (
+from langchain_knowledge_inject._store.embeddings import (
     ONNX_EXPORT_DIR,
     default_embeddings,
     onnx_available,
@@ -121,7 +121,7 @@ def throughput(arms, backends, threads, claims, docs, args) -> None:
     """Part 3: embed_documents texts/s of each backend on short and on full-window texts."""
     from langchain_core.documents import Document
 
-    from langchain_knowledge_inject.ingest.loading import split_documents
+    from langchain_knowledge_inject._ingest.loading import split_documents
 
     abstracts = [Document(text, metadata={"source": i}) for i, text in list(docs.items())]
     chunks = [c.page_content for c in split_documents(abstracts[: args.throughput_docs])]

@@ -82,10 +82,10 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_knowledge_inject.memory.episodic import EpisodeRecord, EpisodicMemory
-from langchain_knowledge_inject.store.embeddings import default_embeddings
-from langchain_knowledge_inject.store.keyword import STOPWORDS
-from langchain_knowledge_inject.store.knowledge_base import KnowledgeBase
+from langchain_knowledge_inject._memory.episodic import EpisodeRecord, EpisodicMemory
+from langchain_knowledge_inject._store.embeddings import default_embeddings
+from langchain_knowledge_inject._store.keyword import STOPWORDS
+from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
 KS = (5, 10)
 OFF_TOPIC = [
@@ -357,7 +357,7 @@ def _thresholds(
     cosine alone (``Candidate.evidence``), so the figures come from searching
     again at each threshold (the knowledge-base searches are memoized).
     """
-    from langchain_knowledge_inject.memory.episodic import DEFAULT_EPISODIC_MIN_SCORE as floor
+    from langchain_knowledge_inject._memory.episodic import DEFAULT_EPISODIC_MIN_SCORE as floor
 
     total = sum(len(found) for _, _, found in hits)
     print(f"min_score (default {floor}, judged on max(hybrid, cosine)): evidence hits in the "
@@ -413,7 +413,7 @@ def _latency(
 
 
 def _resolves(question: str, now: object) -> bool:
-    from langchain_knowledge_inject.memory import temporal
+    from langchain_knowledge_inject._memory import temporal
 
     return temporal.resolve(question, now=now) is not None  # type: ignore[arg-type]
 

@@ -303,11 +303,11 @@ CONDENSER = "condenser, SCRIPTED model (hand-written rewrites, not an LLM)"
 def variants(kb, k: int = 4, *, condenser: Any = None) -> dict:
     """name -> function(turn) -> retrieved documents."""
     from langchain_knowledge_inject import KnowledgeInjector
-    from langchain_knowledge_inject.turn.placement import is_follow_up
+    from langchain_knowledge_inject._turn.placement import is_follow_up
 
     def injector(window: int):
         inj = KnowledgeInjector(kb, top_k=k, query_window=window)
-        return lambda turn: inj.retrieve(_messages(turn), inj.config).documents
+        return lambda turn: inj.retrieve(_messages(turn), inj.settings).documents
 
     def always(window: int):  # the window added to every query, follow-up or not
         return lambda turn: kb.search("\n".join([*turn.earlier[-window:], turn.question]), k=k)
@@ -345,7 +345,7 @@ def evaluate(
 
 def condenser_cost(turns: list[Turn], rounds: int = 20) -> dict[str, float]:
     """Model calls and the time to build one query: heuristic vs condenser, side by side."""
-    from langchain_knowledge_inject.turn.query import QueryCondenser, followup_query
+    from langchain_knowledge_inject._turn.query import QueryCondenser, followup_query
 
     model = scripted_condenser_model()
     cached = QueryCondenser(model)
@@ -380,8 +380,8 @@ def condenser_cost(turns: list[Turn], rounds: int = 20) -> dict[str, float]:
 
 
 def main() -> int:
-    from langchain_knowledge_inject.ingest.sample_data import build_sample_knowledge_base
-    from langchain_knowledge_inject.turn.query import QueryCondenser
+    from langchain_knowledge_inject._ingest.sample_data import build_sample_knowledge_base
+    from langchain_knowledge_inject._turn.query import QueryCondenser
 
     with tempfile.TemporaryDirectory() as tmp:
         kb = build_sample_knowledge_base(path=tmp)

@@ -30,8 +30,8 @@ from _server import chroma_server, client
 from langchain_core.messages import HumanMessage
 
 from langchain_knowledge_inject import KnowledgeBase, KnowledgeInjector
-from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
-from langchain_knowledge_inject.store.embeddings import default_embeddings
+from langchain_knowledge_inject._ingest.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
+from langchain_knowledge_inject._store.embeddings import default_embeddings
 
 QUESTIONS = [q.question for q in SAMPLE_QUESTIONS]
 

@@ -98,8 +98,8 @@ from _embedding_cache import DEFAULT_CACHE, DiskCachedEmbeddings
 from retrieval_quality import ROOT, load, ndcg_at_10
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject.store import documents, fusion
-from langchain_knowledge_inject.store.embeddings import DEFAULT_MODEL_NAME, default_embeddings
+from langchain_knowledge_inject._store import documents, fusion
+from langchain_knowledge_inject._store.embeddings import DEFAULT_MODEL_NAME, default_embeddings
 
 DEPTH = 100
 
@@ -337,8 +337,8 @@ def document_vectors(data: Collected, data_dir: Path) -> dict[str, np.ndarray]:
 
 def keyword_variants(data: Collected, qrels) -> None:
     """Document-level BM25 variants, keyword alone, over the document index's own text."""
-    from langchain_knowledge_inject.store.keyword import STOPWORDS, TOKENIZER, query_terms
-    from langchain_knowledge_inject.store.keyword_tokens import Fts5Tokenizer
+    from langchain_knowledge_inject._store.keyword import STOPWORDS, TOKENIZER, query_terms
+    from langchain_knowledge_inject._store.keyword_tokens import Fts5Tokenizer
 
     sources = sorted(data.documents)
     tokenizer = Fts5Tokenizer(TOKENIZER)

@@ -6,7 +6,7 @@ with ``html.parser`` is quadratic there), ``N`` start tags that never end
 one), and a normal page (headings, paragraphs, lists, a table, scripts).
 Parsers, side by side in one run, median of ``--repeat``:
 
-* ``stream``: :func:`langchain_knowledge_inject.ingest.html_text.html_to_text` (the
+* ``stream``: :func:`langchain_knowledge_inject._ingest.html_text.html_to_text` (the
   ingest's choice: stdlib ``html.parser`` events, no tree);
 * ``bs4-html.parser``: the previous extraction (BeautifulSoup tree rewrite);
 * ``bs4-lxml``, ``lxml``, ``selectolax``: when importable (``--extra-path DIR``
@@ -26,7 +26,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from langchain_knowledge_inject.ingest.html_text import html_to_text
+from langchain_knowledge_inject._ingest.html_text import html_to_text
 
 _BLOCKS = re.compile(
     r"^(p|div|section|article|header|footer|nav|aside|main|li|tr|table|ul|ol|dl|dt|dd|pre"

@@ -51,14 +51,14 @@ import torch
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject import KnowledgeBase, ingest
-from langchain_knowledge_inject.ingest.loading import split_documents
-from langchain_knowledge_inject.store.embeddings import (
+from langchain_knowledge_inject._ingest.loading import split_documents
+from langchain_knowledge_inject._store.embeddings import (
     configure_torch_threads,
     default_embeddings,
     onnx_available,
     resolve_backend,
 )
-from langchain_knowledge_inject.store.writes import default_splitter
+from langchain_knowledge_inject._store.writes import default_splitter
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -47,14 +47,14 @@ from _embedding_cache import DEFAULT_CACHE, DiskCachedEmbeddings
 from langchain_core.documents import Document
 from retrieval_quality import MODES, build, ndcg_at_10, read_qrels
 
-from langchain_knowledge_inject.integrations import cli
-from langchain_knowledge_inject.store import knowledge_base
-from langchain_knowledge_inject.store.embeddings import (
+from langchain_knowledge_inject._store import knowledge_base
+from langchain_knowledge_inject._store.embeddings import (
     DEFAULT_MODEL_NAME,
     default_embeddings,
     default_token_counter,
 )
-from langchain_knowledge_inject.store.writes import DEFAULT_CHUNK_TOKENS
+from langchain_knowledge_inject._store.writes import DEFAULT_CHUNK_TOKENS
+from langchain_knowledge_inject._surfaces import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -54,8 +54,8 @@ from langchain_knowledge_inject import (
     KnowledgeInjector,
     create_knowledge_graph,
 )
-from langchain_knowledge_inject.ingest.sample_data import SAMPLE_QUESTIONS
-from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject._ingest.sample_data import SAMPLE_QUESTIONS
+from langchain_knowledge_inject._turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 
 TARGETS = {"injector": 1.10, "graph": 1.5}
 
@@ -64,7 +64,7 @@ def build_paths(kb, *, top_k: int) -> dict[str, Callable[[str], object]]:
     from langchain.agents import create_agent
 
     injector = KnowledgeInjector(kb, top_k=top_k)
-    settings = injector.config
+    settings = injector.settings
     system = SystemMessage(f"{SYSTEM_PROMPT}\n\n{KNOWLEDGE_SYSTEM_PROMPT}")
     graph = create_knowledge_graph(
         ScriptedReplyModel(record=False), kb, system_prompt=SYSTEM_PROMPT, top_k=top_k

@@ -42,8 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scale import Corpus
 
-from langchain_knowledge_inject.store import keyword
-from langchain_knowledge_inject.store.keyword import KeywordIndex
+from langchain_knowledge_inject._store import keyword
+from langchain_knowledge_inject._store.keyword import KeywordIndex
 
 K = 100
 

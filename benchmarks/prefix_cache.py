@@ -55,8 +55,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_knowledge_inject import create_knowledge_graph, strip_injected
-from langchain_knowledge_inject.turn.placement import is_injected
-from langchain_knowledge_inject.turn.tokens import approximate_token_count
+from langchain_knowledge_inject._turn.placement import is_injected
+from langchain_knowledge_inject._turn.tokens import approximate_token_count
 
 # (user message, the assistant's scripted reply)
 TURNS: list[tuple[str, str]] = [
@@ -196,7 +196,7 @@ def make_tokenizer(kind: str) -> tuple[str, Callable[[str], Tokens]]:
     encode = _tiktoken_encoder() if kind == "auto" else None
     if encode is not None:
         return "tiktoken cl100k_base", encode
-    name = "approximate (langchain_knowledge_inject.turn.tokens, cl100k_base encoding unavailable)"
+    name = "approximate (langchain_knowledge_inject._turn.tokens, cl100k_base encoding unavailable)"
     return name, _approximate_encode
 
 

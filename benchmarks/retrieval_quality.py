@@ -158,15 +158,15 @@ from _embedding_cache import DEFAULT_CACHE, DiskCachedEmbeddings
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject.store import documents, fusion
-from langchain_knowledge_inject.store.embedding_quantization import QUANTIZED_FILE_TAG
-from langchain_knowledge_inject.store.embeddings import (
+from langchain_knowledge_inject._store import documents, fusion
+from langchain_knowledge_inject._store.embedding_quantization import QUANTIZED_FILE_TAG
+from langchain_knowledge_inject._store.embeddings import (
     DEFAULT_MODEL_NAME,
     default_embeddings,
     default_token_counter,
 )
-from langchain_knowledge_inject.store.fusion import DEFAULT_MIN_SCORE
-from langchain_knowledge_inject.store.writes import WINDOW_CHUNK_TOKENS, WINDOW_OVERLAP_TOKENS
+from langchain_knowledge_inject._store.fusion import DEFAULT_MIN_SCORE
+from langchain_knowledge_inject._store.writes import WINDOW_CHUNK_TOKENS, WINDOW_OVERLAP_TOKENS
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("dense", "keyword", "hybrid")
@@ -296,7 +296,7 @@ def evaluate(
 def compare_keyword_libraries(docs: list[Document], queries: dict[str, str], qrels) -> None:
     import sqlite3
 
-    from langchain_knowledge_inject.store.keyword import KeywordIndex, query_terms
+    from langchain_knowledge_inject._store.keyword import KeywordIndex, query_terms
 
     try:
         import Stemmer  # PyStemmer
@@ -367,7 +367,7 @@ def compare_keyword_libraries(docs: list[Document], queries: dict[str, str], qre
 
 
 def _all_words(text: str) -> list[str]:
-    from langchain_knowledge_inject.store.keyword import STOPWORDS
+    from langchain_knowledge_inject._store.keyword import STOPWORDS
 
     return [w for w in re.findall(r"[^\W_]+", text.casefold()) if w not in STOPWORDS]
 

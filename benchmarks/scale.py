@@ -172,7 +172,7 @@ def serve(path: Path, queries: int, salt: int, copy_above: int | None = None) ->
     ``copy_above`` overrides ``keyword_mirror.POSTINGS_ABOVE`` (a huge value
     measures the FTS5-only keyword side of earlier versions).
     """
-    from langchain_knowledge_inject.store import keyword_mirror
+    from langchain_knowledge_inject._store import keyword_mirror
 
     if copy_above is not None:
         keyword_mirror.POSTINGS_ABOVE = copy_above

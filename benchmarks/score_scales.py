@@ -34,7 +34,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from _embedding_cache import DiskCachedEmbeddings
 from retrieval_quality import build, load
 
-from langchain_knowledge_inject.store.embeddings import DEFAULT_MODEL_NAME, default_embeddings
+from langchain_knowledge_inject._store.embeddings import DEFAULT_MODEL_NAME, default_embeddings
 
 ROOT = Path(__file__).resolve().parents[1]
 DESIGNS = {  # name: (their threshold, their top k, our mode standing for their score)

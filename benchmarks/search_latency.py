@@ -31,8 +31,8 @@ from langchain_core.documents import Document
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject.store import fusion
-from langchain_knowledge_inject.store.embeddings import DEFAULT_MODEL_NAME, default_embeddings
+from langchain_knowledge_inject._store import fusion
+from langchain_knowledge_inject._store.embeddings import DEFAULT_MODEL_NAME, default_embeddings
 
 ROOT = Path(__file__).resolve().parents[1]
 CATEGORIES = ("biology", "medicine", "chemistry", "physics")

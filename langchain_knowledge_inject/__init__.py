@@ -12,7 +12,27 @@ mode), ``memory`` (procedures, facts, episodes) and ``integrations`` (the surfac
 
 import logging
 
-from langchain_knowledge_inject._compat import MOVED_NAMES, install_module_aliases, moved_name
+from langchain_knowledge_inject._ingest.loading import IngestReport, aingest, ingest
+from langchain_knowledge_inject._ingest.sample_data import build_sample_knowledge_base
+from langchain_knowledge_inject._memory.episodic import EpisodicMemory
+from langchain_knowledge_inject._memory.facts import UserFacts
+from langchain_knowledge_inject._memory.procedures import ProcedureLibrary
+from langchain_knowledge_inject._memory.tools import create_memory_tools
+from langchain_knowledge_inject._restricted.summary import ReasonCode, SafeSummary
+from langchain_knowledge_inject._store.knowledge_base import (
+    AddResult,
+    KnowledgeBase,
+    KnowledgeBaseInfo,
+)
+from langchain_knowledge_inject._store.retriever import KnowledgeBaseRetriever
+from langchain_knowledge_inject._surfaces.graph import KnowledgeState, create_knowledge_graph
+from langchain_knowledge_inject._surfaces.middleware import KnowledgeInjectionMiddleware
+from langchain_knowledge_inject._surfaces.node import create_knowledge_node
+from langchain_knowledge_inject._surfaces.runnable import KnowledgeInjector
+from langchain_knowledge_inject._surfaces.tools import create_knowledge_base_search_tool
+from langchain_knowledge_inject._turn.formatting import KnowledgeBlockTemplate
+from langchain_knowledge_inject._turn.manifest import InjectionManifest
+from langchain_knowledge_inject._turn.placement import strip_injected
 from langchain_knowledge_inject._version import __version__
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
@@ -21,28 +41,7 @@ from langchain_knowledge_inject.errors import (
     RetrievalError,
     StoreError,
 )
-from langchain_knowledge_inject.ingest.loading import IngestReport, aingest, ingest
-from langchain_knowledge_inject.ingest.sample_data import build_sample_knowledge_base
-from langchain_knowledge_inject.integrations.graph import KnowledgeState, create_knowledge_graph
-from langchain_knowledge_inject.integrations.middleware import KnowledgeInjectionMiddleware
-from langchain_knowledge_inject.integrations.node import create_knowledge_node
-from langchain_knowledge_inject.integrations.runnable import KnowledgeInjector
-from langchain_knowledge_inject.integrations.tools import create_knowledge_base_search_tool
-from langchain_knowledge_inject.memory.episodic import EpisodicMemory
-from langchain_knowledge_inject.memory.facts import UserFacts
-from langchain_knowledge_inject.memory.procedures import ProcedureLibrary
-from langchain_knowledge_inject.memory.tools import create_memory_tools
-from langchain_knowledge_inject.restricted.summary import ReasonCode, SafeSummary
 from langchain_knowledge_inject.settings import KnowledgeSettings
-from langchain_knowledge_inject.store.knowledge_base import (
-    AddResult,
-    KnowledgeBase,
-    KnowledgeBaseInfo,
-)
-from langchain_knowledge_inject.store.retriever import KnowledgeBaseRetriever
-from langchain_knowledge_inject.turn.formatting import KnowledgeBlockTemplate
-from langchain_knowledge_inject.turn.manifest import InjectionManifest
-from langchain_knowledge_inject.turn.placement import strip_injected
 
 __all__ = [
     "AddResult",
@@ -76,60 +75,5 @@ __all__ = [
     "ingest",
     "strip_injected",
 ]
-
-# Names the root exported before 0.3, now in their subpackage; they still resolve, with a
-# DeprecationWarning naming the new home, for one release.
-MOVED_NAMES.update(
-    {
-        "DEFAULT_KNOWLEDGE_TEMPLATE": "turn.formatting",
-        "KNOWLEDGE_SYSTEM_PROMPT": "turn.formatting",
-        "format_knowledge_block": "turn.formatting",
-        "neutralize": "turn.formatting",
-        "BlockText": "turn.blocks",
-        "ContextBlock": "turn.blocks",
-        "assemble_blocks": "turn.blocks",
-        "Episode": "memory.episodic",
-        "ForkedProcessError": "errors",
-        "IngestError": "errors",
-        "KnowledgeBaseError": "errors",
-        "KnowledgeBaseOpenError": "errors",
-        "MemoryWriteError": "errors",
-        "StoreTimeoutError": "errors",
-        "SummarizerError": "errors",
-        "split_documents": "ingest.loading",
-        "InjectionConfig": "integrations.runnable",
-        "RetrievalOutcome": "integrations.runnable",
-        "TurnContext": "integrations.runnable",
-        "KnowledgeInjectionState": "integrations.middleware",
-        "make_build_context_node": "integrations.graph",
-        "make_call_model_node": "integrations.graph",
-        "make_record_memory_node": "integrations.graph",
-        "make_retrieve_node": "integrations.graph",
-        "make_route_after_retrieve": "integrations.graph",
-        "make_safe_summarize_node": "integrations.graph",
-        "create_store_memory_tool": "memory.tools",
-        "create_user_fact_tools": "memory.tools",
-        "Placement": "turn.placement",
-        "is_injected": "turn.placement",
-        "Procedure": "memory.procedures",
-        "LeakPolicy": "restricted.summary",
-        "LeakReport": "restricted.summary",
-        "SafeKnowledgeBaseInfo": "restricted.summary",
-        "SummaryBounds": "restricted.summary",
-        "asummarize_chunks": "restricted.summary",
-        "check_leak": "restricted.summary",
-        "format_safe_summary": "restricted.summary",
-        "safe_kb_meta": "restricted.summary",
-        "summarize_chunks": "restricted.summary",
-        "approximate_token_count": "turn.tokens",
-        "KnowledgeBaseSearchInput": "integrations.tools",
-    }
-)
-install_module_aliases()
-
-
-def __getattr__(name: str) -> object:
-    return moved_name(name)
-
 
 logging.getLogger("langchain_knowledge_inject").addHandler(logging.NullHandler())

@@ -16,8 +16,7 @@ Every exception the package raises on purpose derives from one base class, so
     └── MemoryWriteError                           episodic memory: recorded turns not written yet
 
 Restricted mode never raises for a failed safe summary: it fails closed (a refusal
-with reason ``summarizer_error``). ``SummarizerError``, never raised, is a deprecated
-name kept for one release so that ``except SummarizerError`` still imports.
+with reason ``summarizer_error``).
 
 Each error keeps its context as attributes (``kb_name``, ``path``, ...), so a
 caller can react without parsing the message.
@@ -25,7 +24,6 @@ caller can react without parsing the message.
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 
@@ -121,20 +119,6 @@ class MemoryWriteError(KnowledgeInjectError):
     """Episodic memory: recorded episodes could not be written (they stay in its journal)."""
 
 
-class _SummarizerError(KnowledgeInjectError):
-    """Deprecated, never raised: a failed safe summary is a refusal, not an exception.
-
-    Reached as ``errors.SummarizerError`` (with a ``DeprecationWarning``) for one release.
-
-    Attributes:
-        reason: Machine-readable reason (``summarizer_error``, ``timeout``, ...).
-    """
-
-    def __init__(self, message: str, *, reason: str = "summarizer_error") -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
 class ForkedProcessError(KnowledgeBaseError):
     """A knowledge base opened in one process was used in a child forked from it.
 
@@ -174,18 +158,3 @@ class StoreTimeoutError(RetrievalError, TimeoutError):
         super().__init__(message, kb_name=kb_name)
         self.operation = operation
         self.seconds = seconds
-
-
-_SummarizerError.__name__ = _SummarizerError.__qualname__ = "SummarizerError"
-
-
-def __getattr__(name: str) -> object:
-    if name == "SummarizerError":
-        msg = (
-            "SummarizerError is deprecated and never raised (restricted mode fails closed with "
-            "a refusal); it will be removed in the next release"
-        )
-        warnings.warn(msg, DeprecationWarning, stacklevel=2)
-        return _SummarizerError
-    msg = f"module {__name__!r} has no attribute {name!r}"
-    raise AttributeError(msg)

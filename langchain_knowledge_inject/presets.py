@@ -47,16 +47,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from langchain_knowledge_inject._turn.blocks import BLOCK_SEPARATOR
+from langchain_knowledge_inject._turn.formatting import KnowledgeBlockTemplate
 from langchain_knowledge_inject.settings import KnowledgeSettings, build_settings
-from langchain_knowledge_inject.turn.blocks import BLOCK_SEPARATOR
-from langchain_knowledge_inject.turn.formatting import KnowledgeBlockTemplate
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
 
-    from langchain_knowledge_inject.integrations.runnable import KnowledgeInjector
-    from langchain_knowledge_inject.memory.facts import UserFacts
-    from langchain_knowledge_inject.turn.blocks import ContextBlock
+    from langchain_knowledge_inject._memory.facts import UserFacts
+    from langchain_knowledge_inject._surfaces.runnable import KnowledgeInjector
+    from langchain_knowledge_inject._turn.blocks import ContextBlock
 
 __all__ = [
     "PORTAL_CITATION_PROMPT",
@@ -157,7 +157,7 @@ class Preset:
         Raises:
             ConfigurationError: An option names no setting or has a value not allowed.
         """
-        from langchain_knowledge_inject.integrations.runnable import KnowledgeInjector
+        from langchain_knowledge_inject._surfaces.runnable import KnowledgeInjector
 
         extra = {k: options.pop(k) for k in ("token_counter", "extra_blocks") if k in options}
         settings = build_settings(self.settings, **options)
@@ -168,8 +168,8 @@ class Preset:
         )  # fmt: skip
 
     def user_facts(self, store: BaseStore, **options: Any) -> UserFacts:
-        """A :class:`~langchain_knowledge_inject.memory.facts.UserFacts` in the preset's style."""
-        from langchain_knowledge_inject.memory.facts import UserFacts
+        """A :class:`~langchain_knowledge_inject._memory.facts.UserFacts` in the preset's style."""
+        from langchain_knowledge_inject._memory.facts import UserFacts
 
         return UserFacts(store, style=self.facts_style, **options)
 

@@ -58,7 +58,6 @@ Example:
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
@@ -66,12 +65,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from typing_extensions import TypedDict
 
+from langchain_knowledge_inject._restricted.scope import resolve_restricted
+from langchain_knowledge_inject._store.search_args import SearchMode
+from langchain_knowledge_inject._turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject._turn.placement import Placement
+from langchain_knowledge_inject._turn.query import QueryCondenser
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.restricted.scope import resolve_restricted
-from langchain_knowledge_inject.store.search_args import SearchMode
-from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
-from langchain_knowledge_inject.turn.placement import Placement
-from langchain_knowledge_inject.turn.query import QueryCondenser
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -121,7 +120,7 @@ class KnowledgeSettings(BaseModel):
     tenant_id: str | None = Field(default=None, min_length=1)
     """Tenant partition to search; ``None``: the shared partition."""
     placement: Placement = "dynamic_context"
-    """Where the context goes (see :mod:`~langchain_knowledge_inject.turn.placement`);
+    """Where the context goes (see :mod:`~langchain_knowledge_inject._turn.placement`);
     ``"system"`` defeats provider prompt caching of the history."""
     max_tokens: int = Field(default=2000, ge=1)
     """Token budget of the whole injected text; the knowledge block gets what the other
@@ -143,10 +142,10 @@ class KnowledgeSettings(BaseModel):
     ``SemanticContextMaxTokens``); ``None``: whatever the other blocks leave."""
     history_max_tokens: int | None = Field(default=None, ge=1)
     """Trim the conversation to this many tokens before the model call
-    (:func:`~langchain_knowledge_inject.turn.history.trim_history`: the system prompt and
+    (:func:`~langchain_knowledge_inject._turn.history.trim_history`: the system prompt and
     the current turn are always kept); ``None``: no trimming."""
     query_model: QueryCondenser | None = Field(default=None, repr=False, exclude=True)
-    """A chat model (or a ready :class:`~langchain_knowledge_inject.turn.query.QueryCondenser`)
+    """A chat model (or a ready :class:`~langchain_knowledge_inject._turn.query.QueryCondenser`)
     that rewrites a follow-up into a standalone retrieval query; ``None``: the
     ``query_window`` heuristic."""
     retrieval: RetrievalMode = "auto"
@@ -317,8 +316,6 @@ class SettingsOptions(TypedDict, total=False):
     kb_meta_every_turn: bool
     datetime_suffix: str | None
     log_model_io: bool
-    k: int
-    """Deprecated alias of ``top_k`` (the tool's former name); removed in the next release."""
 
 
 def build_settings(
@@ -327,7 +324,6 @@ def build_settings(
     """The settings of a surface: ``settings`` (or the defaults) with keyword ``options`` applied.
 
     The one place where a surface's keyword arguments map onto :class:`KnowledgeSettings`.
-    ``k`` is accepted as a deprecated alias of ``top_k``.
 
     Raises:
         ConfigurationError: ``settings`` is not a ``KnowledgeSettings``, an option names no
@@ -341,17 +337,6 @@ def build_settings(
         msg = f"settings must be a KnowledgeSettings, got {type(settings).__name__}"
         raise ConfigurationError(msg, option="settings", value=settings)
     base = settings if settings is not None else _DEFAULTS
-    if "k" in options:
-        k = options.pop("k")
-        warnings.warn(
-            "'k' is deprecated; use 'top_k' (the same name on every surface)",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        if "top_k" in options and options["top_k"] != k:
-            msg = f"give top_k or its deprecated alias k, not both (top_k={options['top_k']!r})"
-            raise ConfigurationError(msg, option="k", value=k)
-        options["top_k"] = k
     unknown = sorted(set(options) - set(KnowledgeSettings.model_fields))
     if unknown:
         allowed = ", ".join(KnowledgeSettings.model_fields)

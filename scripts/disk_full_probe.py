@@ -76,7 +76,7 @@ def main(root: Path) -> int:
         [
             sys.executable,
             "-m",
-            "langchain_knowledge_inject.integrations.cli",
+            "langchain_knowledge_inject._surfaces.cli",
             "--path",
             str(store),
             "ingest",

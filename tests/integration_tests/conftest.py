@@ -19,7 +19,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 @pytest.fixture(scope="session")
 def real_embeddings():
-    from langchain_knowledge_inject.store.embeddings import default_embeddings
+    from langchain_knowledge_inject._store.embeddings import default_embeddings
 
     return default_embeddings()
 

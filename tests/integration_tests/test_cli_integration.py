@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject.ingest.sample_data import (
+from langchain_knowledge_inject._ingest.sample_data import (
     SAMPLE_QUESTIONS,
     build_sample_knowledge_base,
 )
-from langchain_knowledge_inject.integrations.cli import main
+from langchain_knowledge_inject._surfaces.cli import main
 
 pytestmark = pytest.mark.integration
 
@@ -106,8 +106,8 @@ def test_installed_console_script(tmp_path) -> None:
 
 
 def test_cli_ingest_fits_chunks_to_the_default_models_window(tmp_path) -> None:
-    from langchain_knowledge_inject.store.embeddings import default_token_counter
-    from langchain_knowledge_inject.store.knowledge_base import DEFAULT_CHUNK_TOKENS, KnowledgeBase
+    from langchain_knowledge_inject._store.embeddings import default_token_counter
+    from langchain_knowledge_inject._store.knowledge_base import DEFAULT_CHUNK_TOKENS, KnowledgeBase
 
     docs = tmp_path / "docs"
     docs.mkdir()

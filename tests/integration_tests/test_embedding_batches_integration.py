@@ -7,8 +7,8 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS
-from langchain_knowledge_inject.store.embedding_batches import (
+from langchain_knowledge_inject._ingest.sample_data import SAMPLE_DOCUMENTS
+from langchain_knowledge_inject._store.embedding_batches import (
     DEFAULT_BATCH_TOKENS,
     ONNX_BATCH_TOKENS,
     TokenBatchedEmbeddings,
@@ -43,7 +43,7 @@ def _check(model: TokenBatchedEmbeddings) -> None:
 
 
 def test_torch_backend_batches_by_word_pieces_with_the_same_vectors() -> None:
-    from langchain_knowledge_inject.store.embeddings import default_embeddings
+    from langchain_knowledge_inject._store.embeddings import default_embeddings
 
     model = default_embeddings(backend="torch")
     assert isinstance(model, TokenBatchedEmbeddings)
@@ -53,7 +53,7 @@ def test_torch_backend_batches_by_word_pieces_with_the_same_vectors() -> None:
 
 def test_onnx_backend_batches_by_word_pieces_with_the_same_vectors(tmp_path) -> None:
     pytest.importorskip("optimum.onnxruntime", reason="the 'onnx' extra is not installed")
-    from langchain_knowledge_inject.store.embeddings import default_embeddings
+    from langchain_knowledge_inject._store.embeddings import default_embeddings
 
     model = default_embeddings(backend="onnx", cache_dir=tmp_path)
     assert isinstance(model, TokenBatchedEmbeddings)
@@ -62,7 +62,7 @@ def test_onnx_backend_batches_by_word_pieces_with_the_same_vectors(tmp_path) -> 
 
 
 def test_ingest_of_full_window_chunks_finds_them(tmp_path) -> None:
-    from langchain_knowledge_inject.store.embeddings import default_embeddings
+    from langchain_knowledge_inject._store.embeddings import default_embeddings
 
     docs = [Document(text, metadata={"source": f"policy-{i}.md"}) for i, text in enumerate(_LONG)]
     with KnowledgeBase("batches", path=tmp_path, embeddings=default_embeddings()) as kb:

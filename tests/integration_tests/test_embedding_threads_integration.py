@@ -15,8 +15,8 @@ _PROBE = """
 import json, sys, torch
 if sys.argv[1]:
     torch.set_num_threads(int(sys.argv[1]))  # the user's own choice, before the model loads
-from langchain_knowledge_inject.store.embeddings import default_embeddings
-from langchain_knowledge_inject.store.embedding_threads import default_thread_count
+from langchain_knowledge_inject._store.embeddings import default_embeddings
+from langchain_knowledge_inject._store.embedding_threads import default_thread_count
 model = default_embeddings(backend="torch")
 vector = model.embed_query("How many days of annual leave do I get?")
 print(json.dumps({"threads": torch.get_num_threads(), "dim": len(vector),
@@ -67,7 +67,7 @@ def test_omp_num_threads_is_kept_and_the_pinned_count_wins():
 
 
 def test_the_torch_default_estimate_matches_torch():
-    from langchain_knowledge_inject.store.embedding_threads import torch_default_threads
+    from langchain_knowledge_inject._store.embedding_threads import torch_default_threads
 
     assert _torch_alone() == torch_default_threads()
 
@@ -76,7 +76,7 @@ def test_onnx_sessions_get_torch_thread_count(tmp_path):
     pytest.importorskip("optimum.onnxruntime", reason="the 'onnx' extra is not installed")
     import torch
 
-    from langchain_knowledge_inject.store.embeddings import default_embeddings
+    from langchain_knowledge_inject._store.embeddings import default_embeddings
 
     model = default_embeddings(backend="onnx", cache_dir=tmp_path)
     session = model._client[0].auto_model.session  # optimum's ORTModel keeps the InferenceSession

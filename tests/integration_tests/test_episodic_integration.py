@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from langchain_knowledge_inject.memory.episodic import EpisodeRecord, EpisodicMemory
+from langchain_knowledge_inject._memory.episodic import EpisodeRecord, EpisodicMemory
 
 pytestmark = pytest.mark.integration
 

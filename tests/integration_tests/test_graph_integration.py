@@ -12,8 +12,8 @@ from langchain_knowledge_inject import (
     KnowledgeBase,
     create_knowledge_graph,
 )
-from langchain_knowledge_inject.ingest.sample_data import SAMPLE_QUESTIONS
-from langchain_knowledge_inject.turn.placement import is_injected
+from langchain_knowledge_inject._ingest.sample_data import SAMPLE_QUESTIONS
+from langchain_knowledge_inject._turn.placement import is_injected
 from tests.unit_tests.fakes import NumberedChatModel, dump_messages
 
 pytestmark = pytest.mark.integration
@@ -82,7 +82,7 @@ def test_graph_over_a_real_chroma_server(tmp_path, real_embeddings, chroma_serve
     kb = KnowledgeBase(
         "hr-server", path=tmp_path, client=chroma_server.client(), embeddings=real_embeddings
     )
-    from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS
+    from langchain_knowledge_inject._ingest.sample_data import SAMPLE_DOCUMENTS
 
     kb.add_documents(SAMPLE_DOCUMENTS)
     model = NumberedChatModel()

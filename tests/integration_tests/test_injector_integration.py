@@ -11,13 +11,13 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from langchain_knowledge_inject import KnowledgeInjector, strip_injected
-from langchain_knowledge_inject.ingest.sample_data import (
+from langchain_knowledge_inject._ingest.sample_data import (
     SAMPLE_QUESTIONS,
     build_sample_knowledge_base,
 )
-from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
-from langchain_knowledge_inject.turn.manifest import hash_messages
-from langchain_knowledge_inject.turn.placement import is_injected
+from langchain_knowledge_inject._turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject._turn.manifest import hash_messages
+from langchain_knowledge_inject._turn.placement import is_injected
 
 pytestmark = pytest.mark.integration
 

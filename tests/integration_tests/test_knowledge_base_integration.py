@@ -13,7 +13,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from langchain_knowledge_inject import KnowledgeBase, KnowledgeBaseRetriever
-from langchain_knowledge_inject.store.embeddings import DEFAULT_MODEL_NAME
+from langchain_knowledge_inject._store.embeddings import DEFAULT_MODEL_NAME
 
 pytestmark = pytest.mark.integration
 
@@ -131,7 +131,7 @@ class TestKnowledgeBaseRetrieverStandard(RetrieversIntegrationTests):
         if TestKnowledgeBaseRetrieverStandard._kb is None:
             import tempfile
 
-            from langchain_knowledge_inject.store.embeddings import default_embeddings
+            from langchain_knowledge_inject._store.embeddings import default_embeddings
 
             kb = KnowledgeBase("standard", path=tempfile.mkdtemp(), embeddings=default_embeddings())
             kb.add_documents(_docs())
@@ -148,8 +148,8 @@ def test_onnx_int8_quantizes_again_over_an_older_file_and_stays_close_to_fp32(tm
     pytest.importorskip("optimum.onnxruntime", reason="the 'onnx' extra is not installed")
     import onnx
 
-    from langchain_knowledge_inject.store.embedding_quantization import quantized_file_name
-    from langchain_knowledge_inject.store.embeddings import (
+    from langchain_knowledge_inject._store.embedding_quantization import quantized_file_name
+    from langchain_knowledge_inject._store.embeddings import (
         ONNX_EXPORT_DIR,
         _quantization_target,
         default_embeddings,
@@ -174,7 +174,7 @@ def test_onnx_int8_quantizes_again_over_an_older_file_and_stays_close_to_fp32(tm
 
 def test_onnx_backend_exports_once_into_the_store_and_matches_torch(tmp_path):
     pytest.importorskip("optimum.onnxruntime", reason="the 'onnx' extra is not installed")
-    from langchain_knowledge_inject.store.embeddings import ONNX_EXPORT_DIR, default_embeddings
+    from langchain_knowledge_inject._store.embeddings import ONNX_EXPORT_DIR, default_embeddings
 
     torch_model = default_embeddings(backend="torch")
     kb = KnowledgeBase(

@@ -15,15 +15,15 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.sqlite import SqliteStore
 
-from langchain_knowledge_inject.memory.episodic import EpisodicMemory
-from langchain_knowledge_inject.memory.facts import UserFacts
-from langchain_knowledge_inject.memory.procedures import (
+from langchain_knowledge_inject._memory.episodic import EpisodicMemory
+from langchain_knowledge_inject._memory.facts import UserFacts
+from langchain_knowledge_inject._memory.procedures import (
     DEFAULT_PROCEDURE_THRESHOLD,
     Procedure,
     ProcedureLibrary,
 )
-from langchain_knowledge_inject.store.embeddings import default_embeddings
-from langchain_knowledge_inject.turn.blocks import assemble_blocks
+from langchain_knowledge_inject._store.embeddings import default_embeddings
+from langchain_knowledge_inject._turn.blocks import assemble_blocks
 
 pytestmark = pytest.mark.integration
 
@@ -274,7 +274,7 @@ DISTRACTORS = [
 def test_paraphrased_questions_recall_turns_that_share_no_word_with_them(
     tmp_path, embeddings
 ) -> None:
-    from langchain_knowledge_inject.store.keyword import query_terms
+    from langchain_knowledge_inject._store.keyword import query_terms
 
     memory = EpisodicMemory(path=tmp_path, embeddings=embeddings)
     start = datetime(2024, 3, 1, tzinfo=timezone.utc)

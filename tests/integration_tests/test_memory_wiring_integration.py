@@ -24,8 +24,8 @@ from langchain_knowledge_inject import (
     UserFacts,
     create_knowledge_graph,
 )
-from langchain_knowledge_inject.memory.procedures import Procedure
-from langchain_knowledge_inject.turn.placement import is_injected
+from langchain_knowledge_inject._memory.procedures import Procedure
+from langchain_knowledge_inject._turn.placement import is_injected
 from tests.unit_tests.fakes import NumberedChatModel
 
 pytestmark = pytest.mark.integration

@@ -8,8 +8,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_knowledge_inject import KnowledgeInjectionMiddleware
-from langchain_knowledge_inject.ingest.sample_data import SAMPLE_QUESTIONS
-from langchain_knowledge_inject.turn.placement import is_injected
+from langchain_knowledge_inject._ingest.sample_data import SAMPLE_QUESTIONS
+from langchain_knowledge_inject._turn.placement import is_injected
 from tests.unit_tests.fakes import RecordingChatModel
 
 pytestmark = pytest.mark.integration

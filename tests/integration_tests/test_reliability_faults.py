@@ -28,8 +28,8 @@ from langchain_core.documents import Document
 from langchain_core.messages import HumanMessage
 
 from langchain_knowledge_inject import KnowledgeBase, KnowledgeInjector
+from langchain_knowledge_inject._ingest.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
 from langchain_knowledge_inject.errors import StoreTimeoutError
-from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -111,7 +111,7 @@ _WRITER = textwrap.dedent(
     import sys, chromadb
     from langchain_core.documents import Document
     from langchain_knowledge_inject import KnowledgeBase
-    from langchain_knowledge_inject.store.embeddings import default_embeddings
+    from langchain_knowledge_inject._store.embeddings import default_embeddings
     host, port, path, name, text, source = sys.argv[1:7]
     kb = KnowledgeBase(name, path=path, client=chromadb.HttpClient(host=host, port=int(port)),
                        embeddings=default_embeddings())

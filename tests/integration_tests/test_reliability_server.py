@@ -28,8 +28,8 @@ from langchain_knowledge_inject import (
     create_knowledge_base_search_tool,
     create_knowledge_graph,
 )
-from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
-from langchain_knowledge_inject.turn.placement import is_injected
+from langchain_knowledge_inject._ingest.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
+from langchain_knowledge_inject._turn.placement import is_injected
 from tests.unit_tests.fakes import RecordingChatModel
 
 pytestmark = pytest.mark.integration

@@ -24,8 +24,8 @@ from langchain_knowledge_inject import (
     create_knowledge_graph,
     create_knowledge_node,
 )
-from langchain_knowledge_inject.ingest.loading import split_documents
-from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
+from langchain_knowledge_inject._ingest.loading import split_documents
+from langchain_knowledge_inject._ingest.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
 from tests.unit_tests.fakes import RecordingChatModel
 
 pytestmark = pytest.mark.integration

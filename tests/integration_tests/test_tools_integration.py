@@ -11,7 +11,7 @@ from langchain_tests.integration_tests import ToolsIntegrationTests
 from langchain_knowledge_inject import (
     create_knowledge_base_search_tool,
 )
-from langchain_knowledge_inject.ingest.sample_data import SAMPLE_QUESTIONS
+from langchain_knowledge_inject._ingest.sample_data import SAMPLE_QUESTIONS
 
 pytestmark = pytest.mark.integration
 
@@ -68,7 +68,7 @@ class TestStoreMemoryToolIntegration(ToolsIntegrationTests):
 
     @property
     def tool_constructor(self) -> BaseTool:
-        from langchain_knowledge_inject.memory.tools import create_store_memory_tool
+        from langchain_knowledge_inject._memory.tools import create_store_memory_tool
 
         return create_store_memory_tool(self._memory)
 
@@ -84,7 +84,7 @@ class TestSetUserFactToolIntegration(ToolsIntegrationTests):
 
     @property
     def tool_constructor(self) -> BaseTool:
-        from langchain_knowledge_inject.memory.tools import create_user_fact_tools
+        from langchain_knowledge_inject._memory.tools import create_user_fact_tools
 
         return create_user_fact_tools(self._facts)[0]
 
@@ -100,7 +100,7 @@ class TestForgetUserFactToolIntegration(ToolsIntegrationTests):
 
     @property
     def tool_constructor(self) -> BaseTool:
-        from langchain_knowledge_inject.memory.tools import create_user_fact_tools
+        from langchain_knowledge_inject._memory.tools import create_user_fact_tools
 
         return create_user_fact_tools(self._facts)[1]
 

@@ -12,8 +12,8 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject.memory.episodic import EpisodicMemory
-from langchain_knowledge_inject.store import knowledge_base
+from langchain_knowledge_inject._memory.episodic import EpisodicMemory
+from langchain_knowledge_inject._store import knowledge_base
 from tests.unit_tests.fakes import WordHashEmbedding
 
 

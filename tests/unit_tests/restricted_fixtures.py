@@ -41,7 +41,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import ConfigDict, Field
 
-from langchain_knowledge_inject.restricted.summary import SafeSummary
+from langchain_knowledge_inject._restricted.summary import SafeSummary
 
 # --- restricted content ------------------------------------------------------------------
 

@@ -32,10 +32,10 @@ from langchain_knowledge_inject import (
     create_knowledge_base_search_tool,
     create_knowledge_graph,
 )
+from langchain_knowledge_inject._store.knowledge_base import MAX_QUERY_CHARS
+from langchain_knowledge_inject._turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject._turn.placement import add_knowledge_prompt, is_injected
 from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
-from langchain_knowledge_inject.store.knowledge_base import MAX_QUERY_CHARS
-from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
-from langchain_knowledge_inject.turn.placement import add_knowledge_prompt, is_injected
 from tests.unit_tests.fakes import LEAVE, SICK, CountingEmbedding, RecordingChatModel
 
 HEBREW = "חופשה שנתית: לכל עובד עשרים וחמישה ימי חופשה בשנה."

@@ -12,12 +12,11 @@ from hypothesis import strategies as st
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langgraph.store.memory import InMemoryStore
 
-from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.memory.episodic import EpisodicMemory
-from langchain_knowledge_inject.memory.facts import UserFacts
-from langchain_knowledge_inject.memory.procedures import Procedure, ProcedureLibrary
-from langchain_knowledge_inject.turn import blocks as blocks_module
-from langchain_knowledge_inject.turn.blocks import (
+from langchain_knowledge_inject._memory.episodic import EpisodicMemory
+from langchain_knowledge_inject._memory.facts import UserFacts
+from langchain_knowledge_inject._memory.procedures import Procedure, ProcedureLibrary
+from langchain_knowledge_inject._turn import blocks as blocks_module
+from langchain_knowledge_inject._turn.blocks import (
     BLOCK_ORDER,
     DEFAULT_PRIORITIES,
     BlockText,
@@ -25,6 +24,7 @@ from langchain_knowledge_inject.turn.blocks import (
     assemble_blocks,
     config_user_id,
 )
+from langchain_knowledge_inject.errors import ConfigurationError
 
 
 def words(n: int, tag: str = "w") -> str:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject.ingest.sample_data import SAMPLE_QUESTIONS
-from langchain_knowledge_inject.integrations.cli import main
+from langchain_knowledge_inject._ingest.sample_data import SAMPLE_QUESTIONS
+from langchain_knowledge_inject._surfaces.cli import main
 
 # Every KnowledgeBase opened without ``embeddings=`` gets the same fake model.
 pytestmark = pytest.mark.usefixtures("fake_default_model")
@@ -192,9 +192,9 @@ def test_chat_delegates_to_run_chat(monkeypatch, store) -> None:
         seen.update(vars(args))
         return 7
 
-    module = types.ModuleType("langchain_knowledge_inject.integrations.chat")
+    module = types.ModuleType("langchain_knowledge_inject._surfaces.chat")
     module.run_chat = run_chat
-    monkeypatch.setitem(sys.modules, "langchain_knowledge_inject.integrations.chat", module)
+    monkeypatch.setitem(sys.modules, "langchain_knowledge_inject._surfaces.chat", module)
 
     argv = ["--path", str(store), "chat", "--kb", "hr", "--model", "openai:gpt-4o-mini"]
     assert main(argv) == 7

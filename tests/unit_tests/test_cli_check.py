@@ -6,7 +6,7 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject.integrations.cli import main
+from langchain_knowledge_inject._surfaces.cli import main
 
 # Every KnowledgeBase opened without ``embeddings=`` gets the same fake model.
 pytestmark = pytest.mark.usefixtures("fake_default_model")

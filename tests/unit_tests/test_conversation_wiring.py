@@ -25,10 +25,10 @@ from langchain_knowledge_inject import (
     create_knowledge_graph,
     strip_injected,
 )
-from langchain_knowledge_inject.integrations.node import create_knowledge_node
+from langchain_knowledge_inject._surfaces.node import create_knowledge_node
+from langchain_knowledge_inject._turn.formatting import KnowledgeBlockTemplate
+from langchain_knowledge_inject._turn.logs import MODEL_IO_LOGGER, TURN_LOGGER
 from langchain_knowledge_inject.settings import KnowledgeSettings
-from langchain_knowledge_inject.turn.formatting import KnowledgeBlockTemplate
-from langchain_knowledge_inject.turn.logs import MODEL_IO_LOGGER, TURN_LOGGER
 from tests.unit_tests.fakes import RecordingChatModel as MainModel
 from tests.unit_tests.restricted_harness import ListKB
 
@@ -354,7 +354,7 @@ def test_restricted_model_io_lines_carry_lengths_and_hashes_only(surface, caplog
 
 @pytest.mark.parametrize("restricted", [False, True])
 def test_the_runnable_chain_logs_model_io_through_the_callback_handler(restricted, caplog):
-    from langchain_knowledge_inject.turn.logs import ModelIOLogger
+    from langchain_knowledge_inject._turn.logs import ModelIOLogger
 
     caplog.set_level(logging.INFO, logger=MODEL_IO_LOGGER)
     model = GenericFakeChatModel(messages=iter(["25 days."]))

@@ -7,9 +7,9 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase, StoreError
+from langchain_knowledge_inject._store import handles as handles_module
+from langchain_knowledge_inject._store.storage import estimated_write_bytes, min_free_bytes
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.store import handles as handles_module
-from langchain_knowledge_inject.store.storage import estimated_write_bytes, min_free_bytes
 
 
 def _kb(tmp_path) -> KnowledgeBase:

@@ -72,7 +72,7 @@ def test_code_block_examples(label, code, tmp_path, monkeypatch):
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
     from langchain_knowledge_inject import KnowledgeBase
-    from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS
+    from langchain_knowledge_inject._ingest.sample_data import SAMPLE_DOCUMENTS
 
     monkeypatch.setenv("KINJECT_HOME", str(tmp_path / "home"))
     kb = KnowledgeBase(

@@ -13,16 +13,16 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject.store import fusion, knowledge_base, search
-from langchain_knowledge_inject.store.catalog import ChunkRow
-from langchain_knowledge_inject.store.documents import (
+from langchain_knowledge_inject._store import fusion, knowledge_base, search
+from langchain_knowledge_inject._store.catalog import ChunkRow
+from langchain_knowledge_inject._store.documents import (
     FORMAT,
     LEAD_WORDS,
     documents_kb_id,
     join_chunks,
     lead,
 )
-from langchain_knowledge_inject.store.fusion import fuse_with_documents
+from langchain_knowledge_inject._store.fusion import fuse_with_documents
 
 LEAVE = (
     "Parental leave lasts sixteen weeks at full pay. Either parent may take it, and it "

@@ -9,8 +9,8 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject.store import fusion
-from langchain_knowledge_inject.store.fusion import fuse, fuse_with_documents
+from langchain_knowledge_inject._store import fusion
+from langchain_knowledge_inject._store.fusion import fuse, fuse_with_documents
 from tests.unit_tests.fakes import ranked_hits
 
 ids = st.sampled_from([f"c{i}" for i in range(10)])
@@ -85,8 +85,8 @@ def test_default_splitter_with_another_model_counts_characters(tmp_path):
 
 
 def test_default_splitter_with_the_default_model_fits_its_window(tmp_path, monkeypatch):
-    from langchain_knowledge_inject.store import embeddings as emb_module
-    from langchain_knowledge_inject.store import knowledge_base, writes
+    from langchain_knowledge_inject._store import embeddings as emb_module
+    from langchain_knowledge_inject._store import knowledge_base, writes
 
     fake = DeterministicFakeEmbedding(size=8)
     monkeypatch.setattr(emb_module, "_defaults", [fake])  # stands in for the default model

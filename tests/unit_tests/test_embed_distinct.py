@@ -8,7 +8,7 @@ from langchain_core.embeddings import Embeddings
 from pydantic import Field
 
 from langchain_knowledge_inject import ConfigurationError, KnowledgeBase
-from langchain_knowledge_inject.store.writes import embed_distinct
+from langchain_knowledge_inject._store.writes import embed_distinct
 from tests.unit_tests.fakes import EXPENSES, LEAVE, CountingEmbedding
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from langchain_knowledge_inject import ConfigurationError
-from langchain_knowledge_inject.store.embedding_batches import (
+from langchain_knowledge_inject._store.embedding_batches import (
     DEFAULT_BATCH_TOKENS,
     ONNX_BATCH_TOKENS,
     TokenBatchedEmbeddings,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from langchain_knowledge_inject._store import embedding_threads as th
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.store import embedding_threads as th
 
 
 @pytest.fixture

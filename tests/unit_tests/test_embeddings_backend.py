@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from langchain_knowledge_inject._store import embeddings as emb
 from langchain_knowledge_inject.errors import ConfigurationError, KnowledgeBaseOpenError
-from langchain_knowledge_inject.store import embeddings as emb
 
 
 def test_auto_is_onnx_exactly_when_the_extra_is_installed(monkeypatch):
@@ -71,7 +71,7 @@ def test_onnx_sessions_take_the_given_thread_count_and_do_not_spin():
 
 
 def test_int8_quantizes_only_weight_matmuls_and_keeps_the_ffn_output_in_fp32():
-    from langchain_knowledge_inject.store import embedding_quantization as quant
+    from langchain_knowledge_inject._store import embedding_quantization as quant
 
     weights = ["w_q", "w_ffn_in", "w_ffn_out", "w_attn_out", "word_table"]
     nodes = [
@@ -108,7 +108,7 @@ def test_quantized_file_is_found_under_its_own_name_not_the_earlier_export(tmp_p
 def test_smoothing_scales_move_activation_range_into_the_weights_exactly():
     import numpy as np
 
-    from langchain_knowledge_inject.store import embedding_quantization as quant
+    from langchain_knowledge_inject._store import embedding_quantization as quant
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((5, 3)).astype(np.float32) * np.array([40.0, 1.0, 0.0], np.float32)
@@ -137,7 +137,7 @@ def test_smoothed_graph_computes_the_same_function_in_fp32(tmp_path):
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
-    from langchain_knowledge_inject.store import embedding_quantization as quant
+    from langchain_knowledge_inject._store import embedding_quantization as quant
 
     rng = np.random.default_rng(1)
     names = {
@@ -189,7 +189,7 @@ def test_quantization_config_names_the_chosen_nodes_of_a_real_graph(tmp_path):
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    from langchain_knowledge_inject.store import embedding_quantization as quant
+    from langchain_knowledge_inject._store import embedding_quantization as quant
 
     weight = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
     graph = helper.make_graph(

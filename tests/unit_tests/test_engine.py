@@ -2,37 +2,32 @@
 
 from __future__ import annotations
 
-import importlib
-import warnings
-
 import pytest
 from langchain_core.documents import Document
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from langchain_knowledge_inject import (
     ConfigurationError,
-    KnowledgeInjectError,
     KnowledgeInjectionMiddleware,
     KnowledgeInjector,
     create_knowledge_node,
 )
-from langchain_knowledge_inject.integrations import graph as graph_module
-from langchain_knowledge_inject.integrations.engine import (
+from langchain_knowledge_inject._restricted.summary import asafe_summary_block, safe_summary_block
+from langchain_knowledge_inject._surfaces.engine import (
     InjectionEngine,
     engine_for,
     fail_closed_knowledge,
 )
-from langchain_knowledge_inject.restricted.summary import asafe_summary_block, safe_summary_block
-from langchain_knowledge_inject.turn.assemble import (
+from langchain_knowledge_inject._turn.assemble import (
     AssembledContext,
     PreparedTurn,
     RestrictedKnowledge,
     assemble_context,
     prepare_turn,
 )
-from langchain_knowledge_inject.turn.formatting import DEFAULT_KNOWLEDGE_TEMPLATE
-from langchain_knowledge_inject.turn.retrieval import RetrievalOutcome
-from langchain_knowledge_inject.turn.tokens import approximate_token_count
+from langchain_knowledge_inject._turn.formatting import DEFAULT_KNOWLEDGE_TEMPLATE
+from langchain_knowledge_inject._turn.retrieval import RetrievalOutcome
+from langchain_knowledge_inject._turn.tokens import approximate_token_count
 from tests.unit_tests.restricted_fixtures import RESTRICTED_DOCUMENTS, make_summarizer
 
 CHUNKS = [
@@ -171,45 +166,3 @@ def test_an_error_after_the_summary_refuses_too() -> None:
 def test_a_bad_timeout_is_the_callers_error() -> None:
     with pytest.raises(ConfigurationError, match="timeout"):
         safe_summary_block("q", RESTRICTED_DOCUMENTS, model=make_summarizer("honest"), timeout=-1)
-
-
-# --- renamed names keep working for one release --------------------------------------------
-
-FACTORIES = ["retrieve_node", "safe_summarize_node", "build_context_node", "call_model_node",
-             "record_memory_node", "route_after_retrieve"]  # fmt: skip
-
-
-@pytest.mark.parametrize("name", FACTORIES)
-def test_make_factories_are_deprecated_aliases_of_create(name: str) -> None:
-    with pytest.warns(DeprecationWarning, match=f"use create_{name}"):
-        old = getattr(graph_module, f"make_{name}")
-    assert old is getattr(graph_module, f"create_{name}")
-
-
-@pytest.mark.parametrize(
-    ("old", "new"), [("TurnContext", PreparedTurn), ("RestrictedContext", RestrictedKnowledge)]
-)
-def test_renamed_turn_types_still_import_with_a_warning(old: str, new: type) -> None:
-    runnable = importlib.import_module("langchain_knowledge_inject.integrations.runnable")
-    with pytest.warns(DeprecationWarning, match=new.__name__):
-        assert getattr(runnable, old) is new
-
-
-def test_summarizer_error_is_deprecated_and_never_raised() -> None:
-    errors = importlib.import_module("langchain_knowledge_inject.errors")
-    with pytest.warns(DeprecationWarning, match="never raised"):
-        cls = errors.SummarizerError
-    assert issubclass(cls, KnowledgeInjectError) and cls.__name__ == "SummarizerError"
-    assert "SummarizerError" not in (errors.__doc__ or "").split("hierarchy::")[1].split("\n\n")[1]
-
-
-def test_build_context_is_deprecated_and_gives_what_assemble_gives() -> None:
-    injector = KnowledgeInjector(TinyKB())
-    settings = injector.resolve(None)
-    with pytest.warns(DeprecationWarning, match="assemble"):
-        text, used, tokens = injector.build_context(CHUNKS, settings)
-    built = injector.assemble(CHUNKS, settings)
-    assert (text, used, tokens) == (built.text, built.used, built.tokens)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the new names do not warn
-        injector.assemble(CHUNKS, settings)

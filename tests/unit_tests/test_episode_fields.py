@@ -8,9 +8,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from langchain_core.documents import Document
 
+from langchain_knowledge_inject._memory.episode_fields import Candidate, EpisodeFields
+from langchain_knowledge_inject._memory.episodic import EpisodeRecord
 from langchain_knowledge_inject.errors import RetrievalError
-from langchain_knowledge_inject.memory.episode_fields import Candidate, EpisodeFields
-from langchain_knowledge_inject.memory.episodic import EpisodeRecord
 
 NOW = datetime(2024, 6, 12, 12, 0, tzinfo=timezone.utc)
 JUNE, MAY = NOW - timedelta(days=2), datetime(2024, 5, 10, tzinfo=timezone.utc)

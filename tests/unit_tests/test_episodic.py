@@ -11,17 +11,17 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_knowledge_inject.errors import ConfigurationError, RetrievalError
-from langchain_knowledge_inject.memory import episodic as episodic_module
-from langchain_knowledge_inject.memory.episodic import (
+from langchain_knowledge_inject._memory import episodic as episodic_module
+from langchain_knowledge_inject._memory.episodic import (
     MAX_K,
     Episode,
     EpisodeRecord,
     EpisodicMemory,
     format_episodes,
 )
-from langchain_knowledge_inject.turn.blocks import BlockText
-from langchain_knowledge_inject.turn.placement import place_context
+from langchain_knowledge_inject._turn.blocks import BlockText
+from langchain_knowledge_inject._turn.placement import place_context
+from langchain_knowledge_inject.errors import ConfigurationError, RetrievalError
 from tests.unit_tests.fakes import user_config as cfg
 
 NOW = datetime(2024, 6, 1, 12, 0, tzinfo=timezone.utc)
@@ -464,7 +464,7 @@ def test_episodes_persist_under_path(tmp_path) -> None:
 
 
 def test_a_given_knowledge_base_and_chroma_client_can_hold_the_memory(tmp_path) -> None:
-    from langchain_knowledge_inject.store.knowledge_base import KnowledgeBase
+    from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
     emb = DeterministicFakeEmbedding(size=32)
     kb = KnowledgeBase(

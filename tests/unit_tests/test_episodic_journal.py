@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
+from langchain_knowledge_inject._memory.episodic import EpisodicMemory
 from langchain_knowledge_inject.errors import MemoryWriteError
-from langchain_knowledge_inject.memory.episodic import EpisodicMemory
 
 
 class GatedEmbeddings(Embeddings):
@@ -134,7 +134,7 @@ CRASH = textwrap.dedent(
     """
     import os, sys, threading
     from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
-    from langchain_knowledge_inject.memory.episodic import EpisodicMemory
+    from langchain_knowledge_inject._memory.episodic import EpisodicMemory
 
     class Stuck(DeterministicFakeEmbedding):
         def embed_documents(self, texts):

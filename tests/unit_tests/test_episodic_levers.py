@@ -8,13 +8,13 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
+from langchain_knowledge_inject._memory.episode_fields import Candidate
+from langchain_knowledge_inject._memory.episode_query import QUESTION_STOPWORDS
+from langchain_knowledge_inject._memory.episode_rank import rank as rank_candidates
+from langchain_knowledge_inject._memory.episode_store import CONTEXT_CHARS, EpisodeRecord, prepare
+from langchain_knowledge_inject._memory.episodic import EpisodicMemory
+from langchain_knowledge_inject._store.keyword import STOPWORDS
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.memory.episode_fields import Candidate
-from langchain_knowledge_inject.memory.episode_query import QUESTION_STOPWORDS
-from langchain_knowledge_inject.memory.episode_rank import rank as rank_candidates
-from langchain_knowledge_inject.memory.episode_store import CONTEXT_CHARS, EpisodeRecord, prepare
-from langchain_knowledge_inject.memory.episodic import EpisodicMemory
-from langchain_knowledge_inject.store.keyword import STOPWORDS
 
 NOW = datetime(2024, 6, 1, 12, 0, tzinfo=timezone.utc)
 

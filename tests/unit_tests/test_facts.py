@@ -9,9 +9,13 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import AsyncSqliteStore, SqliteStore
 
+from langchain_knowledge_inject._memory import facts as facts_module
+from langchain_knowledge_inject._memory.facts import (
+    UserFacts,
+    format_user_facts,
+    normalize_fact_key,
+)
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.memory import facts as facts_module
-from langchain_knowledge_inject.memory.facts import UserFacts, format_user_facts, normalize_fact_key
 from tests.unit_tests.fakes import user_config as cfg
 
 

@@ -23,14 +23,14 @@ from langchain_knowledge_inject import (
     KnowledgeInjector,
     RetrievalError,
 )
+from langchain_knowledge_inject._store.calls import BoundedCalls, WorkerPool
+from langchain_knowledge_inject._store.filters import MAX_FILTER_DEPTH
+from langchain_knowledge_inject._store.sync import WRITE_MARK
 from langchain_knowledge_inject.errors import (
     ForkedProcessError,
     KnowledgeBaseOpenError,
     StoreTimeoutError,
 )
-from langchain_knowledge_inject.store.calls import BoundedCalls, WorkerPool
-from langchain_knowledge_inject.store.filters import MAX_FILTER_DEPTH
-from langchain_knowledge_inject.store.sync import WRITE_MARK
 
 HANG_GUARD = 60  # seconds: only against a hang, never a measurement
 

@@ -10,10 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
-from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.store.knowledge_base import KnowledgeBaseInfo
-from langchain_knowledge_inject.turn import formatting
-from langchain_knowledge_inject.turn.formatting import (
+from langchain_knowledge_inject._store.knowledge_base import KnowledgeBaseInfo
+from langchain_knowledge_inject._turn import formatting
+from langchain_knowledge_inject._turn.formatting import (
     DEFAULT_KNOWLEDGE_TEMPLATE,
     KNOWLEDGE_SYSTEM_PROMPT,
     NO_KNOWLEDGE_ANSWER,
@@ -23,6 +22,7 @@ from langchain_knowledge_inject.turn.formatting import (
     format_knowledge_block,
     neutralize,
 )
+from langchain_knowledge_inject.errors import ConfigurationError
 
 
 def _doc(text: str, i: int = 0, **meta) -> Document:

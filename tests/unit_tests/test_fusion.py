@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from langchain_knowledge_inject.store.fusion import (
+from langchain_knowledge_inject._store.fusion import (
     CANDIDATE_DEPTH,
     DEFAULT_MIN_SCORE,
     DENSE_WEIGHT,

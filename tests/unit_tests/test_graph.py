@@ -23,13 +23,13 @@ from langchain_knowledge_inject import (
     create_knowledge_base_search_tool,
     create_knowledge_graph,
 )
-from langchain_knowledge_inject.integrations.graph import (
+from langchain_knowledge_inject._surfaces.graph import (
     compose_messages,
     create_build_context_node,
     create_retrieve_node,
 )
-from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
-from langchain_knowledge_inject.turn.placement import INJECTED_KEY, is_injected
+from langchain_knowledge_inject._turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject._turn.placement import INJECTED_KEY, is_injected
 from tests.unit_tests.fakes import (
     LEAVE,
     PARKING,
@@ -334,7 +334,7 @@ def test_prefix_hash_is_stable_across_turns_for_dynamic_context(kb):
         NumberedChatModel(), kb, system_prompt="S", checkpointer=InMemorySaver()
     )
     first = graph.invoke({"messages": [HumanMessage("annual leave?")]}, _thread())
-    from langchain_knowledge_inject.turn.manifest import hash_messages
+    from langchain_knowledge_inject._turn.manifest import hash_messages
 
     second = graph.invoke({"messages": [HumanMessage("sick leave note?")]}, _thread())
     prefix = compose_messages(second["messages"][:-2], None, system_prompt="S")
@@ -478,7 +478,7 @@ def _chat(tmp_path, monkeypatch, lines: str, **kwargs: Any) -> tuple[int, str]:
     import argparse
     import io
 
-    from langchain_knowledge_inject.integrations.chat import run_chat
+    from langchain_knowledge_inject._surfaces.chat import run_chat
 
     monkeypatch.setattr("sys.stdin", io.StringIO(lines))
     out = io.StringIO()
@@ -538,7 +538,7 @@ def test_chat_unknown_knowledge_base(tmp_path):
     import argparse
 
     from langchain_knowledge_inject import KnowledgeBaseNotFoundError
-    from langchain_knowledge_inject.integrations.chat import run_chat
+    from langchain_knowledge_inject._surfaces.chat import run_chat
 
     args = argparse.Namespace(kb="nope", model=None, path=str(tmp_path / "empty"), tenant=None)
     with pytest.raises(KnowledgeBaseNotFoundError):

@@ -18,8 +18,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from langchain_knowledge_inject._turn.history import TrimmedHistory, trim_history
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.turn.history import TrimmedHistory, trim_history
 
 
 def words(n: int, word: str = "leave") -> str:

@@ -16,12 +16,12 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject.ingest import loading
-from langchain_knowledge_inject.ingest.loading import ingest, ingest_splitter, split_documents
-from langchain_knowledge_inject.integrations.cli import main
-from langchain_knowledge_inject.store import embeddings as emb_module
-from langchain_knowledge_inject.store import knowledge_base
-from langchain_knowledge_inject.store.writes import DEFAULT_CHUNK_TOKENS
+from langchain_knowledge_inject._ingest import loading
+from langchain_knowledge_inject._ingest.loading import ingest, ingest_splitter, split_documents
+from langchain_knowledge_inject._store import embeddings as emb_module
+from langchain_knowledge_inject._store import knowledge_base
+from langchain_knowledge_inject._store.writes import DEFAULT_CHUNK_TOKENS
+from langchain_knowledge_inject._surfaces.cli import main
 
 # Numbered words: each occurs once in a file, so counting chunks per word measures overlap.
 PROSE = " ".join(f"cell{i} infiltration was quantified (p<0.001)." for i in range(150))

@@ -10,19 +10,19 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject.errors import ConfigurationError, IngestError
-from langchain_knowledge_inject.ingest import loading as ingestion
-from langchain_knowledge_inject.ingest.loading import (
+from langchain_knowledge_inject._ingest import loading as ingestion
+from langchain_knowledge_inject._ingest.loading import (
     IngestReport,
     aingest,
     ingest,
     split_documents,
 )
-from langchain_knowledge_inject.ingest.sample_data import (
+from langchain_knowledge_inject._ingest.sample_data import (
     SAMPLE_DOCUMENTS,
     SAMPLE_QUESTIONS,
     build_sample_knowledge_base,
 )
+from langchain_knowledge_inject.errors import ConfigurationError, IngestError
 
 
 def make_pdf(pages: list[str]) -> bytes:

@@ -11,8 +11,8 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase, ingest
-from langchain_knowledge_inject.ingest.html_text import html_to_text
-from langchain_knowledge_inject.ingest.text_decoding import decode_bytes
+from langchain_knowledge_inject._ingest.html_text import html_to_text
+from langchain_knowledge_inject._ingest.text_decoding import decode_bytes
 
 
 @pytest.fixture

@@ -20,10 +20,14 @@ from langchain_knowledge_inject import (
     RetrievalError,
     strip_injected,
 )
-from langchain_knowledge_inject.integrations.runnable import InjectionConfig
-from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
-from langchain_knowledge_inject.turn.manifest import InjectionManifest, emit_manifest, hash_messages
-from langchain_knowledge_inject.turn.placement import INJECTED_KEY, is_injected
+from langchain_knowledge_inject._turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject._turn.manifest import (
+    InjectionManifest,
+    emit_manifest,
+    hash_messages,
+)
+from langchain_knowledge_inject._turn.placement import INJECTED_KEY, is_injected
+from langchain_knowledge_inject.settings import KnowledgeSettings
 from tests.unit_tests.fakes import EXPENSES, LEAVE, SICK, CallbackRecorder
 
 
@@ -252,7 +256,8 @@ def test_restricted_cannot_be_switched_off_per_request(kb, caplog):
 
 def test_unknown_configurable_keys_are_ignored_and_invalid_values_raise(kb):
     injector = KnowledgeInjector(kb)
-    assert injector.resolve({"configurable": {"thread_id": "t1", "top_k": None}}) is injector.config
+    request = {"configurable": {"thread_id": "t1", "top_k": None}}
+    assert injector.resolve(request) is injector.settings
     for key, value in [
         ("top_k", 0),
         ("min_score", 1.5),
@@ -400,9 +405,9 @@ def test_invalid_knowledge_base():
 
 def test_injection_config_is_strict_and_closed():
     with pytest.raises(ConfigurationError) as info:
-        InjectionConfig(topk=3)
+        KnowledgeSettings(topk=3)
     assert info.value.option == "topk"
-    assert InjectionConfig().model_dump() == {
+    assert KnowledgeSettings().model_dump() == {
         "enabled": True,
         "top_k": 4,
         "min_score": None,
@@ -570,7 +575,7 @@ def test_restricted_knowledge_base_turns_restricted_mode_on(tmp_path):
     real = KnowledgeBase(
         "secret", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=64), restricted=True
     )
-    assert KnowledgeInjector(real).config.restricted is True
+    assert KnowledgeInjector(real).settings.restricted is True
     real.close()
 
 

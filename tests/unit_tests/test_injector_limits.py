@@ -7,7 +7,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import HumanMessage
 
 from langchain_knowledge_inject import ConfigurationError, KnowledgeBase, KnowledgeInjector
-from langchain_knowledge_inject.store.knowledge_base import MAX_QUERY_CHARS
+from langchain_knowledge_inject._store.knowledge_base import MAX_QUERY_CHARS
 from tests.unit_tests.fakes import WordHashEmbedding
 
 

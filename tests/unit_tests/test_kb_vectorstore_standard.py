@@ -13,7 +13,7 @@ import pytest
 from langchain_tests.integration_tests import VectorStoreIntegrationTests
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject.store.vectorstore import KnowledgeBaseVectorStore
+from langchain_knowledge_inject._store.vectorstore import KnowledgeBaseVectorStore
 
 
 class TestKnowledgeBaseVectorStore(VectorStoreIntegrationTests):

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langchain_knowledge_inject.store.keyword import (
+from langchain_knowledge_inject._store.keyword import (
     MAX_QUERY_TERMS,
     KeywordIndex,
     query_phrases,
@@ -108,7 +108,7 @@ def test_add_after_the_row_mapping_was_lost_replaces_the_orphans(conn, index, ca
     conn.execute("DELETE FROM kw_rows")
     conn.commit()
     assert index.search("kb", "", "parental leave", k=3) == []  # orphans are never returned
-    with caplog.at_level("WARNING", logger="langchain_knowledge_inject.store.keyword"):
+    with caplog.at_level("WARNING", logger="langchain_knowledge_inject._store.keyword"):
         index.add("kb", "", [("pension", "The pension plan matches five percent.")])
     conn.commit()
     assert [chunk for chunk, _ in index.search("kb", "", "pension plan", k=3)] == ["pension"]

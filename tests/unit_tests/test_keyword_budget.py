@@ -7,8 +7,8 @@ import sqlite3
 
 import pytest
 
-from langchain_knowledge_inject.store import keyword
-from langchain_knowledge_inject.store.keyword import KeywordIndex, _varint
+from langchain_knowledge_inject._store import keyword
+from langchain_knowledge_inject._store.keyword import KeywordIndex, _varint
 
 WORDS = [f"w{i}" for i in range(300)]
 

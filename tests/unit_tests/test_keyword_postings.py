@@ -7,10 +7,10 @@ import sqlite3
 
 import pytest
 
-from langchain_knowledge_inject.store import keyword, keyword_mirror
-from langchain_knowledge_inject.store.keyword import TOKENIZER, KeywordIndex
-from langchain_knowledge_inject.store.keyword_postings import PostingsIndex
-from langchain_knowledge_inject.store.keyword_tokens import Fts5Tokenizer
+from langchain_knowledge_inject._store import keyword, keyword_mirror
+from langchain_knowledge_inject._store.keyword import TOKENIZER, KeywordIndex
+from langchain_knowledge_inject._store.keyword_postings import PostingsIndex
+from langchain_knowledge_inject._store.keyword_tokens import Fts5Tokenizer
 
 WORDS = [f"w{i}" for i in range(200)] + [
     "running",
@@ -268,7 +268,7 @@ def test_postings_index_handles_empty_rows_and_limits():
 
 @pytest.mark.parametrize("budget", [1, 50, 400])
 def test_max_score_pruning_returns_the_exact_top_k(monkeypatch, budget):
-    from langchain_knowledge_inject.store import keyword_postings
+    from langchain_knowledge_inject._store import keyword_postings
 
     monkeypatch.setattr(keyword_postings, "_SCORE_ALL_BELOW", 0)  # always prune
     monkeypatch.setattr(keyword_postings, "_SELECT_BUDGET", budget)

@@ -9,9 +9,9 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import ConfigurationError, KnowledgeBase, KnowledgeBaseNotFoundError
+from langchain_knowledge_inject._store.keyword import STOPWORDS
+from langchain_knowledge_inject._store.knowledge_base import chunk_id
 from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
-from langchain_knowledge_inject.store.keyword import STOPWORDS
-from langchain_knowledge_inject.store.knowledge_base import chunk_id
 from tests.unit_tests.fakes import EXPENSES, LEAVE, SICK, CountingEmbedding
 
 

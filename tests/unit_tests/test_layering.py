@@ -15,7 +15,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "langchain_knowledge_inject"
 NAME = "langchain_knowledge_inject"
-ORDER = ["errors", "store", "ingest", "turn", "restricted", "memory", "settings", "integrations"]
+ORDER = ["errors", "_store", "_ingest", "_turn", "_restricted", "_memory", "settings", "_surfaces"]
 
 KNOWN_EXCEPTIONS: set[tuple[str, str]] = set()
 """(importer, imported), below the package: imports that break the rule today."""

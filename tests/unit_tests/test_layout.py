@@ -133,15 +133,15 @@ def _unit(module: str) -> str:
 
 
 def _in_store(module: str) -> bool:
-    return module.startswith(f"{PACKAGE}.store.")
+    return module.startswith(f"{PACKAGE}._store.")
 
 
 GRAPH, PRIVATE = _collect()
 
 
 def test_the_package_is_found_and_parsed() -> None:
-    assert f"{PACKAGE}.integrations.engine" in GRAPH
-    assert f"{PACKAGE}.turn.assemble" in GRAPH[f"{PACKAGE}.integrations.engine"]
+    assert f"{PACKAGE}._surfaces.engine" in GRAPH
+    assert f"{PACKAGE}._turn.assemble" in GRAPH[f"{PACKAGE}._surfaces.engine"]
 
 
 def test_no_import_cycle_outside_the_store() -> None:
@@ -168,7 +168,7 @@ def test_turn_does_not_import_restricted_mode() -> None:
         (m, t)
         for m, targets in GRAPH.items()
         for t in targets
-        if _unit(m) == "turn" and _unit(t) in {"restricted", "memory", "integrations", "settings"}
+        if _unit(m) == "_turn" and _unit(t) in {"_restricted", "_memory", "_surfaces", "settings"}
     }
     assert upward == set()
 
@@ -184,7 +184,7 @@ def test_no_private_name_imported_from_the_store() -> None:
 
 def _integrations() -> list[tuple[str, str]]:
     """``(module, target)`` for every import between two modules of ``integrations/``."""
-    prefix = f"{PACKAGE}.integrations."
+    prefix = f"{PACKAGE}._surfaces."
     return sorted(
         (module[len(prefix) :], target[len(prefix) :])
         for module, targets in GRAPH.items()
@@ -210,6 +210,6 @@ def test_the_checks_find_what_they_look_for() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}}) == []
-    assert _unit(f"{PACKAGE}.turn.assemble") == "turn"
+    assert _unit(f"{PACKAGE}._turn.assemble") == "_turn"
     assert _unit(f"{PACKAGE}.settings") == "settings"
     assert _unit(PACKAGE) == PACKAGE

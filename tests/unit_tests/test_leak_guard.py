@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from langchain_core.documents import Document
 from langchain_core.language_models import GenericFakeChatModel
 
+from langchain_knowledge_inject._restricted import guard as leak_guard
+from langchain_knowledge_inject._restricted.guard import LeakPolicy, LeakReport, check_leak
+from langchain_knowledge_inject._restricted.summary import format_safe_summary, summarize_chunks
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.restricted import guard as leak_guard
-from langchain_knowledge_inject.restricted.guard import LeakPolicy, LeakReport, check_leak
-from langchain_knowledge_inject.restricted.summary import format_safe_summary, summarize_chunks
 from tests.unit_tests.adversarial_fixtures import (
     BORDERLINE_RESTATEMENTS,
     HONEST_CASES,

@@ -17,10 +17,10 @@ from langchain_tests.unit_tests import ToolsUnitTests
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from langchain_knowledge_inject.memory import tools as memory_tools_module
-from langchain_knowledge_inject.memory.episodic import EpisodicMemory
-from langchain_knowledge_inject.memory.facts import UserFacts
-from langchain_knowledge_inject.memory.tools import (
+from langchain_knowledge_inject._memory import tools as memory_tools_module
+from langchain_knowledge_inject._memory.episodic import EpisodicMemory
+from langchain_knowledge_inject._memory.facts import UserFacts
+from langchain_knowledge_inject._memory.tools import (
     create_memory_tools,
     create_store_memory_tool,
     create_user_fact_tools,

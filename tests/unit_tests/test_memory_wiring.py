@@ -34,10 +34,10 @@ from langchain_knowledge_inject import (
     create_memory_tools,
     strip_injected,
 )
-from langchain_knowledge_inject.memory.procedures import Procedure
-from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
-from langchain_knowledge_inject.turn.placement import add_knowledge_prompt, is_injected
-from langchain_knowledge_inject.turn.tokens import approximate_token_count
+from langchain_knowledge_inject._memory.procedures import Procedure
+from langchain_knowledge_inject._turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject._turn.placement import add_knowledge_prompt, is_injected
+from langchain_knowledge_inject._turn.tokens import approximate_token_count
 from tests.unit_tests.fakes import EXPENSES, LEAVE, SICK, FakeKB, NumberedChatModel
 from tests.unit_tests.fakes import user_config as cfg
 

@@ -16,8 +16,8 @@ from langchain_knowledge_inject import (
     ConfigurationError,
     KnowledgeInjectionMiddleware,
 )
-from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
-from langchain_knowledge_inject.turn.placement import is_injected
+from langchain_knowledge_inject._turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject._turn.placement import is_injected
 from tests.unit_tests.fakes import (
     LEAVE,
     PARKING,

@@ -9,14 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
-from langchain_knowledge_inject.restricted.summary import SafeSummary, format_safe_summary
-from langchain_knowledge_inject.turn.formatting import (
+from langchain_knowledge_inject._restricted.summary import SafeSummary, format_safe_summary
+from langchain_knowledge_inject._turn.formatting import (
     DEFAULT_KNOWLEDGE_TEMPLATE,
     KnowledgeBlockTemplate,
     format_knowledge_block,
 )
-from langchain_knowledge_inject.turn.neutralize import neutralize, neutralize_line
-from langchain_knowledge_inject.turn.textfold import fold
+from langchain_knowledge_inject._turn.neutralize import neutralize, neutralize_line
+from langchain_knowledge_inject._turn.textfold import fold
 
 CLOSING = DEFAULT_KNOWLEDGE_TEMPLATE.closing
 ZW, NBSP, SHY = "\u200b", "\u00a0", "\u00ad"

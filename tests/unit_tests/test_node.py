@@ -13,14 +13,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from langchain_knowledge_inject import ConfigurationError, KnowledgeInjector, create_knowledge_node
-from langchain_knowledge_inject.integrations.graph import (
+from langchain_knowledge_inject._surfaces.graph import (
     create_build_context_node,
     create_call_model_node,
     create_retrieve_node,
 )
-from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
-from langchain_knowledge_inject.turn.manifest import MANIFEST_EVENT
-from langchain_knowledge_inject.turn.placement import is_injected
+from langchain_knowledge_inject._turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
+from langchain_knowledge_inject._turn.manifest import MANIFEST_EVENT
+from langchain_knowledge_inject._turn.placement import is_injected
 from tests.unit_tests.fakes import LEAVE, FakeKB, NumberedChatModel
 
 

@@ -7,8 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.turn.placement import (
+from langchain_knowledge_inject._turn.placement import (
     INJECTED_KEY,
     PLACEMENTS,
     current_user_index,
@@ -18,6 +17,7 @@ from langchain_knowledge_inject.turn.placement import (
     query_text,
     strip_injected,
 )
+from langchain_knowledge_inject.errors import ConfigurationError
 
 CTX = "[Retrieved Knowledge]\nfacts"
 

@@ -25,7 +25,8 @@ from langchain_knowledge_inject import (
     KnowledgeSettings,
     create_knowledge_graph,
 )
-from langchain_knowledge_inject.integrations.node import create_knowledge_node
+from langchain_knowledge_inject._surfaces.node import create_knowledge_node
+from langchain_knowledge_inject._turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject.presets import (
     PORTAL_MIN_SCORE,
     SHEPHERD_MIN_SCORE,
@@ -33,7 +34,6 @@ from langchain_knowledge_inject.presets import (
     shepherd,
     wegent,
 )
-from langchain_knowledge_inject.turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from tests.unit_tests.restricted_fixtures import make_summarizer
 from tests.unit_tests.restricted_harness import ListKB
 

@@ -7,14 +7,14 @@ import doctest
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.memory import procedures as procedures_module
-from langchain_knowledge_inject.memory.procedures import (
+from langchain_knowledge_inject._memory import procedures as procedures_module
+from langchain_knowledge_inject._memory.procedures import (
     DEFAULT_PROCEDURE_THRESHOLD,
     Procedure,
     ProcedureLibrary,
     format_procedure,
 )
+from langchain_knowledge_inject.errors import ConfigurationError
 from tests.unit_tests.fakes import CountingEmbedding
 
 LEAVE = Procedure(

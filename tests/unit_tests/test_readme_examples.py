@@ -67,7 +67,7 @@ def test_the_docs_have_python_examples():
 @pytest.mark.parametrize("path", RUN_FILES, ids=_label)
 def test_examples_run(path, tmp_path, monkeypatch, fake_default_model):
     from langchain_knowledge_inject import KnowledgeBase
-    from langchain_knowledge_inject.ingest.sample_data import SAMPLE_DOCUMENTS
+    from langchain_knowledge_inject._ingest.sample_data import SAMPLE_DOCUMENTS
 
     monkeypatch.setenv("KINJECT_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("KINJECT_CHAT_MODEL", raising=False)

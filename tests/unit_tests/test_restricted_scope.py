@@ -17,16 +17,16 @@ from langchain_knowledge_inject import (
     KnowledgeInjector,
     create_knowledge_base_search_tool,
 )
-from langchain_knowledge_inject.integrations.tools import pinned_and
-from langchain_knowledge_inject.restricted.safe_summary import fit_safe_summary
-from langchain_knowledge_inject.restricted.scope import (
+from langchain_knowledge_inject._restricted.safe_summary import fit_safe_summary
+from langchain_knowledge_inject._restricted.scope import (
     hide_source_names,
     knowledge_base_flags,
     redact_documents,
     resolve_restricted,
 )
-from langchain_knowledge_inject.restricted.summary import SafeSummary
-from langchain_knowledge_inject.turn.tokens import approximate_token_count
+from langchain_knowledge_inject._restricted.summary import SafeSummary
+from langchain_knowledge_inject._surfaces.tools import pinned_and
+from langchain_knowledge_inject._turn.tokens import approximate_token_count
 from tests.unit_tests.fakes import WordHashEmbedding
 from tests.unit_tests.restricted_fixtures import HONEST_GUIDANCE, HONEST_SUMMARY
 from tests.unit_tests.restricted_harness import (
@@ -380,8 +380,8 @@ def test_the_host_lends_its_summarizer_to_a_separate_tool(surface):
 
 
 def test_stored_flags_are_read_without_counting_chunks(tmp_path, monkeypatch):
-    from langchain_knowledge_inject.restricted.scope import sensitive_source_flags
-    from langchain_knowledge_inject.store.knowledge_base import RestrictionFlags
+    from langchain_knowledge_inject._restricted.scope import sensitive_source_flags
+    from langchain_knowledge_inject._store.knowledge_base import RestrictionFlags
 
     kb = KnowledgeBase("flags", path=tmp_path, embeddings=WordHashEmbedding(), restricted=True)
     kb.add_documents([Document(page_content="Leave requests go to HR.")])

@@ -14,9 +14,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableLambda
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.restricted import summary as restriction
-from langchain_knowledge_inject.restricted.summary import (
+from langchain_knowledge_inject._restricted import summary as restriction
+from langchain_knowledge_inject._restricted.summary import (
     REFUSAL_GUIDANCE,
     SafeKnowledgeBaseInfo,
     SafeSummary,
@@ -28,7 +27,8 @@ from langchain_knowledge_inject.restricted.summary import (
     summarize_chunks,
     tool_result,
 )
-from langchain_knowledge_inject.store.knowledge_base import KnowledgeBaseInfo
+from langchain_knowledge_inject._store.knowledge_base import KnowledgeBaseInfo
+from langchain_knowledge_inject.errors import ConfigurationError
 from tests.unit_tests.fakes import CallbackRecorder
 from tests.unit_tests.restricted_fixtures import (
     ATTACK_DOCUMENTS,

@@ -12,9 +12,8 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatResult
 
-from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.turn.placement import place_context
-from langchain_knowledge_inject.turn.query import (
+from langchain_knowledge_inject._turn.placement import place_context
+from langchain_knowledge_inject._turn.query import (
     CONDENSE_PROMPT,
     QueryCondenser,
     followup_query,
@@ -22,6 +21,7 @@ from langchain_knowledge_inject.turn.query import (
     retrieval_query,
     salient_terms,
 )
+from langchain_knowledge_inject.errors import ConfigurationError
 from tests.unit_tests.fakes import RecordingChatModel
 
 

@@ -20,7 +20,6 @@ from langchain_knowledge_inject import (
     create_knowledge_graph,
     create_knowledge_node,
 )
-from langchain_knowledge_inject.integrations.runnable import InjectionConfig
 from langchain_knowledge_inject.settings import (
     CONSTRUCTION_ONLY,
     REQUEST_KEYS,
@@ -58,12 +57,11 @@ def test_settings_are_frozen_closed_validated_and_documented():
     assert info.value.option == "top_k"
     for name, field in KnowledgeSettings.model_fields.items():
         assert field.description, f"{name} has no docstring"
-    assert InjectionConfig is KnowledgeSettings  # the former name stays importable
 
 
 def test_the_keyword_options_are_exactly_the_settings_fields():
     keys = set(typing.get_type_hints(SettingsOptions))
-    assert keys == set(KnowledgeSettings.model_fields) | {"k"}
+    assert keys == set(KnowledgeSettings.model_fields)
 
 
 def test_build_settings_maps_keywords_in_one_place():
@@ -78,8 +76,6 @@ def test_build_settings_maps_keywords_in_one_place():
     with pytest.raises(ConfigurationError) as info:
         build_settings({"top_k": 3})  # type: ignore[arg-type]
     assert info.value.option == "settings"
-    with pytest.warns(DeprecationWarning, match="top_k"):
-        assert build_settings(k=3).top_k == 3
 
 
 # --- the per-request parser --------------------------------------------------------------------

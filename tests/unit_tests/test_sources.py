@@ -20,7 +20,7 @@ from langchain_knowledge_inject import (
     create_knowledge_base_search_tool,
     create_knowledge_graph,
 )
-from langchain_knowledge_inject.turn.sources import (
+from langchain_knowledge_inject._turn.sources import (
     RetrieverSource,
     VectorStoreSource,
     as_sources,

@@ -12,10 +12,10 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase
+from langchain_knowledge_inject._store.catalog import ChunkRow
+from langchain_knowledge_inject._store.handles import KEYWORD_PAGE, StoreHandles
+from langchain_knowledge_inject._store.metadata import RestrictionFlags
 from langchain_knowledge_inject.errors import KnowledgeBaseNotFoundError, StoreTimeoutError
-from langchain_knowledge_inject.store.catalog import ChunkRow
-from langchain_knowledge_inject.store.handles import KEYWORD_PAGE, StoreHandles
-from langchain_knowledge_inject.store.metadata import RestrictionFlags
 
 STORE = Path(__file__).resolve().parents[2] / "langchain_knowledge_inject" / "store"
 
@@ -212,7 +212,7 @@ def test_no_store_helper_imports_the_knowledge_base_module():
     importing = [
         p.name
         for p in helpers
-        if "langchain_knowledge_inject.store.knowledge_base" in _runtime_imports(p)
+        if "langchain_knowledge_inject._store.knowledge_base" in _runtime_imports(p)
     ]
     assert importing == []
 

@@ -12,9 +12,9 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase, StoreError
+from langchain_knowledge_inject._store import knowledge_base, storage
+from langchain_knowledge_inject._surfaces.cli import main
 from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
-from langchain_knowledge_inject.integrations.cli import main
-from langchain_knowledge_inject.store import knowledge_base, storage
 from tests.unit_tests.fakes import CountingEmbedding
 
 SECRET = "The merger code is amber-walrus-pilot and the price is 7,350,000 euros."

@@ -21,20 +21,20 @@ from langchain_core.messages import (
 )
 
 from langchain_knowledge_inject import KnowledgeInjector
-from langchain_knowledge_inject.memory.episodic import Episode, format_episodes
-from langchain_knowledge_inject.memory.facts import format_user_facts
-from langchain_knowledge_inject.memory.procedures import Procedure, format_procedure
-from langchain_knowledge_inject.restricted.summary import (
+from langchain_knowledge_inject._memory.episodic import Episode, format_episodes
+from langchain_knowledge_inject._memory.facts import format_user_facts
+from langchain_knowledge_inject._memory.procedures import Procedure, format_procedure
+from langchain_knowledge_inject._restricted.summary import (
     SafeSummary,
     format_safe_summary,
     safe_kb_meta,
 )
-from langchain_knowledge_inject.turn.formatting import (
+from langchain_knowledge_inject._turn.formatting import (
     KnowledgeBlockTemplate,
     format_kb_meta,
     format_knowledge_block,
 )
-from langchain_knowledge_inject.turn.placement import (
+from langchain_knowledge_inject._turn.placement import (
     INJECTION_HEADERS,
     PLACEMENTS,
     injection_start,

@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from langchain_knowledge_inject.memory import temporal as _temporal
-from langchain_knowledge_inject.memory.temporal import asks_about_now, asks_about_past, resolve
+from langchain_knowledge_inject._memory import temporal as _temporal
+from langchain_knowledge_inject._memory.temporal import asks_about_now, asks_about_past, resolve
 
 NOW = datetime(2024, 6, 12, 15, 0, tzinfo=timezone.utc)  # a Wednesday
 

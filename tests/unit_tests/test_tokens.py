@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
+from langchain_knowledge_inject._turn.tokens import approximate_token_count, fit_to_budget
 from langchain_knowledge_inject.errors import ConfigurationError
-from langchain_knowledge_inject.turn.tokens import approximate_token_count, fit_to_budget
 
 # Reference texts with their exact cl100k_base token counts (as tiktoken computes them;
 # counted once offline, pinned here so the test needs no tokenizer download).

@@ -119,17 +119,16 @@ def test_tool_call_returns_text_for_the_model_and_documents_as_artifact():
     assert message.content.startswith("[Knowledge Base Search Results]")
     assert "Source: f0.md" in message.content and "Category: leave" in message.content
     assert "Relevance Score: 0.90" in message.content
-    from langchain_knowledge_inject.turn.formatting import citation_id
+    from langchain_knowledge_inject._turn.formatting import citation_id
 
     assert f"[{citation_id(message.artifact[0])}]" in message.content
 
 
 def test_k_category_and_options_reach_the_knowledge_base():
     kb = _kb()
-    with pytest.warns(DeprecationWarning, match="top_k"):  # k= is the deprecated alias
-        tool = create_knowledge_base_search_tool(
-            kb, k=3, min_score=0.2, mode="keyword", tenant_id="acme", filter={"lang": "en"}
-        )
+    tool = create_knowledge_base_search_tool(
+        kb, top_k=3, min_score=0.2, mode="keyword", tenant_id="acme", filter={"lang": "en"}
+    )
     tool.invoke({"query": "carry over", "k": 1, "category": "carry"})
     assert kb.calls[-1] == {
         "query": "carry over",
@@ -183,16 +182,6 @@ def test_invalid_options_raise(option, value):
     with pytest.raises(ConfigurationError) as info:
         create_knowledge_base_search_tool(_kb(), **{option: value})
     assert info.value.option == option
-
-
-def test_k_is_a_deprecated_alias_of_top_k():
-    with pytest.warns(DeprecationWarning, match="top_k"):
-        tool = create_knowledge_base_search_tool(_kb(), k=1)
-    _, artifact = _call(tool, query="annual leave")
-    assert len(artifact) == 1
-    with pytest.raises(ConfigurationError) as info, pytest.warns(DeprecationWarning):
-        create_knowledge_base_search_tool(_kb(), k=1, top_k=2)
-    assert info.value.option == "k"
 
 
 def test_model_supplied_k_is_validated():

@@ -1,0 +1,758 @@
+r"""Ingest files and folders into a knowledge base: load, split, fingerprint, add.
+
+Loaders and splitters, and why:
+
+* **PDF**: ``pypdf`` (pure Python, actively maintained, no system libraries),
+  text extracted page by page; each page is cut on its own so every chunk
+  keeps an exact 1-based ``page`` number.
+* **HTML**: one linear streaming pass of the standard library's HTML parser
+  (:mod:`langchain_knowledge_inject._ingest.html_text`; BeautifulSoup's tree grew
+  quadratically on unclosed tags: ``benchmarks/html_parse.py``). Scripts,
+  styles and ``<head>`` are dropped, block elements become line breaks and
+  ``<h1>``...``<h6>`` become Markdown headings, so HTML goes through the same
+  heading-aware splitting as Markdown.
+* **Markdown**: sectioned at ATX headings (``#``...``######``, fence-aware) by a
+  small function here, then cut with the knowledge base's splitter using
+  ``RecursiveCharacterTextSplitter``'s Markdown separators. Each chunk
+  keeps its heading path in ``metadata["headers"]`` (``"Leave > Carry-over"``).
+  ``MarkdownHeaderTextSplitter`` was tried and not used: it drops blank lines
+  and indentation (even inside code blocks) and ends lines with two spaces,
+  so paragraph boundaries are lost before the character splitter needs them.
+* **Plain text**: the knowledge base's splitter (paragraphs, then lines,
+  then words). Bytes are decoded as UTF-8 (BOM honoured), else (HTML) with the
+  page's declared charset, else with ``charset-normalizer`` detection
+  (:mod:`langchain_knowledge_inject._ingest.text_decoding`); a file that was not UTF-8
+  is named in the report's ``warnings``, flagged "low confidence" when other
+  encodings fit as well.
+
+One split: a file is cut along its structure (sections, pages) and each part
+once, with the knowledge base's own splitter (``KnowledgeBase.text_splitter``:
+with the default model at most 128 word pieces with 32 overlap, with another
+model 1000 characters with 150), so the chunks fit it and ``add_documents``
+stores them as they are: one overlap, cut points that respect the model's
+window. (Before, files were cut into 1000-character
+chunks and the knowledge base cut those again.) ``chunk_size`` /
+``chunk_overlap`` ask for character chunks instead (``DEFAULT_CHUNK_SIZE``
+1000, ``DEFAULT_CHUNK_OVERLAP`` 150), as does a knowledge base opened with
+``text_splitter=None``.
+
+A section's heading lines (or a short title line ahead of a blank line) open
+its first chunk rather than forming a chunk of their own, which the recursive
+splitter alone produces whenever the first paragraph is longer than a chunk:
+the first chunk is cut shorter to leave them room, the rest of the section at
+full size. A text file ``title\n\nparagraph`` thus gets the chunks that
+``add_documents`` makes of ``title + " " + paragraph``, up to the whitespace
+after the title (``benchmarks/ingest_path_quality.py``).
+
+Chunk metadata: ``source`` is the name the model cites: the file's path
+relative to the folder it was found in (``hr/leave.md`` for ``docs/hr/leave.md``
+when ``docs/`` is ingested), or its file name when the file itself is given;
+``source_path`` is the file's **resolved absolute path**, the source's identity
+(so the same file is the same source whatever the working directory, which is
+what makes re-ingest idempotent; a store ingested when ``source`` held the full
+path keeps its chunk ids, and the next ingest only rewrites their metadata);
+``file_name``, ``file_type`` (``text``, ``markdown``,
+``html``, ``pdf``), ``chunk_index`` (0-based within the file), ``page`` (PDF),
+``headers`` (Markdown, HTML), ``title`` (HTML), and ``category`` and
+``tenant_id`` when given.
+
+Unchanged files are skipped without being parsed: the fingerprint stored with
+each source is ``sha256:<file bytes hash>;settings:<hash of the splitter's
+settings, category and tenant>;chunks:<count>``, so a file is read again when
+the knowledge base's splitter changes. Each file is loaded and split in full
+before anything is written, and files are added whole (one source never spans
+two ``add_documents`` calls), so an unreadable, empty, binary or unsupported
+file is skipped and reported and never leaves partial state. Hidden files and
+folders (name starting with ``.``) inside a folder are ignored.
+
+Files deleted from a folder since the last ingest, and files skipped in this
+run, keep the chunks they had; ``KnowledgeBase.delete_source`` removes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import copy
+import hashlib
+import io
+import json
+import logging
+import os
+import re
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from langchain_core.documents import Document
+from langchain_text_splitters import Language, RecursiveCharacterTextSplitter, TextSplitter
+
+from langchain_knowledge_inject._ingest.html_text import html_to_text
+from langchain_knowledge_inject._ingest.text_decoding import decode_bytes
+from langchain_knowledge_inject._store.write_plan import SOURCE_PATH_KEY
+from langchain_knowledge_inject.errors import ConfigurationError, IngestError
+
+logger = logging.getLogger(__name__)
+
+FileType = Literal["text", "markdown", "html", "pdf"]
+
+SUPPORTED_EXTENSIONS: Mapping[str, FileType] = {
+    ".txt": "text",
+    ".text": "text",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".html": "html",
+    ".htm": "html",
+    ".pdf": "pdf",
+}
+"""File extensions that ``ingest`` reads, and the loader each one goes through."""
+
+DEFAULT_CHUNK_SIZE = 1000
+DEFAULT_CHUNK_OVERLAP = 150
+
+_PIPELINE_VERSION = 3  # bump when loading or splitting changes, to re-ingest everything
+_PROGRESS_MIN_FILES = 5
+_BATCH_CHUNKS = 256
+_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_TITLE_LINE = re.compile(r"\s*([^\n]+)\n[ \t]*\n")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_DEFAULT_SEPARATORS = RecursiveCharacterTextSplitter()._separators
+_MARKDOWN_SEPARATORS = RecursiveCharacterTextSplitter.get_separators_for_language(Language.MARKDOWN)
+_TEXT_BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)  # UTF-32's start alike
+
+
+class _Ingestible(Protocol):
+    def add_documents(
+        self,
+        documents: list[Document],
+        *,
+        tenant_id: str | None = None,
+        fingerprints: Mapping[str, str] | None = None,
+    ) -> Any: ...
+
+    def get_source_fingerprint(
+        self, source: str, *, tenant_id: str | None = None
+    ) -> str | None: ...
+
+
+@dataclass
+class IngestReport:
+    """What one ``ingest`` call did.
+
+    Attributes:
+        files_read: Files loaded, split and written (new or changed files).
+        files_unchanged: Files skipped because their fingerprint matched.
+        files_skipped: ``(path, reason)`` for every file that was not ingested
+            (unsupported type, unreadable, empty, binary, no text).
+        chunks_added: Chunks embedded and written.
+        chunks_unchanged: Chunks already present: those of unchanged files plus
+            identical chunks inside changed files.
+        chunks_updated: Chunks already stored whose metadata changed (for example
+            a new ``category``); relabelled, not embedded again.
+        chunks_replaced: Old chunks removed because their file changed.
+        warnings: ``(path, message)`` for files read with a caveat: not UTF-8
+            (the encoding used, and "low confidence" when another fits as well).
+        seconds: Wall-clock time of the whole call.
+    """
+
+    files_read: int = 0
+    files_unchanged: int = 0
+    files_skipped: list[tuple[str, str]] = field(default_factory=list)
+    chunks_added: int = 0
+    chunks_unchanged: int = 0
+    chunks_updated: int = 0
+    chunks_replaced: int = 0
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        """Return a short human-readable summary, one skipped file per line.
+
+        Example:
+            >>> IngestReport(files_read=2, chunks_added=7, seconds=1.3).summary()
+            'Read 2 files in 1.3 s: 7 chunks added, 0 unchanged, 0 replaced; 0 files unchanged.'
+        """
+        chunks = [
+            f"{_plural(self.chunks_added, 'chunk')} added",
+            f"{self.chunks_unchanged} unchanged",
+        ]
+        if self.chunks_updated:
+            chunks.append(f"{self.chunks_updated} relabelled")
+        chunks.append(f"{self.chunks_replaced} replaced")
+        lines = [
+            f"Read {_plural(self.files_read, 'file')} in {self.seconds:.1f} s: "
+            f"{', '.join(chunks)}; {_plural(self.files_unchanged, 'file')} unchanged."
+        ]
+        if self.files_skipped:
+            lines.append(f"Skipped {len(self.files_skipped)}:")
+            lines.extend(f"  {path}: {reason}" for path, reason in self.files_skipped)
+        if self.warnings:
+            lines.append(f"Warnings ({len(self.warnings)}):")
+            lines.extend(f"  {path}: {message}" for path, message in self.warnings)
+        return "\n".join(lines)
+
+
+class _SkipFile(Exception):
+    """This file cannot be ingested; the message is the reason shown to the user."""
+
+
+def split_documents(
+    documents: Iterable[Document],
+    *,
+    file_type: FileType = "text",
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+    splitter: TextSplitter | None = None,
+) -> list[Document]:
+    r"""Split documents into chunks the way ``ingest`` does: one split, one overlap.
+
+    Markdown and HTML-derived text is sectioned at headings first (the heading
+    path goes to ``metadata["headers"]``); a section's heading lines (or a
+    text's short title line) open its first chunk. Each section is then cut
+    once, into chunks that fit ``splitter`` (in its own unit: word pieces for
+    a knowledge base's default splitter) or, without one, ``chunk_size``
+    characters. Each chunk copies its document's metadata and gets
+    ``chunk_index``, counted per ``metadata["source"]``.
+
+    To add the chunks to a knowledge base, pass its ``text_splitter``: the
+    chunks then fit it and it stores them as they are (no second split).
+
+    Args:
+        documents: Documents to split (each should carry ``metadata["source"]``).
+        file_type: ``"markdown"`` or ``"html"`` (already converted to text) for
+            heading-aware splitting; ``"text"`` or ``"pdf"`` for plain splitting.
+        chunk_size: Maximum chunk length in characters, without ``splitter``.
+        chunk_overlap: Characters shared by consecutive chunks of a section,
+            without ``splitter``.
+        splitter: Cut to this splitter's chunk size, overlap and length
+            function instead (a ``KnowledgeBase``'s ``text_splitter``). A
+            ``RecursiveCharacterTextSplitter`` keeps headings with the text
+            after them and, for Markdown, cuts at Markdown structure first;
+            any other splitter gets each section as it is.
+
+    Returns:
+        The chunks, in document order.
+
+    Raises:
+        ConfigurationError: If ``chunk_size`` or ``chunk_overlap`` is out of range.
+
+    Example:
+        >>> doc = Document("# Leave\n\nYou get 25 days.", metadata={"source": "leave.md"})
+        >>> [c.metadata["headers"] for c in split_documents([doc], file_type="markdown")]
+        ['Leave']
+    """
+    if splitter is None:
+        _check_chunking(chunk_size, chunk_overlap)
+        splitter = RecursiveCharacterTextSplitter(
+            chunk_size=chunk_size, chunk_overlap=chunk_overlap
+        )
+    markdown = file_type in ("markdown", "html")
+    counters: dict[object, int] = {}
+    chunks: list[Document] = []
+    for doc in documents:
+        if markdown:
+            sections = _markdown_sections(doc.page_content)
+        else:
+            sections = [([], "", doc.page_content)]
+        for headers, head, body in sections:
+            for piece in _split_section(head, body, markdown, splitter):
+                metadata = dict(doc.metadata)
+                if headers:
+                    metadata["headers"] = " > ".join(headers)
+                source = metadata.get("source")
+                metadata["chunk_index"] = counters.get(source, 0)
+                counters[source] = metadata["chunk_index"] + 1
+                chunks.append(Document(page_content=piece, metadata=metadata))
+    return chunks
+
+
+def _split_section(head: str, body: str, markdown: bool, splitter: TextSplitter) -> list[str]:
+    """Split one section; its heading lines (or a short title line) open the first chunk.
+
+    Splitting ``head + body`` directly would leave a heading-only chunk
+    whenever the first paragraph is longer than a chunk, so the first chunk is
+    cut with room left for the head, which then goes in front of it; the rest
+    of the body, from where the next chunk's overlap begins, is cut at full
+    size. Lengths are the splitter's own (its ``length_function``), so a text
+    whose head is a title line gets the chunks the splitter makes of
+    ``title + " " + body``, up to the whitespace after the title.
+    """
+    if not isinstance(splitter, RecursiveCharacterTextSplitter):
+        return [piece for piece in splitter.split_text(head + body) if piece.strip()]
+    size, length = splitter._chunk_size, splitter._length_function
+    title = _TITLE_LINE.match(body)
+    if not head.strip() and title and length(title.group(1)) < size // 2:
+        head, body = body[: title.end()], body[title.end() :]
+    room = size - length(head)
+    if room < size // 2:
+        head, body, room = "", head + body, size
+    full = _resized(splitter, size, markdown)
+    if not head.strip():
+        return [piece for piece in full.split_text(body) if piece.strip()]
+    pieces = _resized(splitter, room, markdown).split_text(body)
+    if len(pieces) > 1:
+        start = body.find(pieces[1], 1)  # where the second chunk, with its overlap, begins
+        if start > 0:
+            pieces = [pieces[0], *full.split_text(body[start:])]
+    pieces = [piece for piece in pieces if piece.strip()]
+    return [(head + pieces[0]).strip(), *pieces[1:]] if pieces else [head.strip()]
+
+
+def _resized(
+    splitter: RecursiveCharacterTextSplitter, room: int, markdown: bool
+) -> RecursiveCharacterTextSplitter:
+    """The splitter cutting chunks of at most ``room``; Markdown separators for Markdown.
+
+    A shorter chunk gets at most half of it as overlap. A user's own
+    separators are kept; the default ones become Markdown's for Markdown
+    text, so a section is cut at its blocks (code, lists, rules) first.
+    """
+    resized = copy.copy(splitter)
+    if room < splitter._chunk_size:
+        resized._chunk_size = room
+        resized._chunk_overlap = min(splitter._chunk_overlap, room // 2)
+    if markdown and splitter._separators == _DEFAULT_SEPARATORS:
+        resized._separators = _MARKDOWN_SEPARATORS
+        resized._is_separator_regex = True
+    return resized
+
+
+def _splitter_settings(splitter: TextSplitter | None) -> list[Any]:
+    """What a splitter's chunks depend on, for the fingerprint of an ingested file."""
+    if splitter is None:
+        return [None]
+    length = getattr(splitter, "_length_function", len)
+    return [
+        type(splitter).__qualname__,
+        getattr(splitter, "_chunk_size", None),
+        getattr(splitter, "_chunk_overlap", None),
+        "len" if length is len else _callable_name(length),
+        getattr(splitter, "_separators", None),
+    ]
+
+
+def _callable_name(function: Any) -> str:
+    kind = function if hasattr(function, "__qualname__") else type(function)
+    return f"{getattr(kind, '__module__', '')}.{kind.__qualname__}"
+
+
+def ingest(
+    kb: _Ingestible,
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    category: str | None = None,
+    tenant_id: str | None = None,
+    progress: bool | None = None,
+    recursive: bool = True,
+    chunk_size: int | None = None,
+    chunk_overlap: int | None = None,
+) -> IngestReport:
+    """Load, split and add files and folders to a knowledge base.
+
+    Supported: ``.txt``, ``.md``/``.markdown``, ``.html``/``.htm``, ``.pdf``.
+    Each file is cut along its structure (Markdown and HTML sections, PDF
+    pages) and each part once, into chunks of the knowledge base's own
+    ``text_splitter`` (with the default model: at most 128 word pieces, 32
+    overlap), so the knowledge base stores them as they are: one split, one
+    overlap, the chunks ``KnowledgeBase.add_documents`` makes of a document.
+    With ``chunk_size`` or ``chunk_overlap``, or a knowledge base with
+    ``text_splitter=None``, chunks are characters instead (default 1000 with
+    150 overlap); the knowledge base's splitter still applies after that, so
+    to keep larger chunks open it with ``text_splitter=None`` (as ``kinject
+    ingest --chunk-size`` does).
+
+    A file whose fingerprint (content hash + chunking settings) matches the
+    one stored for its source is skipped without being parsed. A changed file
+    replaces all of its previous chunks. A file that cannot be ingested is
+    skipped and listed in ``IngestReport.files_skipped``; it never aborts the
+    run. Every path is checked before anything is written.
+
+    Args:
+        kb: The knowledge base (a ``KnowledgeBase``).
+        paths: Files and folders. Folders are walked (hidden entries ignored).
+        category: Stored as ``metadata["category"]`` on every chunk.
+        tenant_id: Tenant partition to write to; also stored in metadata.
+        progress: Show a tqdm progress bar on stderr. Default: when stderr is
+            a terminal and there are more than 5 files.
+        recursive: Walk sub-folders of the folders given.
+        chunk_size: Maximum chunk length in characters (default: the
+            knowledge base's splitter decides; 1000 when it has none).
+        chunk_overlap: Characters shared by consecutive chunks (default: 150,
+            at most half of ``chunk_size``).
+
+    Returns:
+        What was read, added, kept, replaced and skipped.
+
+    Raises:
+        IngestError: If a path does not exist, no path is given, or a folder
+            holds no files.
+        ConfigurationError: If ``chunk_size`` or ``chunk_overlap`` is out of range.
+
+    Example:
+        >>> from langchain_knowledge_inject import KnowledgeBase, ingest
+        >>> kb = KnowledgeBase("handbook")  # doctest: +SKIP
+        >>> print(ingest(kb, ["docs/"], category="hr").summary())  # doctest: +SKIP
+        Read 12 files in 4.1 s: 96 chunks added, 0 unchanged, 0 replaced; 0 files unchanged.
+    """
+    splitter = ingest_splitter(kb, chunk_size, chunk_overlap)
+    start = time.perf_counter()
+    report = IngestReport()
+    names: dict[Path, str] = {}
+    files = collect_files(paths, recursive=recursive, report=report, names=names)
+    settings = json.dumps(
+        [_PIPELINE_VERSION, _splitter_settings(splitter), category, tenant_id], default=str
+    )
+    settings_hash = hashlib.sha256(settings.encode()).hexdigest()[:16]
+    given = {"category": category, "tenant_id": tenant_id}
+    extra = {key: value for key, value in given.items() if value is not None}
+    batch: list[Document] = []
+    fingerprints: dict[str, str] = {}
+    with _progress_bar(len(files), progress) as bar:
+        for path, file_type in files:
+            prepared = _prepare_file(
+                kb, path, file_type, extra, settings_hash, splitter, report,
+                name=names.get(path, path.name),
+            )  # fmt: skip
+            bar.update()
+            if prepared is None:
+                continue
+            chunks, fingerprint = prepared
+            batch.extend(chunks)
+            fingerprints[str(path)] = fingerprint
+            report.files_read += 1
+            if len(batch) >= _BATCH_CHUNKS:
+                _flush(kb, batch, fingerprints, tenant_id, report)
+        _flush(kb, batch, fingerprints, tenant_id, report)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+async def aingest(
+    kb: _Ingestible,
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    category: str | None = None,
+    tenant_id: str | None = None,
+    progress: bool | None = None,
+    recursive: bool = True,
+    chunk_size: int | None = None,
+    chunk_overlap: int | None = None,
+) -> IngestReport:
+    """Async twin of ``ingest``.
+
+    File reading, parsing and embedding are blocking work, so this runs
+    ``ingest`` in a worker thread (``asyncio.to_thread``) and leaves the event
+    loop free meanwhile. Arguments, result and errors are those of ``ingest``.
+
+    Example:
+        >>> report = await aingest(kb, ["docs/"])  # doctest: +SKIP
+    """
+    return await asyncio.to_thread(
+        ingest,
+        kb,
+        paths,
+        category=category,
+        tenant_id=tenant_id,
+        progress=progress,
+        recursive=recursive,
+        chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap,
+    )
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' * (count != 1)}"
+
+
+def ingest_splitter(
+    kb: object, chunk_size: int | None = None, chunk_overlap: int | None = None
+) -> TextSplitter:
+    """The splitter ``ingest`` cuts files with.
+
+    The knowledge base's own ``text_splitter`` when neither size is given (its
+    chunks are then stored as they are); else, or when it has none, a
+    character splitter of ``chunk_size`` (default 1000) with ``chunk_overlap``
+    (default 150, at most half the chunk).
+
+    Raises:
+        ConfigurationError: If ``chunk_size`` or ``chunk_overlap`` is out of range.
+    """
+    if chunk_size is None and chunk_overlap is None:
+        own = getattr(kb, "text_splitter", None)
+        if own is not None:
+            return own
+    size = DEFAULT_CHUNK_SIZE if chunk_size is None else chunk_size
+    if chunk_overlap is None:
+        chunk_overlap = min(DEFAULT_CHUNK_OVERLAP, size // 2) if isinstance(size, int) else 0
+    _check_chunking(size, chunk_overlap)
+    return RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=chunk_overlap)
+
+
+def _check_chunking(chunk_size: int, chunk_overlap: int) -> None:
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        msg = f"chunk_size must be a positive integer (characters), got {chunk_size!r}"
+        raise ConfigurationError(msg, option="chunk_size", value=chunk_size)
+    if not isinstance(chunk_overlap, int) or not 0 <= chunk_overlap < chunk_size:
+        msg = f"chunk_overlap must be an integer in [0, chunk_size), got {chunk_overlap!r}"
+        raise ConfigurationError(msg, option="chunk_overlap", value=chunk_overlap)
+
+
+def collect_files(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    recursive: bool,
+    report: IngestReport,
+    names: dict[Path, str] | None = None,
+) -> list[tuple[Path, FileType]]:
+    """Expand paths to supported files; unsupported ones go to the report.
+
+    ``names`` receives the source name of each file (resolved path): its path
+    relative to the folder given, with ``/`` separators, or its file name when
+    the file itself was given. A file reached twice keeps its first name.
+    """
+    names = {} if names is None else names
+    shown: dict[Path, str] = {}
+    given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if not given:
+        msg = "no path given: pass at least one file or folder"
+        raise IngestError(msg)
+    candidates: list[Path] = []
+    for raw in given:
+        path = Path(raw).expanduser()
+        if not path.exists():
+            msg = f"path not found: {raw}"
+            raise IngestError(msg, path=path)
+        if path.is_dir():
+            try:
+                found = _walk(path, recursive=recursive, report=report)
+            except OSError as exc:
+                msg = f"cannot read folder {raw}: {exc.strerror or exc}"
+                raise IngestError(msg, path=path) from exc
+            if not found:
+                msg = f"folder is empty: {raw} (no files to ingest; hidden files are ignored)"
+                raise IngestError(msg, path=path)
+            candidates.extend(found)
+            for entry in found:
+                shown.setdefault(entry, entry.relative_to(path).as_posix())
+        else:
+            candidates.append(path)
+            shown.setdefault(path, path.name)
+    files: list[tuple[Path, FileType]] = []
+    seen: set[Path] = set()
+    for path in candidates:
+        resolved = path.resolve()
+        if resolved in seen:
+            continue
+        seen.add(resolved)
+        names[resolved] = shown.get(path, path.name)
+        file_type = SUPPORTED_EXTENSIONS.get(resolved.suffix.lower())
+        if not resolved.is_file():
+            report.files_skipped.append((str(resolved), "not a regular file"))
+        elif file_type is None:
+            kinds = ", ".join(sorted(SUPPORTED_EXTENSIONS))
+            reason = f"unsupported file type {resolved.suffix or '(none)'!r} (supported: {kinds})"
+            report.files_skipped.append((str(resolved), reason))
+        else:
+            files.append((resolved, file_type))
+    return files
+
+
+def _walk(folder: Path, *, recursive: bool, report: IngestReport) -> list[Path]:
+    """List the non-hidden files of a folder; an unreadable sub-folder is reported."""
+    found: list[Path] = []
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir():
+            if not recursive:
+                continue
+            try:
+                found.extend(_walk(entry, recursive=True, report=report))
+            except OSError as exc:
+                reason = f"unreadable folder: {exc.strerror or exc}"
+                report.files_skipped.append((str(entry.resolve()), reason))
+        else:
+            found.append(entry)
+    return found
+
+
+def _progress_bar(total: int, progress: bool | None) -> Any:
+    from tqdm.auto import tqdm
+
+    if progress is None:
+        progress = total > _PROGRESS_MIN_FILES and sys.stderr.isatty()
+    return tqdm(total=total, unit="file", desc="Ingesting", file=sys.stderr, disable=not progress)
+
+
+def _stored_chunk_count(fingerprint: str) -> int:
+    _, _, count = fingerprint.rpartition(";chunks:")
+    return int(count) if count.isdigit() else 0
+
+
+def _flush(
+    kb: _Ingestible,
+    batch: list[Document],
+    fingerprints: dict[str, str],
+    tenant_id: str | None,
+    report: IngestReport,
+) -> None:
+    if not fingerprints:
+        return
+    result = kb.add_documents(list(batch), tenant_id=tenant_id, fingerprints=dict(fingerprints))
+    report.chunks_added += result.added
+    report.chunks_unchanged += result.unchanged
+    report.chunks_updated += result.updated
+    report.chunks_replaced += result.replaced
+    batch.clear()
+    fingerprints.clear()
+
+
+def _prepare_file(
+    kb: _Ingestible,
+    path: Path,
+    file_type: FileType,
+    extra: Mapping[str, str],
+    settings_hash: str,
+    splitter: TextSplitter,
+    report: IngestReport,
+    *,
+    name: str,
+) -> tuple[list[Document], str] | None:
+    """Chunks and fingerprint of a new or changed file; None (and counted) otherwise.
+
+    ``name`` is the file's ``source`` name; its full path is the source's identity.
+    """
+    source = str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        report.files_skipped.append((source, f"unreadable: {exc.strerror or exc}"))
+        return None
+    prefix = f"sha256:{hashlib.sha256(data).hexdigest()};settings:{settings_hash};"
+    stored = kb.get_source_fingerprint(source, tenant_id=extra.get("tenant_id"))
+    if stored is not None and stored.startswith(prefix):
+        report.files_unchanged += 1
+        report.chunks_unchanged += _stored_chunk_count(stored)
+        return None
+    try:
+        notes: list[str] = []
+        chunks = _load_and_split(path, data, file_type, extra, splitter, name=name, notes=notes)
+    except _SkipFile as exc:
+        report.files_skipped.append((source, str(exc)))
+        return None
+    report.warnings.extend((source, note) for note in notes)
+    return chunks, f"{prefix}chunks:{len(chunks)}"
+
+
+def _load_and_split(
+    path: Path,
+    data: bytes,
+    file_type: FileType,
+    extra: Mapping[str, str],
+    splitter: TextSplitter,
+    *,
+    name: str | None = None,
+    notes: list[str] | None = None,
+) -> list[Document]:
+    """Turn one file's bytes into chunks, or raise ``_SkipFile`` with the reason.
+
+    Caveats worth a warning in the report (a guessed encoding) go to ``notes``.
+    """
+    notes = notes if notes is not None else []
+    if not data:
+        raise _SkipFile("empty file")
+    base: dict[str, Any] = {
+        "source": name or path.name,
+        SOURCE_PATH_KEY: str(path),
+        "file_name": path.name,
+        "file_type": file_type,
+    }
+    base.update(extra)
+    if file_type == "pdf":
+        pages = _pdf_pages(data)
+        docs = [Document(text, metadata={**base, "page": page}) for page, text in pages]
+    elif file_type == "html":
+        title, text = _html_to_text(_decode(data, notes, html=True))
+        docs = [Document(text, metadata={**base, "title": title} if title else base)]
+    else:
+        docs = [Document(_decode(data, notes), metadata=base)]
+    docs = [doc for doc in docs if doc.page_content.strip()]
+    if not docs:
+        raise _SkipFile("no text found" + (" (scanned PDF?)" if file_type == "pdf" else ""))
+    return split_documents(docs, file_type=file_type, splitter=splitter)
+
+
+def _decode(data: bytes, notes: list[str], *, html: bool = False) -> str:
+    """A text file's bytes as text; a guessed encoding is noted, an unsure guess logged."""
+    if not data.startswith(_TEXT_BOMS) and b"\x00" in data[:8192]:
+        raise _SkipFile("binary content (not text)")
+    decoded = decode_bytes(data, html=html)
+    if decoded is None:
+        raise _SkipFile("cannot decode text (unknown encoding)")
+    text = decoded.text
+    sample = text[:8192]
+    controls = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\t\n\r\f")
+    if sample and controls / len(sample) > 0.05:
+        raise _SkipFile("binary content (not text)")
+    if decoded.detected:
+        note = f"not UTF-8: read as {decoded.encoding}"
+        if not decoded.confident:
+            note += " (low confidence: other encodings fit as well; save the file as UTF-8)"
+            logger.warning("%s", note)
+        notes.append(note)
+    return text
+
+
+def _pdf_pages(data: bytes) -> list[tuple[int, str]]:
+    from pypdf import PdfReader
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise _SkipFile("encrypted PDF (password required)")
+        return [(number, page.extract_text() or "") for number, page in enumerate(reader.pages, 1)]
+    except _SkipFile:
+        raise
+    except Exception as exc:  # pypdf raises many types for damaged files
+        msg = f"unreadable PDF: {type(exc).__name__}: {exc}"
+        raise _SkipFile(msg) from exc
+
+
+def _html_to_text(markup: str) -> tuple[str | None, str]:
+    """Return (title, text) with headings rewritten as Markdown headings."""
+    return html_to_text(markup)
+
+
+def _markdown_sections(text: str) -> list[tuple[list[str], str, str]]:
+    """Cut Markdown at ATX headings (not inside code fences), keeping text verbatim.
+
+    Returns ``(heading path, heading lines, body)`` per section. A heading
+    directly followed by another heading joins the next section's heading lines.
+    """
+    sections: list[tuple[list[str], str, str]] = []
+    stack: list[tuple[int, str]] = []
+    head: list[str] = []
+    body: list[str] = []
+    fence = ""
+    for line in text.splitlines(keepends=True):
+        fence_match = _FENCE.match(line)
+        heading = None if fence or fence_match else _ATX_HEADING.match(line.rstrip("\r\n"))
+        if fence_match and (not fence or fence_match.group(1).startswith(fence)):
+            fence = "" if fence else fence_match.group(1)
+        if heading is None:
+            (body if body or line.strip() else head).append(line)
+            continue
+        if body:
+            sections.append(([title for _, title in stack], "".join(head), "".join(body)))
+            head, body = [], []
+        level = len(heading.group(1))
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, heading.group(2).strip()))
+        head.append(line)
+    if body:
+        sections.append(([title for _, title in stack], "".join(head), "".join(body)))
+    return sections

@@ -1,0 +1,321 @@
+"""Episodes as knowledge-base chunks (used only by :mod:`~.memory.episodic`).
+
+An episode is one chunk of the memory's knowledge base, in the tenant partition
+of its user, with ``source`` = its episode id (so recording the same id again
+replaces it). The chunk text is what is searched: the text, plus the reply of
+an exchange on a second line. Speaker names are metadata, not text: in the
+text, a name would make every short turn of that speaker ("Rosa: ok!") a top
+keyword hit for any question naming her. The memory's own fields are
+metadata keys starting with ``ep_``; every other key is the caller's metadata,
+kept and returned as given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from langchain_knowledge_inject._turn.placement import query_text, strip_injected
+from langchain_knowledge_inject.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
+
+EpisodeKind = Literal["exchange", "turn", "memory"]
+_KINDS = ("exchange", "turn", "memory")
+_KB_KEYS = frozenset(
+    {"source", "tenant_id", "chunk_id", "chunk_index", "score", "kb_name", "kb_id"}
+)
+_PREFIX = "ep_"
+
+
+@dataclass(frozen=True)
+class Episode:
+    """A recalled episode: one turn, one exchange or one saved note.
+
+    Attributes:
+        episode_id: The id given when it was recorded (or a derived one).
+        kind: ``"exchange"`` (a message and its reply), ``"turn"`` (one
+            speaker's message) or ``"memory"`` (a note saved with ``store_memory``).
+        user_message: The text (the first speaker's message, or the note).
+        assistant_reply: The reply of an exchange (empty otherwise).
+        date: When it was said (UTC).
+        user_id: Whose memory it is.
+        thread_id: The conversation it came from, if known.
+        similarity: The knowledge base's hybrid score for the query, in [0, 1]
+            (below the memory's ``min_score`` when its cosine alone reached it).
+        score: The ranking key: ``similarity`` plus the recency and date bonuses.
+        speaker: Who said ``user_message`` (``"user"`` for a recorded turn).
+        reply_speaker: Who said ``assistant_reply``.
+        turn: The turn number or id given when recorded, if any.
+        metadata: The caller's own metadata, as given.
+    """
+
+    episode_id: str
+    kind: EpisodeKind
+    user_message: str
+    assistant_reply: str
+    date: datetime
+    user_id: str
+    thread_id: str | None = None
+    similarity: float = 0.0
+    score: float = 0.0
+    speaker: str | None = None
+    reply_speaker: str | None = None
+    turn: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """The episode's text (same as ``user_message``)."""
+        return self.user_message
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """One episode to write with :meth:`EpisodicMemory.add_episodes` (a bulk import).
+
+    Attributes:
+        text: What was said (or the note).
+        speaker: Who said it (``"Alice"``, ``"user"``...), or ``None``.
+        reply: A reply, making it an exchange (optional).
+        reply_speaker: Who replied.
+        thread_id: The conversation (session) it belongs to.
+        episode_id: Your id for it; search results return it. Derived when ``None``.
+        turn: A turn number or id, kept and returned.
+        date: When it was said (default: now).
+        metadata: Your own metadata (scalar values), kept and returned.
+        kind: ``"turn"``, ``"exchange"`` or ``"memory"``; default: ``"exchange"``
+            when there is a reply, else ``"turn"``.
+    """
+
+    text: str
+    speaker: str | None = None
+    reply: str = ""
+    reply_speaker: str | None = None
+    thread_id: str | None = None
+    episode_id: str | None = None
+    turn: str | int | None = None
+    date: datetime | None = None
+    metadata: Mapping[str, Any] | None = None
+    kind: EpisodeKind | None = None
+
+
+def user_key(user_id: object) -> str:
+    """The user id as a non-empty string."""
+    text = str(user_id).strip() if user_id is not None else ""
+    if not text:
+        msg = "a user id must be a non-empty string"
+        raise ConfigurationError(msg, option="user_id", value=user_id)
+    return text
+
+
+def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in (metadata or {}).items():
+        if not isinstance(key, str) or key.startswith(_PREFIX) or key in _KB_KEYS:
+            msg = (
+                f"metadata key {key!r} is reserved: use a string key not starting with "
+                f"{_PREFIX!r} and not one of {', '.join(sorted(_KB_KEYS))}"
+            )
+            raise ConfigurationError(msg, option="metadata", value=dict(metadata or {}))
+        if value is None:
+            continue
+        if not isinstance(value, (str, int, float, bool)):
+            msg = f"metadata[{key!r}] must be a str, int, float or bool, got {type(value).__name__}"
+            raise ConfigurationError(msg, option="metadata", value=value)
+        out[key] = value
+    return out
+
+
+def _utc(date: datetime | None) -> datetime:
+    if date is None:
+        return datetime.now(timezone.utc)
+    if not isinstance(date, datetime):
+        msg = f"date must be a datetime, got {type(date).__name__}"
+        raise ConfigurationError(msg, option="date", value=date)
+    return (date if date.tzinfo else date.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+
+
+CONTEXT_CHARS = 200
+"""Longest text of the previous turn added to an episode's indexed text."""
+
+
+def prepare(
+    record: EpisodeRecord,
+    *,
+    user_id: str,
+    context: str = "",
+    speaker_in_text: bool = False,
+) -> dict[str, Any] | None:
+    """The journal entry of one episode (``None`` for an empty text).
+
+    The indexed text (what the hybrid search matches) is the text, the reply
+    of an exchange on a second line, and ``context`` (the turn it answers,
+    cut to :data:`CONTEXT_CHARS`) on the last line; with ``speaker_in_text``
+    it starts with ``"<speaker>: "``. Search results return the text alone.
+
+    Raises:
+        ConfigurationError: A field has a value that is not allowed.
+    """
+    text, reply = (record.text or "").strip(), (record.reply or "").strip()
+    if not text:
+        return None
+    user = user_key(user_id)
+    kind = record.kind or ("exchange" if reply else "turn")
+    if kind not in _KINDS:
+        msg = f"kind must be one of {', '.join(_KINDS)}; got {kind!r}"
+        raise ConfigurationError(msg, option="kind", value=kind)
+    date = _utc(record.date)
+    turn = None if record.turn is None else str(record.turn)
+    episode_id = record.episode_id
+    if episode_id is None:
+        parts = [kind, user, record.thread_id or "", turn or "", record.speaker or "", text, reply]
+        episode_id = hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
+    elif not isinstance(episode_id, str) or not episode_id.strip():
+        msg = f"episode_id must be a non-empty string or None, got {episode_id!r}"
+        raise ConfigurationError(msg, option="episode_id", value=episode_id)
+    meta = _check_metadata(record.metadata)
+    own = {
+        "ep_id": episode_id,
+        "ep_kind": kind,
+        "ep_ts": date.timestamp(),
+        "ep_thread": record.thread_id or "",
+        "ep_speaker": record.speaker or "",
+        "ep_reply_speaker": record.reply_speaker or "",
+        "ep_text": text,
+        "ep_reply": reply,
+        "ep_turn": turn or "",
+    }
+    indexed = f"{text}\n{reply}" if reply else text
+    if speaker_in_text and record.speaker:
+        indexed = f"{record.speaker}: {indexed}"
+    indexed = with_context(indexed, context)
+    return {"user": user, "text": indexed, "meta": {**meta, **own, "source": episode_id}}
+
+
+def with_context(indexed: str, context: str) -> str:
+    """``indexed`` with ``context`` (cut to :data:`CONTEXT_CHARS`) on a last line of its own."""
+    context = " ".join((context or "").split())[:CONTEXT_CHARS]
+    return f"{indexed}\n{context}" if context else indexed
+
+
+def question_answered(previous: tuple[str, str] | None, speaker: str | None) -> str:
+    """The previous turn ``(speaker, text)`` when it is another speaker's question, else ``""``."""
+    if previous is None:
+        return ""
+    other = not previous[0] or previous[0] != (speaker or "")
+    return previous[1] if other and previous[1].rstrip().endswith("?") else ""
+
+
+def stored_previous_turn(
+    kb: KnowledgeBase, user: str, thread: str, before: float
+) -> tuple[str, str] | None:
+    """The last single turn ``(speaker, text)`` stored in ``thread`` before ``before`` (epoch s)."""
+    if not thread or not kb.count(tenant_id=user):
+        return None
+    where: Any = {"$and": [{"ep_thread": {"$eq": thread}}, {"ep_kind": {"$eq": "turn"}},
+                           {"ep_ts": {"$lt": before}}]}  # fmt: skip
+    got = kb.vectorstore(tenant_id=user).get(where=where, include=["metadatas"])
+    turns = [m for m in got.get("metadatas") or [] if m and not m.get("ep_reply")]
+    if not turns:
+        return None
+    last = max(turns, key=lambda m: (float(m["ep_ts"]), str(m["ep_id"])))
+    return str(last.get("ep_speaker") or ""), str(last.get("ep_text") or "")
+
+
+def with_stored_context(
+    entry: dict[str, Any], earlier: dict[tuple[str, str], tuple[str, str]], kb: KnowledgeBase
+) -> dict[str, Any]:
+    """``entry`` with the question it answers, when it was marked ``context_from_store``.
+
+    Such an entry is the first turn of its thread in a process; the thread's
+    previous single turn is an earlier one of the same batch (``earlier``,
+    updated here: a journal replayed), else the last one stored before it.
+    """
+    meta = entry["meta"]
+    key = (str(entry["user"]), str(meta.get("ep_thread") or ""))
+    previous = earlier.get(key)
+    if meta.get("ep_kind") == "turn" and not meta.get("ep_reply") and key[1]:
+        earlier[key] = (str(meta.get("ep_speaker") or ""), str(meta["ep_text"]))
+    if not entry.get("context_from_store"):
+        return entry
+    if previous is None:
+        previous = stored_previous_turn(kb, key[0], key[1], float(meta["ep_ts"]))
+    context = question_answered(previous, meta.get("ep_speaker") or None)
+    if not context:
+        return entry
+    return {**entry, "text": with_context(entry["text"], context)}
+
+
+def to_document(entry: Mapping[str, Any]) -> Document:
+    """A journal entry as the knowledge-base document to write."""
+    return Document(page_content=entry["text"], metadata=dict(entry["meta"]))
+
+
+def from_document(
+    doc: Document, *, user_id: str, score: float | None = None, similarity: float | None = None
+) -> Episode:
+    """A knowledge-base chunk as an :class:`Episode` (``similarity``: default its ``"score"``)."""
+    meta = doc.metadata
+    similarity = float(meta.get("score", 0.0)) if similarity is None else similarity
+    return Episode(
+        episode_id=str(meta["ep_id"]),
+        kind=meta.get("ep_kind", "turn"),
+        user_message=meta.get("ep_text", doc.page_content),
+        assistant_reply=meta.get("ep_reply", ""),
+        date=datetime.fromtimestamp(float(meta["ep_ts"]), timezone.utc),
+        user_id=user_id,
+        thread_id=meta.get("ep_thread") or None,
+        similarity=round(similarity, 6),
+        score=round(similarity if score is None else score, 6),
+        speaker=meta.get("ep_speaker") or None,
+        reply_speaker=meta.get("ep_reply_speaker") or None,
+        turn=meta.get("ep_turn") or None,
+        metadata={k: v for k, v in meta.items() if not k.startswith(_PREFIX) and k not in _KB_KEYS},
+    )
+
+
+class Visible:
+    """The texts of the visible history, to leave out episodes already in it."""
+
+    def __init__(self, messages: Sequence[BaseMessage]) -> None:
+        clean = strip_injected(messages)
+        self.humans = {norm(text_of(m)) for m in clean if isinstance(m, HumanMessage)}
+        self.ais = {norm(text_of(m)) for m in clean if isinstance(m, AIMessage)}
+        calls = [
+            str(c.get("args", "")) for m in clean if isinstance(m, AIMessage) for c in m.tool_calls
+        ]
+        self.blob = norm(" ".join([*self.humans, *self.ais, *calls]))
+
+    def has(self, episode: Episode) -> bool:
+        """Whether ``episode`` is already in the visible history."""
+        if episode.kind == "memory":
+            return norm(episode.user_message) in self.blob
+        if episode.kind == "turn":
+            return norm(episode.user_message) in self.humans | self.ais
+        reply = norm(episode.assistant_reply)
+        return norm(episode.user_message) in self.humans and (not reply or reply in self.ais)
+
+
+def text_of(message: BaseMessage) -> str:
+    """The text of a message (text parts of multimodal content), or ``""``."""
+    return query_text(message) or ""
+
+
+def norm(text: str) -> str:
+    """Lowercase with whitespace collapsed, for comparing texts."""
+    return " ".join(text.lower().split())
+
+
+def unit(vector: Sequence[float]) -> list[float]:
+    """``vector`` scaled to length 1."""
+    length = math.sqrt(sum(float(x) * float(x) for x in vector)) or 1.0
+    return [float(x) / length for x in vector]

@@ -1,0 +1,292 @@
+"""User facts: ``key=value`` facts per user in the LangGraph Store, injected as one line.
+
+Facts live in any LangGraph ``BaseStore``: ``InMemoryStore`` for tests and
+demos, ``langgraph.store.sqlite.SqliteStore`` (package
+``langgraph-checkpoint-sqlite``) or ``PostgresStore`` to keep them. Each user
+has a namespace ``(*namespace_prefix, <user id>)``, each fact is one item
+whose key is the fact's key and whose value is ``{"value": ..., "updated_at":
+...}``. The user id of a run is read from ``config["configurable"]["user_id"]``
+(the key can be changed); without one, no facts are read or written, so
+nothing can land under the wrong user.
+
+The block is the header ``[User Facts]`` and one line of facts sorted by key,
+``key=value; key=value``, identical from turn to turn while the facts do not
+change. The model sets and forgets facts with the tools of
+:mod:`~langchain_knowledge_inject._memory.tools`.
+
+Keys are normalized (lowercase, spaces and dashes become ``_``, only
+``[a-z0-9_]``, at most 64 characters); values are put on one line, neutralized
+(they cannot imitate a block header or a role label) and limited to
+``max_value_chars``.
+
+Restricted mode: facts are the same user's own data, so they are injected
+unchanged in restricted mode; only knowledge-base content goes through the safe
+summary.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Literal
+
+from langchain_knowledge_inject._turn.blocks import DEFAULT_PRIORITIES, config_user_id
+from langchain_knowledge_inject._turn.formatting import neutralize
+from langchain_knowledge_inject.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.store.base import BaseStore, Item
+
+__all__ = ["UserFact", "UserFacts", "format_user_facts", "normalize_fact_key"]
+
+_KEY_CHARS = re.compile(r"[^a-z0-9_]+")
+_MAX_KEY_CHARS = 64
+_LIST_LIMIT = 1000
+
+
+@dataclass(frozen=True)
+class UserFact:
+    """One stored fact.
+
+    Attributes:
+        key: The normalized key.
+        value: The value (one line).
+        updated_at: When it was last set (UTC).
+    """
+
+    key: str
+    value: str
+    updated_at: datetime | None = None
+
+
+def normalize_fact_key(key: str) -> str:
+    """Normalize a fact key: lowercase, ``[a-z0-9_]`` only, at most 64 characters.
+
+    Raises:
+        ConfigurationError: Nothing is left of the key.
+
+    Example:
+        >>> normalize_fact_key("Favourite Drink")
+        'favourite_drink'
+    """
+    normalized = _KEY_CHARS.sub("_", str(key).strip().lower()).strip("_")[:_MAX_KEY_CHARS]
+    if not normalized:
+        msg = "a fact key needs at least one letter or digit"
+        raise ConfigurationError(msg, option="key", value=key)
+    return normalized
+
+
+def format_user_facts(
+    facts: Mapping[str, str], *, style: Literal["block", "inline"] = "block"
+) -> str | None:
+    """Render facts as the ``[User Facts]`` block (``None`` when there are none).
+
+    ``style="inline"`` renders Shepherd's one line ``[facts: key=value, key=value]``.
+
+    Example:
+        >>> print(format_user_facts({"name": "Ana", "city": "Lisbon"}))
+        [User Facts]
+        city=Lisbon; name=Ana
+        >>> format_user_facts({"name": "Ana", "city": "Lisbon"}, style="inline")
+        '[facts: city=Lisbon, name=Ana]'
+    """
+    if not facts:
+        return None
+    if style == "inline":
+        return "[facts: " + ", ".join(f"{key}={facts[key]}" for key in sorted(facts)) + "]"
+    line = "; ".join(f"{key}={facts[key]}" for key in sorted(facts))
+    return f"[User Facts]\n{line}"
+
+
+class UserFacts:
+    r"""Per-user ``key=value`` facts in a LangGraph store (a ``ContextBlock``).
+
+    Args:
+        store: Any LangGraph ``BaseStore``.
+        namespace_prefix: Namespace labels before the user id.
+        user_id_key: Key of the user id in ``config["configurable"]``.
+        max_facts: Most facts kept per user; setting a new key beyond it is refused.
+        max_value_chars: Longest value accepted.
+        priority: Budget priority of the block (see :mod:`~._turn.blocks`).
+        max_tokens: Cap of the block, or ``None``.
+        style: ``"block"`` (``[User Facts]`` and a line of facts) or ``"inline"``
+            (Shepherd's ``[facts: key=value, key=value]``).
+
+    Example:
+        >>> from langgraph.store.memory import InMemoryStore
+        >>> facts = UserFacts(InMemoryStore())
+        >>> _ = facts.set("u1", "City", "Lisbon")
+        >>> facts.render(query="hi", messages=[], config={"configurable": {"user_id": "u1"}})
+        '[User Facts]\ncity=Lisbon'
+        >>> facts.render(query="hi", messages=[], config={"configurable": {"user_id": "u2"}})
+    """
+
+    name = "facts"
+
+    def __init__(
+        self,
+        store: BaseStore,
+        *,
+        namespace_prefix: Sequence[str] = ("user_facts",),
+        user_id_key: str = "user_id",
+        max_facts: int = 50,
+        max_value_chars: int = 200,
+        priority: int = DEFAULT_PRIORITIES["facts"],
+        max_tokens: int | None = None,
+        style: Literal["block", "inline"] = "block",
+    ) -> None:
+        prefix = tuple(namespace_prefix)
+        if style not in ("block", "inline"):
+            msg = f"style must be 'block' or 'inline', got {style!r}"
+            raise ConfigurationError(msg, option="style", value=style)
+        self.style: Literal["block", "inline"] = style
+        if not prefix or not all(isinstance(p, str) and p and "." not in p for p in prefix):
+            msg = "namespace_prefix must be non-empty labels without '.'"
+            raise ConfigurationError(msg, option="namespace_prefix", value=namespace_prefix)
+        for option, value in (("max_facts", max_facts), ("max_value_chars", max_value_chars)):
+            if value < 1:
+                msg = f"{option} must be at least 1, got {value!r}"
+                raise ConfigurationError(msg, option=option, value=value)
+        if max_tokens is not None and max_tokens < 1:
+            msg = f"max_tokens must be at least 1 or None, got {max_tokens!r}"
+            raise ConfigurationError(msg, option="max_tokens", value=max_tokens)
+        self.store = store
+        self.namespace_prefix = prefix
+        self.user_id_key = user_id_key
+        self.max_facts = max_facts
+        self.max_value_chars = max_value_chars
+        self.priority = priority
+        self.max_tokens = max_tokens
+
+    def namespace(self, user_id: str) -> tuple[str, ...]:
+        """The store namespace of ``user_id`` (``.`` and ``%`` are percent-encoded)."""
+        label = str(user_id).strip()
+        if not label:
+            msg = "a user id must be a non-empty string"
+            raise ConfigurationError(msg, option="user_id", value=user_id)
+        return (*self.namespace_prefix, label.replace("%", "%25").replace(".", "%2E"))
+
+    def _clean_value(self, value: str) -> str:
+        text = " ".join(neutralize(str(value)).split())
+        if not text:
+            msg = "a fact value cannot be empty (use forget to remove a fact)"
+            raise ConfigurationError(msg, option="value", value=value)
+        if len(text) > self.max_value_chars:
+            msg = f"a fact value has at most {self.max_value_chars} characters, got {len(text)}"
+            raise ConfigurationError(msg, option="value", value=text[:80])
+        return text
+
+    # -- reading -------------------------------------------------------------------------
+    def get_all(self, user_id: str) -> dict[str, str]:
+        """Every fact of ``user_id``, as ``{key: value}``."""
+        items = self.store.search(self.namespace(user_id), limit=_LIST_LIMIT)
+        return self._as_dict(user_id, items)
+
+    async def aget_all(self, user_id: str) -> dict[str, str]:
+        """Async twin of :meth:`get_all`."""
+        items = await self.store.asearch(self.namespace(user_id), limit=_LIST_LIMIT)
+        return self._as_dict(user_id, items)
+
+    def _as_dict(self, user_id: str, items: Sequence[Item]) -> dict[str, str]:
+        namespace = self.namespace(user_id)
+        return {
+            item.key: str(item.value.get("value", ""))
+            for item in items
+            if tuple(item.namespace) == namespace and item.value.get("value")
+        }
+
+    # -- writing -------------------------------------------------------------------------
+    def set(self, user_id: str, key: str, value: str) -> UserFact:
+        """Set (or replace) a fact of ``user_id``.
+
+        Raises:
+            ConfigurationError: Invalid key or value, or ``max_facts`` reached.
+        """
+        fact, namespace = self._prepare(user_id, key, value)
+        existing = self.get_all(user_id)
+        if fact.key not in existing and len(existing) >= self.max_facts:
+            raise self._full()
+        self.store.put(namespace, fact.key, _as_value(fact))
+        return fact
+
+    async def aset(self, user_id: str, key: str, value: str) -> UserFact:
+        """Async twin of :meth:`set`."""
+        fact, namespace = self._prepare(user_id, key, value)
+        existing = await self.aget_all(user_id)
+        if fact.key not in existing and len(existing) >= self.max_facts:
+            raise self._full()
+        await self.store.aput(namespace, fact.key, _as_value(fact))
+        return fact
+
+    def forget(self, user_id: str, key: str) -> bool:
+        """Remove a fact; ``True`` when it existed."""
+        namespace, normalized = self.namespace(user_id), normalize_fact_key(key)
+        existed = self.store.get(namespace, normalized) is not None
+        if existed:
+            self.store.delete(namespace, normalized)
+        return existed
+
+    async def aforget(self, user_id: str, key: str) -> bool:
+        """Async twin of :meth:`forget`."""
+        namespace, normalized = self.namespace(user_id), normalize_fact_key(key)
+        existed = await self.store.aget(namespace, normalized) is not None
+        if existed:
+            await self.store.adelete(namespace, normalized)
+        return existed
+
+    def clear(self, user_id: str) -> int:
+        """Remove every fact of ``user_id``; returns how many there were."""
+        keys = list(self.get_all(user_id))
+        for key in keys:
+            self.store.delete(self.namespace(user_id), key)
+        return len(keys)
+
+    async def aclear(self, user_id: str) -> int:
+        """Async twin of :meth:`clear`."""
+        keys = list(await self.aget_all(user_id))
+        for key in keys:
+            await self.store.adelete(self.namespace(user_id), key)
+        return len(keys)
+
+    def _prepare(self, user_id: str, key: str, value: str) -> tuple[UserFact, tuple[str, ...]]:
+        namespace = self.namespace(user_id)
+        now = datetime.now(timezone.utc)
+        return UserFact(normalize_fact_key(key), self._clean_value(value), now), namespace
+
+    def _full(self) -> ConfigurationError:
+        msg = f"at most {self.max_facts} facts are kept per user; forget one first"
+        return ConfigurationError(msg, option="max_facts", value=self.max_facts)
+
+    # -- the block -------------------------------------------------------------------------
+    def render(
+        self,
+        *,
+        query: str = "",
+        messages: Sequence[BaseMessage] = (),
+        config: RunnableConfig | None = None,
+    ) -> str | None:
+        """The ``[User Facts]`` block of the run's user, or ``None`` (no user id, no facts)."""
+        user_id = config_user_id(config, key=self.user_id_key)
+        return format_user_facts(self.get_all(user_id), style=self.style) if user_id else None
+
+    async def arender(
+        self,
+        *,
+        query: str = "",
+        messages: Sequence[BaseMessage] = (),
+        config: RunnableConfig | None = None,
+    ) -> str | None:
+        """Async twin of :meth:`render`."""
+        user_id = config_user_id(config, key=self.user_id_key)
+        if not user_id:
+            return None
+        return format_user_facts(await self.aget_all(user_id), style=self.style)
+
+
+def _as_value(fact: UserFact) -> dict[str, str]:
+    stamp = fact.updated_at.isoformat() if fact.updated_at else ""
+    return {"value": fact.value, "updated_at": stamp}

@@ -1,0 +1,207 @@
+"""Memory tools for the model: ``store_memory``, ``set_user_fact``, ``forget_user_fact``.
+
+The model decides what is worth remembering: a note for the episodic memory
+(``store_memory``) or a ``key=value`` fact about the user (``set_user_fact``,
+``forget_user_fact``). The user is never an argument the model fills in: the
+tools read it from ``config["configurable"]["user_id"]`` (the run's config,
+injected by LangChain, hidden from the model's schema), so a model cannot
+write into another user's memory. Without a user id the tool answers with an
+error message and stores nothing. Errors (no user id, an invalid key, too many
+facts) come back to the model as the tool's answer, not as exceptions.
+
+Example:
+    >>> from langgraph.store.memory import InMemoryStore
+    >>> from langchain_knowledge_inject._memory.facts import UserFacts
+    >>> facts = UserFacts(InMemoryStore())
+    >>> set_fact, forget_fact = create_user_fact_tools(facts)
+    >>> set_fact.invoke({"key": "city", "value": "Porto"},
+    ...                 config={"configurable": {"user_id": "u1"}})
+    'Saved: city=Porto'
+    >>> facts.get_all("u1")
+    {'city': 'Porto'}
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from pydantic import BaseModel, ConfigDict, Field
+
+from langchain_knowledge_inject._turn.blocks import config_user_id
+from langchain_knowledge_inject.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from langchain_knowledge_inject._memory.episodic import EpisodicMemory
+    from langchain_knowledge_inject._memory.facts import UserFacts
+
+__all__ = ["create_memory_tools", "create_store_memory_tool", "create_user_fact_tools"]
+
+_NO_USER = "No user id is configured for this conversation; nothing was stored."
+
+
+class StoreMemoryInput(BaseModel):
+    """Arguments of ``store_memory``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(
+        description="The information to remember, as one self-contained sentence "
+        "(e.g. 'The user prefers aisle seats on long flights.').",
+        min_length=1,
+        max_length=2000,
+    )
+
+
+class SetUserFactInput(BaseModel):
+    """Arguments of ``set_user_fact``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str = Field(description="Short snake_case name of the fact, e.g. 'home_city'.")
+    value: str = Field(description="The value, short, e.g. 'Lisbon'.")
+
+
+class ForgetUserFactInput(BaseModel):
+    """Arguments of ``forget_user_fact``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str = Field(description="Name of the fact to remove.")
+
+
+def _user_id(config: RunnableConfig, key: str) -> str:
+    user_id = config_user_id(config, key=key)
+    if not user_id:
+        raise ToolException(_NO_USER)
+    return user_id
+
+
+def create_store_memory_tool(
+    memory: EpisodicMemory,
+    *,
+    name: str = "store_memory",
+    description: str = (
+        "Save a piece of information about the user that will be useful in future "
+        "conversations (a preference, a plan, a personal detail they shared). Do not save "
+        "secrets or passwords."
+    ),
+) -> BaseTool:
+    """A tool with which the model saves a note in the user's episodic memory.
+
+    Args:
+        memory: The episodic memory to write to.
+        name: The tool's name.
+        description: The tool's description, shown to the model.
+
+    Returns:
+        A ``StructuredTool`` taking ``content``.
+
+    Example:
+        >>> import tempfile
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_knowledge_inject._memory.episodic import EpisodicMemory
+        >>> memory = EpisodicMemory(path=tempfile.mkdtemp(), background=False,
+        ...                         embeddings=DeterministicFakeEmbedding(size=16))
+        >>> tool = create_store_memory_tool(memory)
+        >>> tool.invoke({"content": "Prefers aisle seats."},
+        ...             config={"configurable": {"user_id": "u1"}})
+        'Saved to memory.'
+    """
+
+    def store_memory(content: str, config: RunnableConfig) -> str:
+        user_id = _user_id(config, memory.user_id_key)
+        thread_id = config_user_id(config, key="thread_id")
+        memory.remember(content, user_id=user_id, thread_id=thread_id)
+        return "Saved to memory."
+
+    async def astore_memory(content: str, config: RunnableConfig) -> str:
+        user_id = _user_id(config, memory.user_id_key)
+        thread_id = config_user_id(config, key="thread_id")
+        await memory.aremember(content, user_id=user_id, thread_id=thread_id)
+        return "Saved to memory."
+
+    return StructuredTool.from_function(
+        func=store_memory, coroutine=astore_memory, name=name, description=description,
+        args_schema=StoreMemoryInput, handle_tool_error=True,
+    )  # fmt: skip
+
+
+def create_user_fact_tools(
+    facts: UserFacts,
+    *,
+    set_name: str = "set_user_fact",
+    forget_name: str = "forget_user_fact",
+) -> list[BaseTool]:
+    """The ``set_user_fact`` and ``forget_user_fact`` tools over ``facts``.
+
+    Args:
+        facts: The user-facts store to write to.
+        set_name: Name of the tool that sets a fact.
+        forget_name: Name of the tool that removes a fact.
+
+    Returns:
+        ``[set_user_fact, forget_user_fact]``.
+    """
+
+    def _set(key: str, value: str, config: RunnableConfig) -> str:
+        try:
+            fact = facts.set(_user_id(config, facts.user_id_key), key, value)
+        except ConfigurationError as exc:
+            raise ToolException(str(exc)) from exc
+        return f"Saved: {fact.key}={fact.value}"
+
+    async def _aset(key: str, value: str, config: RunnableConfig) -> str:
+        try:
+            fact = await facts.aset(_user_id(config, facts.user_id_key), key, value)
+        except ConfigurationError as exc:
+            raise ToolException(str(exc)) from exc
+        return f"Saved: {fact.key}={fact.value}"
+
+    def _forget(key: str, config: RunnableConfig) -> str:
+        try:
+            existed = facts.forget(_user_id(config, facts.user_id_key), key)
+        except ConfigurationError as exc:
+            raise ToolException(str(exc)) from exc
+        return f"Forgot {key}." if existed else f"There was no fact named {key}."
+
+    async def _aforget(key: str, config: RunnableConfig) -> str:
+        try:
+            existed = await facts.aforget(_user_id(config, facts.user_id_key), key)
+        except ConfigurationError as exc:
+            raise ToolException(str(exc)) from exc
+        return f"Forgot {key}." if existed else f"There was no fact named {key}."
+
+    set_tool = StructuredTool.from_function(
+        func=_set, coroutine=_aset, name=set_name, args_schema=SetUserFactInput,
+        description=(
+            "Remember a lasting fact about the user as key=value (their name, city, "
+            "preferences, ...). Setting an existing key replaces its value. Shown to you at "
+            "the start of later turns under [User Facts]."
+        ),
+        handle_tool_error=True,
+    )  # fmt: skip
+    forget_tool = StructuredTool.from_function(
+        func=_forget, coroutine=_aforget, name=forget_name, args_schema=ForgetUserFactInput,
+        description="Remove a fact about the user that is wrong or that they asked you to forget.",
+        handle_tool_error=True,
+    )  # fmt: skip
+    return [set_tool, forget_tool]
+
+
+def create_memory_tools(
+    *, memory: EpisodicMemory | None = None, facts: UserFacts | None = None
+) -> list[BaseTool]:
+    """Every memory tool for the given stores: ``store_memory`` and/or the two fact tools.
+
+    Example:
+        >>> create_memory_tools()
+        []
+    """
+    tools: list[BaseTool] = []
+    if memory is not None:
+        tools.append(create_store_memory_tool(memory))
+    if facts is not None:
+        tools.extend(create_user_fact_tools(facts))
+    return tools

@@ -1,0 +1,291 @@
+"""The ``kinject`` console script: ingest, search, list knowledge bases, demo, chat.
+
+Usage::
+
+    kinject demo                                  # build the sample HR knowledge base, ask it
+    kinject ingest docs/ handbook.pdf --kb hr --category policy
+    kinject search "how many days of leave?" --kb hr --k 3
+    kinject kbs                                   # knowledge bases and their chunk counts
+    kinject chat --kb hr --model openai:gpt-4o-mini
+
+``--path DIR`` (before or after the subcommand) selects the store directory;
+the default is the per-user directory (``KINJECT_HOME`` overrides it).
+Errors are one line on stderr; exit codes: 0 success, 1 failure, 2 usage error
+(bad argument, missing knowledge base, missing path, empty folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from langchain_knowledge_inject._version import __version__
+from langchain_knowledge_inject.errors import (
+    ConfigurationError,
+    IngestError,
+    KnowledgeBaseNotFoundError,
+    KnowledgeInjectError,
+)
+
+if TYPE_CHECKING:
+    from langchain_core.documents import Document
+
+_SNIPPET_CHARS = 160
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``kinject`` with the given arguments (default: ``sys.argv[1:]``).
+
+    Args:
+        argv: Command-line arguments, without the program name.
+
+    Returns:
+        The exit code: 0 success, 1 failure, 2 usage error.
+
+    Example:
+        >>> main(["kbs", "--path", str(tmp_path)])  # doctest: +SKIP
+        No knowledge bases in ...
+        0
+    """
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error already printed
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        code: int = args.handler(args)
+    except KnowledgeBaseNotFoundError as exc:
+        return _fail(f"{exc} (`kinject kbs` lists the knowledge bases)", code=2)
+    except (IngestError, ConfigurationError) as exc:
+        return _fail(str(exc), code=2)
+    except KnowledgeInjectError as exc:
+        return _fail(str(exc), code=1)
+    except KeyboardInterrupt:
+        return _fail("interrupted", code=130)
+    return code
+
+
+def _fail(message: str, *, code: int) -> int:
+    print(f"kinject: error: {message}", file=sys.stderr)
+    return code
+
+
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        msg = f"must be a positive integer, got {value}"
+        raise argparse.ArgumentTypeError(msg)
+    return number
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kinject",
+        description="Knowledge bases for LangChain and LangGraph models: ingest, search, demo.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--path", metavar="DIR", default=None, help="store directory")
+    # The same option after the subcommand; SUPPRESS keeps the global value when absent.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--path", metavar="DIR", default=argparse.SUPPRESS, help="store directory")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("ingest", parents=[common], help="add files and folders to a KB")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders")
+    p.add_argument("--kb", required=True, metavar="NAME", help="knowledge base (created if new)")
+    p.add_argument("--category", default=None, help="metadata category for every chunk")
+    p.add_argument("--tenant", default=None, help="tenant partition to write to")
+    p.add_argument("--no-recursive", action="store_true", help="do not walk sub-folders")
+    p.add_argument(
+        "--chunk-size",
+        type=_positive_int,
+        default=None,
+        help="chunk size in characters (default: the KB's splitter, sized to the model)",
+    )
+    p.add_argument(
+        "--chunk-overlap",
+        type=int,
+        default=None,
+        help="overlap in characters (default 150, at most half the chunk size)",
+    )
+    p.set_defaults(handler=_cmd_ingest)
+
+    p = sub.add_parser("search", parents=[common], help="search a knowledge base")
+    p.add_argument("query")
+    p.add_argument("--kb", required=True, metavar="NAME")
+    p.add_argument("--k", type=_positive_int, default=4, help="number of results (default 4)")
+    p.add_argument("--mode", choices=["dense", "keyword", "hybrid"], default="hybrid")
+    p.add_argument("--tenant", default=None, help="tenant partition to search")
+    p.add_argument("--min-score", type=float, default=None, help="drop results below this")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(handler=_cmd_search)
+
+    p = sub.add_parser("kbs", parents=[common], help="list knowledge bases")
+    p.set_defaults(handler=_cmd_kbs)
+
+    p = sub.add_parser("demo", parents=[common], help="build the sample HR KB and query it")
+    p.set_defaults(handler=_cmd_demo)
+
+    p = sub.add_parser(
+        "check", parents=[common], help="report (and repair) drift in a KB's indexes"
+    )
+    p.add_argument("--kb", required=True, metavar="NAME")
+    p.add_argument("--repair", action="store_true", help="fix the drift found")
+    p.set_defaults(handler=_cmd_check)
+
+    p = sub.add_parser("chat", parents=[common], help="chat with a model grounded in a KB")
+    p.add_argument("--kb", required=True, metavar="NAME")
+    p.add_argument(
+        "--model",
+        default=None,
+        metavar="PROVIDER:MODEL",
+        help="any init_chat_model string (default: $KINJECT_CHAT_MODEL; none: print the messages)",
+    )
+    p.add_argument("--tenant", default=None)
+    p.set_defaults(handler=_cmd_chat)
+    return parser
+
+
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    from langchain_knowledge_inject._ingest.loading import (
+        IngestReport,
+        collect_files,
+        ingest,
+        ingest_splitter,
+    )
+    from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
+
+    # Missing paths, empty folders and bad chunk sizes fail before the knowledge base is created.
+    collect_files(args.paths, recursive=not args.no_recursive, report=IngestReport())
+    ingest_splitter(None, args.chunk_size, args.chunk_overlap)
+    # By default ingest() cuts each file once, with the knowledge base's own splitter
+    # (chunks that fit the embedding model's window), which then stores them as they
+    # are. Chunk sizes the user chose are characters, stored as they are.
+    chosen = args.chunk_size is not None or args.chunk_overlap is not None
+    splitter: dict[str, Any] = {"text_splitter": None} if chosen else {}
+    with KnowledgeBase(args.kb, path=args.path, **splitter) as kb:
+        report = ingest(
+            kb,
+            args.paths,
+            category=args.category,
+            tenant_id=args.tenant,
+            recursive=not args.no_recursive,
+            chunk_size=args.chunk_size,
+            chunk_overlap=args.chunk_overlap,
+        )
+        print(report.summary())
+        print(f"Knowledge base {args.kb!r} now holds {kb.info.chunk_count} chunks.")
+    return 0
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
+    from langchain_knowledge_inject._store.metadata import require_knowledge_base
+
+    require_knowledge_base(args.kb, args.path)
+    with KnowledgeBase(args.kb, path=args.path, create=False) as kb:
+        docs = kb.search(
+            args.query, k=args.k, min_score=args.min_score, mode=args.mode, tenant_id=args.tenant
+        )
+    if args.json:
+        rows = [{"id": d.id, "content": d.page_content, "metadata": d.metadata} for d in docs]
+        print(json.dumps(rows, indent=2, ensure_ascii=False, default=str))
+        return 0
+    if not docs:
+        print("No results." + ("" if args.min_score == 0 else " Try a lower --min-score."))
+    for rank, doc in enumerate(docs, 1):
+        print(_format_hit(rank, doc))
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    """Exit 0 when consistent (or repaired), 1 when drift was found and left."""
+    from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
+    from langchain_knowledge_inject._store.metadata import require_knowledge_base
+
+    require_knowledge_base(args.kb, args.path)
+    with KnowledgeBase(args.kb, path=args.path, create=False) as kb:
+        report = kb.check(repair=args.repair)
+    print(report.summary())
+    if args.repair:
+        return 1 if report.unexplained else 0
+    return 0 if report.clean else 1
+
+
+def _cmd_kbs(args: argparse.Namespace) -> int:
+    from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase, default_store_path
+
+    infos = KnowledgeBase.list(path=args.path)
+    if not infos:
+        where = args.path if args.path is not None else default_store_path()
+        print(f"No knowledge bases in {where}. Create one with `kinject ingest` or `kinject demo`.")
+        return 0
+    width = max(len("NAME"), *(len(info.name) for info in infos))
+    print(f"{'NAME':<{width}}  {'CHUNKS':>7}  MODEL / DESCRIPTION")
+    for info in infos:
+        print(f"{info.name:<{width}}  {info.chunk_count:>7}  {info.embedding_model}")
+        if info.description:
+            print(f"{'':<{width}}  {'':>7}  {_snippet(info.description)}")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from langchain_knowledge_inject._ingest.sample_data import (
+        SAMPLE_QUESTIONS,
+        build_sample_knowledge_base,
+    )
+
+    print("Building the sample HR knowledge base (default embedding model, offline)...")
+    with build_sample_knowledge_base(path=args.path) as kb:
+        info = kb.info
+        results = [kb.search(sample.question, k=3) for sample in SAMPLE_QUESTIONS]
+    print(
+        f"Knowledge base {info.name!r} in {kb.path}: {info.chunk_count} chunks, "
+        f"model {info.embedding_model}"
+    )
+    found = 0
+    for sample, docs in zip(SAMPLE_QUESTIONS, results, strict=True):
+        hit = bool(docs) and docs[0].metadata.get("source") == sample.expected_source
+        found += hit
+        print(f"\nQ: {sample.question}")
+        print(f"   expected: {sample.expected_source} ({sample.answer!r})")
+        if not docs:
+            print("   (nothing scored above the default min_score)")
+        for rank, doc in enumerate(docs, 1):
+            print(_format_hit(rank, doc))
+    print(
+        f"\nTop result from the expected policy for {found} of {len(SAMPLE_QUESTIONS)} questions."
+    )
+    where = f" --path {args.path}" if args.path else ""
+    print(f'Try: kinject search "how many days can I carry over?" --kb {info.name}{where}')
+    return 0
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    from langchain_knowledge_inject._surfaces.chat import run_chat
+
+    return run_chat(args)
+
+
+def _format_hit(rank: int, doc: Document) -> str:
+    meta = doc.metadata
+    where = str(meta.get("source", "?"))
+    if meta.get("page") is not None:
+        where += f" p.{meta['page']}"
+    if meta.get("headers"):
+        where += f" [{meta['headers']}]"
+    score = meta.get("score")
+    score_text = f"{score:.3f}" if isinstance(score, (int, float)) else "  -  "
+    return f"  {rank}. {score_text}  {where}\n       {_snippet(doc.page_content)}"
+
+
+def _snippet(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _SNIPPET_CHARS else flat[: _SNIPPET_CHARS - 3].rstrip() + "..."
+
+
+if __name__ == "__main__":
+    sys.exit(main())

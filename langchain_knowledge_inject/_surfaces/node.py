@@ -1,0 +1,175 @@
+"""``create_knowledge_node``: knowledge injection as one node of your own ``MessagesState`` graph.
+
+The one recommended way to add knowledge injection to a graph you already have::
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", create_knowledge_node(model, kb))
+    builder.add_edge(START, "model")
+
+The node reads only ``state["messages"]`` and returns only ``{"messages": [reply]}``:
+
+- the model gets the knowledge: each call retrieves for the current user
+  message and sends ``system prompt + knowledge_prompt + history + dynamic_context``;
+- the stored history stays clean: the injected text is never returned, so no
+  ``dynamic_context`` message is persisted by the ``messages`` reducer or a checkpointer;
+- no state keys of ours are needed: it works with ``MessagesState`` (or any
+  state with a ``messages`` list); a state without ``messages`` is reported at the
+  first run with a :class:`~langchain_knowledge_inject.errors.ConfigurationError`;
+- the reply lands in ``messages`` (``injector | model`` used directly as a node
+  returns a bare message, which LangGraph drops; do not do that).
+
+The turn's manifest goes out as the ``knowledge_injection`` custom event and on
+``stream_mode="custom"``; each search is a retriever run in traces. With tools bound
+to the model (``model.bind_tools(tools)`` and a ``ToolNode`` looping back), each
+call of the tool loop retrieves again for the same user message. With an
+``EpisodicMemory`` among the blocks, the finished exchange (a reply without tool
+calls) is recorded.
+
+For the pre-built graph with a separate ``retrieve`` / ``safe_summarize`` /
+``build_context`` / ``call_model`` pipeline (and its per-turn state fields), see
+:func:`~langchain_knowledge_inject._surfaces.graph.create_knowledge_graph`; those node
+factories need a state that extends ``KnowledgeState`` and say so when it does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+
+from langchain_knowledge_inject._surfaces.engine import InjectionEngine, engine_for
+from langchain_knowledge_inject._surfaces.hosting import as_message, write_stream
+from langchain_knowledge_inject._turn.logs import (
+    log_model_request,
+    log_model_response,
+    model_io_enabled,
+)
+from langchain_knowledge_inject._turn.placement import strip_injected
+from langchain_knowledge_inject.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from typing_extensions import Unpack
+
+    from langchain_knowledge_inject._turn.blocks import ContextBlock
+    from langchain_knowledge_inject.settings import KnowledgeSettings, SettingsOptions
+
+__all__ = ["create_knowledge_node"]
+
+
+def create_knowledge_node(
+    model: Runnable[Any, Any],
+    knowledge_base: Any,
+    *,
+    settings: KnowledgeSettings | None = None,
+    system_prompt: str | None = None,
+    summarizer_model: BaseChatModel | None = None,
+    blocks: Sequence[ContextBlock] = (),
+    name: str = "call_model",
+    **options: Unpack[SettingsOptions],
+) -> Runnable[Any, dict[str, Any]]:
+    """A graph node that calls ``model`` with knowledge injected, for a ``MessagesState`` graph.
+
+    See the module docstring for what it reads, writes and emits.
+
+    Args:
+        model: The chat model (bind tools beforehand if it calls tools).
+        knowledge_base: The knowledge source(s) (a ``KnowledgeBase``, a LangChain
+            ``BaseRetriever`` or ``VectorStore``, or a sequence of them), or a ready
+            :class:`~langchain_knowledge_inject._surfaces.runnable.KnowledgeInjector`.
+        settings: The :class:`~langchain_knowledge_inject.settings.KnowledgeSettings`.
+        system_prompt: Your system prompt, sent first (``settings.knowledge_prompt``
+            is appended to it). ``None``: a system message at the start of the
+            history is used as is.
+        summarizer_model: Restricted mode: the secondary model writing safe summaries.
+        blocks: Context blocks (``ProcedureLibrary``, ``EpisodicMemory``, ``UserFacts``).
+        name: The node's run name.
+        **options: Fields of ``settings`` given directly (``top_k=3``).
+
+    Returns:
+        A Runnable ``state -> {"messages": [reply]}`` (sync and async).
+
+    Raises:
+        ConfigurationError: An option is not allowed; at run time, a state without
+            ``messages``.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_core.language_models import GenericFakeChatModel
+        >>> from langchain_core.messages import AIMessage
+        >>> from langgraph.graph import START, MessagesState, StateGraph
+        >>> class TinyKB:  # a KnowledgeBase, retriever or vector store in real use
+        ...     def search(self, query, **kwargs):
+        ...         return [Document("Staff get 25 days of leave.", id="c1",
+        ...                          metadata={"source": "leave.md", "score": 0.9})]
+        ...     async def asearch(self, query, **kwargs):
+        ...         return self.search(query, **kwargs)
+        >>> model = GenericFakeChatModel(messages=iter([AIMessage("25 days (Source: leave.md).")]))
+        >>> builder = StateGraph(MessagesState)
+        >>> _ = builder.add_node("model", create_knowledge_node(model, TinyKB()))
+        >>> _ = builder.add_edge(START, "model")
+        >>> state = builder.compile().invoke({"messages": [("user", "Leave days?")]})
+        >>> [m.type for m in state["messages"]], state["messages"][-1].content
+        (['human', 'ai'], '25 days (Source: leave.md).')
+    """
+    injector = engine_for(
+        knowledge_base, settings=settings, summarizer_model=summarizer_model, blocks=blocks,
+        options=dict(options),
+    )  # fmt: skip
+    if not isinstance(model, Runnable):
+        msg = f"model must be a chat model (a Runnable), got {type(model).__name__}"
+        raise ConfigurationError(msg, option="model", value=model)
+    node = _KnowledgeNode(model, injector, system_prompt)
+    return RunnableLambda(node.call, afunc=node.acall, name=name)
+
+
+class _KnowledgeNode:
+    def __init__(
+        self, model: Runnable[Any, Any], injector: InjectionEngine, system_prompt: str | None
+    ) -> None:
+        self.model = model
+        self.injector = injector
+        self.system_prompt = system_prompt
+
+    def _history(self, state: Any) -> list[BaseMessage]:
+        if not isinstance(state, dict) or not isinstance(state.get("messages"), list):
+            keys = sorted(state) if isinstance(state, dict) else type(state).__name__
+            msg = (
+                "create_knowledge_node needs a graph state with a 'messages' list "
+                f"(MessagesState); got {keys}"
+            )
+            raise ConfigurationError(msg, option="state", value=keys)
+        history = strip_injected(state["messages"], headers=self.injector.strip_headers)
+        if self.system_prompt:
+            history = [SystemMessage(self.system_prompt), *history]
+        return history
+
+    def _log_io(self, config: RunnableConfig) -> bool:
+        """Whether the main model's request and response are logged."""
+        return model_io_enabled(self.injector.settings.with_overrides(config).log_model_io)
+
+    def call(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        history = self._history(state)
+        turn = self.injector.prepare(history, config, surface="node")
+        write_stream(turn.manifest.to_dict())
+        on, restricted = self._log_io(config), turn.manifest.restricted
+        log_model_request(turn.messages, surface="node", restricted=restricted, enabled=on)
+        reply = as_message(self.model.invoke(turn.messages, config))
+        log_model_response(reply, surface="node", restricted=restricted, enabled=on)
+        if self.injector.records_turns and not getattr(reply, "tool_calls", None):
+            self.injector.record_turn([*state["messages"], reply], config)
+        return {"messages": [reply]}
+
+    async def acall(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        history = self._history(state)
+        turn = await self.injector.aprepare(history, config, surface="node")
+        write_stream(turn.manifest.to_dict())
+        on, restricted = self._log_io(config), turn.manifest.restricted
+        log_model_request(turn.messages, surface="node", restricted=restricted, enabled=on)
+        reply = as_message(await self.model.ainvoke(turn.messages, config))
+        log_model_response(reply, surface="node", restricted=restricted, enabled=on)
+        if self.injector.records_turns and not getattr(reply, "tool_calls", None):
+            await self.injector.arecord_turn([*state["messages"], reply], config)
+        return {"messages": [reply]}
