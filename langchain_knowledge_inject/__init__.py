@@ -18,7 +18,7 @@ from langchain_knowledge_inject._memory.episodic import EpisodicMemory
 from langchain_knowledge_inject._memory.facts import UserFacts
 from langchain_knowledge_inject._memory.procedures import ProcedureLibrary
 from langchain_knowledge_inject._memory.tools import create_memory_tools
-from langchain_knowledge_inject._restricted.summary import ReasonCode, SafeSummary
+from langchain_knowledge_inject._restricted.boundary import ReasonCode, SafeSummary
 from langchain_knowledge_inject._store.knowledge_base import (
     AddResult,
     KnowledgeBase,

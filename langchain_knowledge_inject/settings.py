@@ -7,9 +7,12 @@ one place where those map onto the settings object, and an unknown name raises
 :class:`~langchain_knowledge_inject.errors.ConfigurationError` naming the allowed
 ones.
 
-Per request, ``config["configurable"]`` overrides settings; :meth:`KnowledgeSettings.with_overrides`
-is the one parser every surface uses. A ``None`` value means no override; any
-other invalid value raises ``ConfigurationError``. The keys:
+Per request, ``config["configurable"]`` and the LangGraph runtime context
+(``context=`` of ``invoke``, read from ``runtime.context``; see
+:class:`KnowledgeContext`) override settings, the context winning where both set a
+key; :meth:`KnowledgeSettings.with_overrides` is the one parser every surface uses.
+A ``None`` value means no override; any other invalid value raises
+``ConfigurationError``. The keys:
 
 ==================== ===========================================================
 ``knowledge_enabled`` ``False``: no retrieval and no injection (the field ``enabled``)
@@ -17,7 +20,7 @@ other invalid value raises ``ConfigurationError``. The keys:
 ``min_score``         drop chunks scoring below this, in [0, 1]
 ``mode``              ``"dense"``, ``"keyword"`` or ``"hybrid"``
 ``tenant_id``         the tenant partition to search
-``placement``         ``"dynamic_context"``, ``"postfix"`` or ``"system"``
+``placement``         ``"current_message"``, ``"dynamic_context"``, ``"postfix"`` or ``"system"``
 ``max_tokens``        token budget of the injected text
 ``restricted``        ``True`` switches restricted mode on; it cannot be switched off
                       per request where the surface or a knowledge base has it on
@@ -36,7 +39,7 @@ other invalid value raises ``ConfigurationError``. The keys:
 ``knowledge_enabled=False`` (or ``memory=False``) switches the whole turn off:
 no retrieval, no blocks, no knowledge prompt, and no episode is recorded.
 
-``on_error``, ``knowledge_prompt``, ``query_model`` and ``datetime_suffix`` are fixed
+``on_error``, ``knowledge_prompt``, ``query_model``, ``reranker`` and ``datetime_suffix`` are fixed
 at construction (the error policy is the application's; the system prompt and the
 suffix's format must stay byte-identical from turn to turn for prompt caching; a
 model is not a request value): a request
@@ -57,6 +60,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -79,9 +83,11 @@ if TYPE_CHECKING:
 __all__ = [
     "CONSTRUCTION_ONLY",
     "REQUEST_KEYS",
+    "KnowledgeContext",
     "KnowledgeSettings",
     "SettingsOptions",
     "build_settings",
+    "context_values",
 ]
 
 logger = logging.getLogger("langchain_knowledge_inject")
@@ -119,9 +125,12 @@ class KnowledgeSettings(BaseModel):
     """Search mode of a ``KnowledgeBase`` source (other sources run their own search)."""
     tenant_id: str | None = Field(default=None, min_length=1)
     """Tenant partition to search; ``None``: the shared partition."""
-    placement: Placement = "dynamic_context"
-    """Where the context goes (see :mod:`~langchain_knowledge_inject._turn.placement`);
-    ``"system"`` defeats provider prompt caching of the history."""
+    placement: Placement = "current_message"
+    """Where the context goes: ``"current_message"`` (the default: the knowledge and the
+    question as one user turn, two content blocks, so roles strictly alternate),
+    ``"dynamic_context"`` (a user message of its own before the question), ``"postfix"``
+    or ``"system"`` (defeats provider prompt caching of the history); see
+    docs/injection.md."""
     max_tokens: int = Field(default=2000, ge=1)
     """Token budget of the whole injected text; the knowledge block gets what the other
     blocks leave and is cut at chunk boundaries."""
@@ -131,9 +140,10 @@ class KnowledgeSettings(BaseModel):
     """On a retrieval error: go on without knowledge (logged, in the manifest) or raise."""
     include_kb_meta: bool = False
     """Add the ``[Knowledge Bases]`` block (name, id, description, topics)."""
-    query_window: int = Field(default=0, ge=0, le=10)
-    """Earlier user turns added to the query of a follow-up such as "and abroad?"
-    (0: the current message only; see ``turn.query.retrieval_query``)."""
+    query_window: int = Field(default=3, ge=0, le=10)
+    """Earlier user turns whose terms are added to the query of a message that looks like
+    a follow-up ("and can I carry them over?"); a self-contained question is searched
+    alone. 0: the current message only. ``query_model`` replaces the heuristic."""
     knowledge_prompt: str | None = Field(default=KNOWLEDGE_SYSTEM_PROMPT, repr=False)
     """The static system-prompt addition (how to use and cite the injected knowledge),
     appended to the system message by every surface; ``None`` leaves it out."""
@@ -148,6 +158,12 @@ class KnowledgeSettings(BaseModel):
     """A chat model (or a ready :class:`~langchain_knowledge_inject._turn.query.QueryCondenser`)
     that rewrites a follow-up into a standalone retrieval query; ``None``: the
     ``query_window`` heuristic."""
+    reranker: Any = Field(default=None, repr=False, exclude=True)
+    """Reorders the retrieved chunks before the token budget: any LangChain
+    ``BaseDocumentCompressor`` (a cross-encoder, FlashRank, Cohere...) or a callable
+    ``(query, documents) -> documents``. It sees four times ``top_k`` candidates and
+    keeps ``top_k``; the manifest shows the scores before (``retrieval_scores``) and
+    after. ``None``: no reranking."""
     retrieval: RetrievalMode = "auto"
     """``"auto"``: retrieve and inject every turn. ``"tool"``: nothing is retrieved
     automatically; the model calls ``knowledge_base_search`` (which in restricted mode
@@ -171,6 +187,13 @@ class KnowledgeSettings(BaseModel):
         if value is None or isinstance(value, QueryCondenser):
             return value
         return QueryCondenser(value)
+
+    @field_validator("reranker", mode="before")
+    @classmethod
+    def _reranker(cls, value: Any) -> Any:
+        from langchain_knowledge_inject._turn.retrieval import check_reranker
+
+        return check_reranker(value)
 
     @field_validator("datetime_suffix")
     @classmethod
@@ -198,17 +221,19 @@ class KnowledgeSettings(BaseModel):
         return KnowledgeSettings(**{**self._fields(), **changes})
 
     def with_overrides(
-        self, config: RunnableConfig | Mapping[str, Any] | None
+        self, config: RunnableConfig | Mapping[str, Any] | None, context: Any = None
     ) -> KnowledgeSettings:
-        """These settings with the per-request overrides of ``config["configurable"]`` applied.
+        """These settings with the per-request overrides applied.
 
-        The one parser of per-request settings (see the module docstring for the keys).
+        The one parser of per-request settings (see the module docstring for the keys):
+        ``config["configurable"]``, then the runtime ``context`` (a mapping, a
+        dataclass or a pydantic model, such as a :class:`KnowledgeContext`), which wins.
 
         Raises:
             ConfigurationError: An override has a value that is not allowed, or sets a
                 construction-only setting.
         """
-        configurable = (config or {}).get("configurable") or {}
+        configurable = {**((config or {}).get("configurable") or {}), **context_values(context)}
         if not configurable:
             return self
         for key in CONSTRUCTION_ONLY:
@@ -289,6 +314,7 @@ CONSTRUCTION_ONLY: tuple[str, ...] = (
     "on_error",
     "knowledge_prompt",
     "query_model",
+    "reranker",
     "datetime_suffix",
 )
 """Settings that a request may not change (setting them per request raises)."""
@@ -312,10 +338,64 @@ class SettingsOptions(TypedDict, total=False):
     knowledge_max_tokens: int | None
     history_max_tokens: int | None
     query_model: Any
+    reranker: Any
     retrieval: RetrievalMode
     kb_meta_every_turn: bool
     datetime_suffix: str | None
     log_model_io: bool
+
+
+class KnowledgeContext(TypedDict, total=False):
+    """Per-request values read from the LangGraph runtime context (``runtime.context``).
+
+    Pass ``context_schema=KnowledgeContext`` (or your own schema with some of these
+    keys) to ``create_agent`` or :func:`create_knowledge_graph`, then
+    ``agent.invoke(input, context={"user_id": "u1", "tenant_id": "acme"})``. Every
+    per-request key of ``configurable`` is accepted; the context wins where both set one.
+    """
+
+    user_id: str
+    """The user (memory blocks: episodes and facts are per user)."""
+    tenant_id: str
+    """The tenant partition to search."""
+    restricted: bool
+    """``True`` switches restricted mode on for this request (it cannot switch it off)."""
+    knowledge_enabled: bool
+    top_k: int
+    min_score: float
+    mode: SearchMode
+    placement: Placement
+    max_tokens: int
+    include_kb_meta: bool
+    query_window: int
+    memory: bool
+    knowledge_max_tokens: int
+    history_max_tokens: int
+    retrieval: RetrievalMode
+    kb_meta_every_turn: bool
+    log_model_io: bool
+
+
+def context_values(context: Any) -> dict[str, Any]:
+    """The keys a runtime context sets, as a dict (``None`` values left out).
+
+    A mapping, a dataclass or a pydantic model; anything else sets nothing.
+
+    Example:
+        >>> context_values({"user_id": "u1", "top_k": None})
+        {'user_id': 'u1'}
+    """
+    if context is None:
+        return {}
+    if isinstance(context, Mapping):
+        values = dict(context)
+    elif hasattr(context, "model_dump"):
+        values = context.model_dump()
+    elif dataclasses.is_dataclass(context) and not isinstance(context, type):
+        values = dataclasses.asdict(context)
+    else:
+        return {}
+    return {k: v for k, v in values.items() if v is not None}
 
 
 def build_settings(

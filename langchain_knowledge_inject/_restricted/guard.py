@@ -225,6 +225,11 @@ class LeakReport:
     summary_words: int = 0
     """Number of words the output was compared on (all fields)."""
 
+    @property
+    def codes(self) -> tuple[str, ...]:
+        """Machine-readable codes of the failed checks (interim: the guard is being rebuilt)."""
+        return tuple(dict.fromkeys(r.split(" ")[0] for r in self.reasons)) and ("leak",)
+
 
 def check_leak(
     fields: Fields,
@@ -232,6 +237,8 @@ def check_leak(
     *,
     policy: LeakPolicy | None = None,
     question: str | None = None,
+    sources: Sequence[str] = (),
+    released: Sequence[str] = (),
 ) -> LeakReport:
     """Check what the main model would see against the raw chunks it was written from.
 
@@ -243,6 +250,8 @@ def check_leak(
         chunks: The raw chunk texts, unbounded.
         policy: Thresholds; ``LeakPolicy()`` when omitted.
         question: The user's question: its words and numbers are not secrets.
+        sources: Source names that must not appear.
+        released: Summaries released earlier in the same thread (judged together).
 
     Returns:
         A :class:`LeakReport`; ``leaked`` is true when any check fails, and
@@ -262,6 +271,8 @@ def check_leak(
     """
     policy = policy or LeakPolicy()
     texts = _field_texts(fields)
+    if released and texts:
+        texts = [*texts, "\n".join([*released, *texts])]
     chunks = [chunk for chunk in chunks if chunk and chunk.strip()]
     report = LeakReport(leaked=False)
     if not texts or not chunks:

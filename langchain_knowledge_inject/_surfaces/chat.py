@@ -22,8 +22,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from langchain_knowledge_inject._surfaces.engine import InjectionEngine
 from langchain_knowledge_inject._surfaces.hosting import as_message
+from langchain_knowledge_inject._surfaces.pipeline import KnowledgePipeline
 from langchain_knowledge_inject._turn.placement import is_injected
 
 if TYPE_CHECKING:
@@ -124,13 +124,15 @@ class _ModelTurn:
 
     def __init__(self, model: Any, kb: Any, system_prompt: str, tenant: str | None) -> None:
         self.model = model
-        self.engine = InjectionEngine(kb, tenant_id=tenant)
+        self.engine = KnowledgePipeline(kb, tenant_id=tenant)
         self.system_prompt = system_prompt
         self.history: list[BaseMessage] = []
 
     def run(self, text: str, out: IO[str]) -> None:
         self.history.append(HumanMessage(text))
-        turn = self.engine.prepare([SystemMessage(self.system_prompt), *self.history])
+        turn = self.engine.prepare(
+            [SystemMessage(self.system_prompt), *self.history], self.engine.request()
+        )
         reply = as_message(self.model.invoke(turn.messages))
         self.history.append(reply)
         print(f"assistant> {reply.text}", file=out)
@@ -148,7 +150,7 @@ class _DryRunTurn:
     """One chat turn without a model: print the messages that would be sent."""
 
     def __init__(self, kb: Any, system_prompt: str, tenant: str | None) -> None:
-        self.engine = InjectionEngine(kb, tenant_id=tenant)
+        self.engine = KnowledgePipeline(kb, tenant_id=tenant)
         self.system_prompt = system_prompt
         self.history: list[BaseMessage] = []
         self.turns = 0
@@ -157,7 +159,7 @@ class _DryRunTurn:
         self.history.append(HumanMessage(text))
         self.turns += 1
         messages = [SystemMessage(self.system_prompt), *self.history]
-        sent = self.engine.prepare(messages).messages
+        sent = self.engine.prepare(messages, self.engine.request()).messages
         print(f"--- turn {self.turns}: {len(sent)} messages would be sent ---", file=out)
         for message in sent:
             label = f"{message.type} (injected)" if is_injected(message) else message.type

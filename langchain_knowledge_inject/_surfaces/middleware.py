@@ -5,41 +5,36 @@ it changes what the model sees on this call with ``request.override(...)`` and
 never writes the injected text into the agent's messages, so the checkpointed
 history stays injection-free and never grows with injected text.
 
-What the model sees on each call:
+What the model sees on each call: the system message with the knowledge prompt
+appended (a constant, so the system prompt stays byte-identical from turn to turn),
+and the knowledge placed with the *current user message* (by default as its first
+content block): inside a tool loop it stays attached to the last human turn.
 
-- the system message with :data:`KNOWLEDGE_SYSTEM_PROMPT` appended (a constant,
-  so the system prompt stays byte-identical from turn to turn);
-- the dynamic_context placed next to the *current user message*: inside a tool
-  loop (AI tool call, tool result, AI tool call, ...) it stays attached to the
-  last human turn, not to the latest tool result.
+One retrieval per user turn: the first model call of a turn runs the pipeline
+(:class:`~langchain_knowledge_inject._surfaces.pipeline.KnowledgePipeline`) and keeps
+the injected text in this process, keyed by the conversation, the current user
+message and the request's settings; the following calls of the same tool loop place
+it again. Nothing is written to the agent's state unless ``keep_manifest=True``; the
+manifest goes out as the ``knowledge_injection`` custom event once per turn.
 
-One retrieval per user turn: the first model call of a turn retrieves and keeps
-the result in the private state field ``knowledge_turn`` (keyed by the current
-user message and the resolved settings); the following calls of the same tool
-loop reuse it. A new user message (or other ``configurable`` overrides) starts
-a new retrieval, so a document added between two turns is used on the next.
-The turn's manifest is written to ``knowledge_manifest`` (read by the
-``knowledge_base_search`` tool to skip chunks already injected) and emitted as
-the ``knowledge_injection`` custom event once per turn.
+Context blocks (``blocks=``) go into the same injected text. With an
+``EpisodicMemory`` among them the middleware also has an ``after_agent`` step that
+records the finished exchange (without one there is no such step, so none shows in
+streamed updates); ``memory_tools=True`` registers the memory tools.
 
-Context blocks (``blocks=``: procedure, past-conversation snippets, user facts)
-go into the same injected text, rendered once per user turn like retrieval. With
-an ``EpisodicMemory`` among them, ``after_agent`` records the finished exchange
-from the agent's (injection-free) messages; ``memory_tools=True`` registers the
-``store_memory`` / ``set_user_fact`` / ``forget_user_fact`` tools.
-
-Restricted mode (decided per turn by
-:func:`~langchain_knowledge_inject._restricted.scope.resolve_restricted`) also covers
-the agent's tools: ``wrap_tool_call`` runs every tool call of a restricted turn with
-``configurable["restricted"] = True`` and lends the tool this middleware's summarizer
-model, so a ``knowledge_base_search`` tool passed to ``create_agent(tools=...)``
-returns safe summaries, never passages, however it was built.
+Restricted mode (decided per turn from the sources' stored flags, the middleware's
+``restricted`` and the request) also covers the agent's tools: ``wrap_tool_call``
+runs every tool call of a restricted turn as a restricted host's call, so a
+``knowledge_base_search`` tool passed to ``create_agent(tools=...)`` returns safe
+summaries, never passages, however it was built.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
@@ -50,33 +45,35 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     ModelResponse,
     OmitFromInput,
-    PrivateStateAttr,
 )
 from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.types import Command
 from typing_extensions import NotRequired
 
-from langchain_knowledge_inject._surfaces.engine import engine_for
-from langchain_knowledge_inject._surfaces.hosting import tool_call_wrappers
-from langchain_knowledge_inject._surfaces.search import build_search_tool
-from langchain_knowledge_inject._turn.assemble import PreparedTurn
-from langchain_knowledge_inject._turn.logs import (
-    log_model_request,
-    log_model_response,
-    model_io_enabled,
+from langchain_knowledge_inject._surfaces.hosting import (
+    acall_model_logged,
+    arun_tool,
+    call_model_logged,
+    current_config,
+    run_tool,
 )
+from langchain_knowledge_inject._surfaces.pipeline import (
+    KnowledgePipeline,
+    PreparedTurn,
+    Request,
+    pipeline_for,
+    thread_key,
+)
+from langchain_knowledge_inject._surfaces.tools import create_knowledge_base_search_tool
 from langchain_knowledge_inject._turn.placement import (
     current_user_index,
-    extend_system_message,
     query_text,
-    strip_injected,
 )
 from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AnyMessage, ToolMessage
-    from langchain_core.runnables import RunnableConfig
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.runtime import Runtime
     from typing_extensions import Unpack
@@ -86,22 +83,23 @@ if TYPE_CHECKING:
 
 __all__ = ["KnowledgeInjectionMiddleware", "KnowledgeInjectionState"]
 
+_CACHED_TURNS = 4096
+
 
 class KnowledgeInjectionState(AgentState[Any]):
-    """Agent state with the fields of :class:`KnowledgeInjectionMiddleware`."""
+    """Agent state with the field of :class:`KnowledgeInjectionMiddleware` (``keep_manifest``)."""
 
     knowledge_manifest: NotRequired[Annotated[dict[str, Any] | None, OmitFromInput]]
-    """The current turn's injection manifest (as a dict)."""
-    knowledge_turn: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
-    """Per-turn cache: ``{"key", "dynamic_context"}`` of the current user turn."""
+    """The current turn's injection manifest (as a dict), with ``keep_manifest=True``."""
 
 
 class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any, Any]):
     """Inject retrieved knowledge into every model call of a ``create_agent`` agent.
 
-    See the module docstring for what the model sees, the per-turn cache and the
-    state fields. Per-request overrides come from ``config["configurable"]``
-    (see :mod:`~langchain_knowledge_inject.settings`).
+    See the module docstring for what the model sees and the per-turn cache.
+    Per-request settings come from the runtime context (``context=`` of ``invoke``,
+    with ``context_schema=KnowledgeContext`` or your own schema with its keys) and from
+    ``config["configurable"]``; the context wins where both set a key.
 
     Setup:
         .. code-block:: python
@@ -142,14 +140,24 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         search_tool: Also register a :func:`create_knowledge_base_search_tool` over
             the same sources and settings (``self.tools``).
         memory_tools: Also register the memory tools of the ``EpisodicMemory``
-            and ``UserFacts`` among ``blocks`` (see
-            :func:`~langchain_knowledge_inject._memory.tools.create_memory_tools`).
+            and ``UserFacts`` among ``blocks``.
+        keep_manifest: Also write each turn's manifest to the state field
+            ``knowledge_manifest`` (and so to checkpoints). Off by default: the manifest
+            goes out as the ``knowledge_injection`` custom event.
 
     Raises:
         ConfigurationError: An option has a value that is not allowed.
     """
 
     state_schema = KnowledgeInjectionState
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> KnowledgeInjectionMiddleware:
+        """An ``EpisodicMemory`` among the blocks adds the ``after_agent`` recording step."""
+        records = any(callable(getattr(b, "record_turn", None)) for b in kwargs.get("blocks") or ())
+        ready = getattr(args[0] if args else kwargs.get("knowledge_base"), "pipeline", None)
+        records = records or bool(isinstance(ready, KnowledgePipeline) and ready.records_turns)
+        target = _RecordingMiddleware if records and cls is KnowledgeInjectionMiddleware else cls
+        return super().__new__(target)
 
     def __init__(
         self,
@@ -160,83 +168,64 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         blocks: Sequence[ContextBlock] = (),
         search_tool: bool | None = None,
         memory_tools: bool = False,
+        keep_manifest: bool = False,
         **options: Unpack[SettingsOptions],
     ) -> None:
         super().__init__()
-        self.injector = engine_for(
-            knowledge_base, settings=settings, summarizer_model=summarizer_model, blocks=blocks,
+        self.pipeline = pipeline_for(
+            knowledge_base,
+            settings=settings,
+            summarizer_model=summarizer_model,
+            blocks=blocks,
             options=dict(options),
-        )  # fmt: skip
-        self.knowledge_prompt = self.injector.settings.knowledge_prompt
-        self._wrap_tool, self._awrap_tool = tool_call_wrappers(self.injector)
-        self.tools = _memory_tools(self.injector.blocks) if memory_tools else []
-        if search_tool or (search_tool is None and self.injector.settings.retrieval == "tool"):
-            self.tools = [
-                *self.tools,
-                build_search_tool(
-                    self.injector.knowledge_bases,
-                    settings=self.injector.settings,
-                    summarizer_model=self.injector.summarizer_model,
-                ),
-            ]
+        )
+        self.keep_manifest = keep_manifest
+        self.tools = _memory_tools(self.pipeline.blocks) if memory_tools else []
+        if search_tool or (search_tool is None and self.pipeline.settings.retrieval == "tool"):
+            self.tools = [*self.tools, create_knowledge_base_search_tool(_Ready(self.pipeline))]
+        self._turns: OrderedDict[str, str | None] = OrderedDict()
+        self._lock = threading.Lock()
 
     # -- the hooks -------------------------------------------------------------------------
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse],
-    ) -> ExtendedModelResponse:
+    ) -> ModelResponse | ExtendedModelResponse:
         """Call the model with the knowledge injected (retrieving once per user turn)."""
-        config = _current_config()
-        key, cached = self._cached(request, config)
-        turn = (
-            None
-            if cached
-            else self.injector.prepare(self._messages(request), config, surface="middleware")
-        )
-        sent = self._request(request, config, cached, turn)
-        on, restricted = self._log_io(config)
-        log_model_request(_sent(sent), surface="middleware", restricted=restricted, enabled=on)
-        response = handler(sent)
-        log_model_response(_reply(response), surface="middleware", restricted=restricted,
-                           enabled=on)  # fmt: skip
-        return ExtendedModelResponse(model_response=response, command=_update(key, turn))
+        req = self.pipeline.request(current_config(), context=_context(request))
+        messages = self._messages(request, req)
+        key = _turn_key(req, messages)
+        turn = None
+        if not self._cached(key):
+            turn = self.pipeline.prepare(messages, req, surface="middleware")
+        sent = self._request(request, req, messages, key, turn)
+        response = call_model_logged(handler, sent, _sent, req, surface="middleware")
+        return self._response(response, turn)
 
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse]],
-    ) -> ExtendedModelResponse:
+    ) -> ModelResponse | ExtendedModelResponse:
         """Async twin of :meth:`wrap_model_call`."""
-        config = _current_config()
-        key, cached = self._cached(request, config)
-        turn = (
-            None
-            if cached
-            else await self.injector.aprepare(self._messages(request), config, surface="middleware")
-        )
-        sent = self._request(request, config, cached, turn)
-        on, restricted = self._log_io(config)
-        log_model_request(_sent(sent), surface="middleware", restricted=restricted, enabled=on)
-        response = await handler(sent)
-        log_model_response(_reply(response), surface="middleware", restricted=restricted,
-                           enabled=on)  # fmt: skip
-        return ExtendedModelResponse(model_response=response, command=_update(key, turn))
+        req = await self.pipeline.arequest(current_config(), context=_context(request))
+        messages = self._messages(request, req)
+        key = _turn_key(req, messages)
+        turn = None
+        if not self._cached(key):
+            turn = await self.pipeline.aprepare(messages, req, surface="middleware")
+        sent = self._request(request, req, messages, key, turn)
+        response = await acall_model_logged(handler, sent, _sent, req, surface="middleware")
+        return self._response(response, turn)
 
     def wrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
-        """Run every tool call of a restricted turn restricted, however the tool was built.
-
-        When the turn is restricted (a knowledge base's stored flag, this
-        middleware's ``restricted`` or ``configurable["restricted"]``), the tool
-        runs with ``configurable["restricted"] = True`` and this middleware's
-        summarizer model, so a ``knowledge_base_search`` tool built separately
-        returns a safe summary, never passages. Other turns pass through unchanged.
-        """
-        return cast("ToolMessage | Command[Any]", self._wrap_tool(request, handler))
+        """Run every tool call of a restricted turn restricted, however the tool was built."""
+        return cast("ToolMessage | Command[Any]", run_tool(self.pipeline, request, handler))
 
     async def awrap_tool_call(
         self,
@@ -244,85 +233,88 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         """Async twin of :meth:`wrap_tool_call`."""
-        return cast("ToolMessage | Command[Any]", await self._awrap_tool(request, handler))
+        return cast("ToolMessage | Command[Any]", await arun_tool(self.pipeline, request, handler))
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _messages(self, request: ModelRequest[Any], req: Request) -> list[BaseMessage]:
+        """System message + conversation, as the pipeline should see them."""
+        system = request.system_message
+        messages: list[BaseMessage] = list(request.messages)
+        return [system, *messages] if system is not None else messages
+
+    def _cached(self, key: str | None) -> bool:
+        with self._lock:
+            return key is not None and key in self._turns
+
+    def _request(
+        self,
+        request: ModelRequest[Any],
+        req: Request,
+        messages: list[BaseMessage],
+        key: str | None,
+        turn: PreparedTurn | None,
+    ) -> ModelRequest[Any]:
+        if turn is not None:
+            sent = turn.messages
+            if key is not None:
+                with self._lock:
+                    self._turns[key] = turn.dynamic_context
+                    while len(self._turns) > _CACHED_TURNS:
+                        self._turns.popitem(last=False)
+        else:
+            with self._lock:
+                text = self._turns.get(key) if key is not None else None
+            sent, _ = self.pipeline.shape(self.pipeline.clean(messages, req), text, req)
+        out = cast("list[AnyMessage]", sent)
+        if out and isinstance(out[0], SystemMessage):
+            return request.override(system_message=cast("SystemMessage", out[0]), messages=out[1:])
+        return request.override(messages=out)
+
+    def _response(
+        self, response: ModelResponse, turn: PreparedTurn | None
+    ) -> ModelResponse | ExtendedModelResponse:
+        if turn is None or not self.keep_manifest:
+            return response
+        update = {"knowledge_manifest": turn.manifest.to_dict()}
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+
+class _RecordingMiddleware(KnowledgeInjectionMiddleware):
+    """The middleware with an ``after_agent`` step: records the finished exchange."""
 
     def after_agent(
         self, state: KnowledgeInjectionState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        """Record the finished turn in the episodic memory (when one is among the blocks)."""
-        if self.injector.records_turns:
-            self.injector.record_turn(state.get("messages") or [], _current_config())
+        """Record the finished turn in the episodic memory."""
+        req = self.pipeline.request(current_config(), context=getattr(runtime, "context", None))
+        self.pipeline.record_turn(state.get("messages") or [], req)
         return None
 
     async def aafter_agent(
         self, state: KnowledgeInjectionState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async twin of :meth:`after_agent`."""
-        if self.injector.records_turns:
-            await self.injector.arecord_turn(state.get("messages") or [], _current_config())
+        context = getattr(runtime, "context", None)
+        req = await self.pipeline.arequest(current_config(), context=context)
+        await self.pipeline.arecord_turn(state.get("messages") or [], req)
         return None
 
-    # -- helpers ---------------------------------------------------------------------------
-    def _log_io(self, config: RunnableConfig | None) -> tuple[bool, bool]:
-        """(main-model I/O logging on, restricted turn)."""
-        on = model_io_enabled(self.injector.settings.with_overrides(config).log_model_io)
-        return on, on and self.injector.resolve(config).restricted
 
-    def _system(self, request: ModelRequest[Any]) -> SystemMessage | None:
-        system, addition = request.system_message, self.knowledge_prompt
-        if not self.injector.settings.with_overrides(_current_config()).enabled:
-            addition = None  # knowledge switched off: the system prompt as the agent has it
-        if system is None:
-            return SystemMessage(addition) if addition else None
-        return extend_system_message(system, addition)
+class _Ready:
+    """A ready pipeline passed to the tool factory (``pipeline_for`` takes it as it is)."""
 
-    def _messages(self, request: ModelRequest[Any]) -> list[BaseMessage]:
-        """System message + conversation, as the injector should see them."""
-        system = self._system(request)
-        return [system, *request.messages] if system is not None else list(request.messages)
+    def __init__(self, pipeline: KnowledgePipeline) -> None:
+        self.pipeline = pipeline
 
-    def _cached(
-        self, request: ModelRequest[Any], config: RunnableConfig | None
-    ) -> tuple[str, dict[str, Any] | None]:
-        """The turn key, and the cached turn when this user turn already retrieved."""
-        settings = self.injector.resolve(config)
-        key = _turn_key(request.messages, settings)
-        cached = (request.state or {}).get("knowledge_turn")
-        if isinstance(cached, dict) and cached.get("key") == key:
-            return key, cached
-        return key, None
 
-    def _request(
-        self,
-        request: ModelRequest[Any],
-        config: RunnableConfig | None,
-        cached: dict[str, Any] | None,
-        turn: PreparedTurn | None,
-    ) -> ModelRequest[Any]:
-        if turn is not None:
-            messages = turn.messages
-        else:
-            text = (cached or {}).get("dynamic_context")
-            messages = strip_injected(self._messages(request), headers=self.injector.strip_headers)
-            settings = self.injector.resolve(config)
-            messages = self.injector.shape(messages, text, settings, config)
-        sent = cast("list[AnyMessage]", messages)
-        if self._system(request) is not None:
-            system = cast("SystemMessage", sent[0])
-            return request.override(system_message=system, messages=sent[1:])
-        return request.override(messages=sent)
+def _context(request: ModelRequest[Any]) -> Any:
+    runtime = getattr(request, "runtime", None)
+    return getattr(runtime, "context", None)
 
 
 def _sent(request: ModelRequest[Any]) -> list[BaseMessage]:
     system = request.system_message
     return [system, *request.messages] if system is not None else list(request.messages)
-
-
-def _reply(response: Any) -> Any:
-    result = getattr(response, "result", None)
-    if isinstance(result, list) and result:
-        return result[-1]
-    return response
 
 
 def _memory_tools(blocks: Sequence[ContextBlock]) -> list[Any]:
@@ -339,36 +331,19 @@ def _memory_tools(blocks: Sequence[ContextBlock]) -> list[Any]:
     return create_memory_tools(memory=memory, facts=facts)
 
 
-def _turn_key(messages: Sequence[BaseMessage], settings: KnowledgeSettings) -> str:
-    """Identify a user turn: the current user message (position, id, text) and the settings."""
+def _turn_key(req: Request, messages: Sequence[BaseMessage]) -> str | None:
+    """One user turn: the conversation, the current user message and the request's settings."""
     index = current_user_index(messages)
-    message = messages[index] if index is not None else None
+    thread = thread_key(req.config, messages)
+    if index is None or thread is None:
+        return None
+    message = messages[index]
     payload = {
+        "thread": thread,
         "index": index,
         "id": getattr(message, "id", None),
         "text": query_text(message),
-        "settings": settings.model_dump(mode="json"),
+        "settings": req.settings.model_dump(mode="json"),
     }
     raw = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
-
-
-def _update(key: str, turn: PreparedTurn | None) -> Command[Any] | None:
-    if turn is None:
-        return None
-    return Command(
-        update={
-            "knowledge_manifest": turn.manifest.to_dict(),
-            "knowledge_turn": {"key": key, "dynamic_context": turn.dynamic_context},
-        }
-    )
-
-
-def _current_config() -> RunnableConfig | None:
-    """The config of the running graph, or ``None`` when a hook is called directly."""
-    try:
-        from langgraph.config import get_config
-
-        return get_config()
-    except RuntimeError:
-        return None

@@ -19,16 +19,15 @@ The node reads only ``state["messages"]`` and returns only ``{"messages": [reply
   returns a bare message, which LangGraph drops; do not do that).
 
 The turn's manifest goes out as the ``knowledge_injection`` custom event and on
-``stream_mode="custom"``; each search is a retriever run in traces. With tools bound
-to the model (``model.bind_tools(tools)`` and a ``ToolNode`` looping back), each
-call of the tool loop retrieves again for the same user message. With an
+``stream_mode="custom"``; each search is a retriever run in traces. Per-request settings come from
+``configurable`` and the runtime context. With tools bound to the model
+(``model.bind_tools(tools)`` and a ``ToolNode`` looping back), each call of the tool
+loop retrieves again for the same user message. With an
 ``EpisodicMemory`` among the blocks, the finished exchange (a reply without tool
 calls) is recorded.
 
-For the pre-built graph with a separate ``retrieve`` / ``safe_summarize`` /
-``build_context`` / ``call_model`` pipeline (and its per-turn state fields), see
-:func:`~langchain_knowledge_inject._surfaces.graph.create_knowledge_graph`; those node
-factories need a state that extends ``KnowledgeState`` and say so when it does not.
+For the pre-built graph with a separate ``retrieve`` node and per-turn state fields,
+see :func:`~langchain_knowledge_inject._surfaces.graph.create_knowledge_graph`.
 """
 
 from __future__ import annotations
@@ -39,13 +38,13 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
-from langchain_knowledge_inject._surfaces.engine import InjectionEngine, engine_for
-from langchain_knowledge_inject._surfaces.hosting import as_message, write_stream
-from langchain_knowledge_inject._turn.logs import (
-    log_model_request,
-    log_model_response,
-    model_io_enabled,
+from langchain_knowledge_inject._surfaces.hosting import (
+    acall_model_logged,
+    as_message,
+    call_model_logged,
+    write_stream,
 )
+from langchain_knowledge_inject._surfaces.pipeline import KnowledgePipeline, pipeline_for
 from langchain_knowledge_inject._turn.placement import strip_injected
 from langchain_knowledge_inject.errors import ConfigurationError
 
@@ -114,23 +113,26 @@ def create_knowledge_node(
         >>> [m.type for m in state["messages"]], state["messages"][-1].content
         (['human', 'ai'], '25 days (Source: leave.md).')
     """
-    injector = engine_for(
-        knowledge_base, settings=settings, summarizer_model=summarizer_model, blocks=blocks,
+    pipeline = pipeline_for(
+        knowledge_base,
+        settings=settings,
+        summarizer_model=summarizer_model,
+        blocks=blocks,
         options=dict(options),
-    )  # fmt: skip
+    )
     if not isinstance(model, Runnable):
         msg = f"model must be a chat model (a Runnable), got {type(model).__name__}"
         raise ConfigurationError(msg, option="model", value=model)
-    node = _KnowledgeNode(model, injector, system_prompt)
+    node = _KnowledgeNode(model, pipeline, system_prompt)
     return RunnableLambda(node.call, afunc=node.acall, name=name)
 
 
 class _KnowledgeNode:
     def __init__(
-        self, model: Runnable[Any, Any], injector: InjectionEngine, system_prompt: str | None
+        self, model: Runnable[Any, Any], pipeline: KnowledgePipeline, system_prompt: str | None
     ) -> None:
         self.model = model
-        self.injector = injector
+        self.pipeline = pipeline
         self.system_prompt = system_prompt
 
     def _history(self, state: Any) -> list[BaseMessage]:
@@ -141,35 +143,40 @@ class _KnowledgeNode:
                 f"(MessagesState); got {keys}"
             )
             raise ConfigurationError(msg, option="state", value=keys)
-        history = strip_injected(state["messages"], headers=self.injector.strip_headers)
+        history = strip_injected(state["messages"], headers=self.pipeline.strip_headers)
         if self.system_prompt:
             history = [SystemMessage(self.system_prompt), *history]
         return history
 
-    def _log_io(self, config: RunnableConfig) -> bool:
-        """Whether the main model's request and response are logged."""
-        return model_io_enabled(self.injector.settings.with_overrides(config).log_model_io)
+    def _done(self, state: Any, reply: BaseMessage) -> bool:
+        return self.pipeline.records_turns and not getattr(reply, "tool_calls", None)
 
     def call(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        history = self._history(state)
-        turn = self.injector.prepare(history, config, surface="node")
+        request = self.pipeline.request(config)
+        turn = self.pipeline.prepare(self._history(state), request, surface="node")
         write_stream(turn.manifest.to_dict())
-        on, restricted = self._log_io(config), turn.manifest.restricted
-        log_model_request(turn.messages, surface="node", restricted=restricted, enabled=on)
-        reply = as_message(self.model.invoke(turn.messages, config))
-        log_model_response(reply, surface="node", restricted=restricted, enabled=on)
-        if self.injector.records_turns and not getattr(reply, "tool_calls", None):
-            self.injector.record_turn([*state["messages"], reply], config)
+        reply = as_message(
+            call_model_logged(
+                lambda m: self.model.invoke(m, config), turn.messages, list, request, surface="node"
+            )
+        )
+        if self._done(state, reply):
+            self.pipeline.record_turn([*state["messages"], reply], request)
         return {"messages": [reply]}
 
     async def acall(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        history = self._history(state)
-        turn = await self.injector.aprepare(history, config, surface="node")
+        request = await self.pipeline.arequest(config)
+        turn = await self.pipeline.aprepare(self._history(state), request, surface="node")
         write_stream(turn.manifest.to_dict())
-        on, restricted = self._log_io(config), turn.manifest.restricted
-        log_model_request(turn.messages, surface="node", restricted=restricted, enabled=on)
-        reply = as_message(await self.model.ainvoke(turn.messages, config))
-        log_model_response(reply, surface="node", restricted=restricted, enabled=on)
-        if self.injector.records_turns and not getattr(reply, "tool_calls", None):
-            await self.injector.arecord_turn([*state["messages"], reply], config)
+        reply = as_message(
+            await acall_model_logged(
+                lambda m: self.model.ainvoke(m, config),
+                turn.messages,
+                list,
+                request,
+                surface="node",
+            )
+        )
+        if self._done(state, reply):
+            await self.pipeline.arecord_turn([*state["messages"], reply], request)
         return {"messages": [reply]}

@@ -1,35 +1,28 @@
 """``KnowledgeInjector``: the Runnable that puts retrieved knowledge in front of the model.
 
-Each turn: resolve the settings (constructor values, then per-request overrides
-from ``config["configurable"]``), retrieve with the text of the current user
-message, render the context blocks (procedure, past-conversation snippets, user
-facts), build the dynamic_context text (all blocks under one token budget, the
-knowledge block cut at chunk boundaries), place it, and emit the manifest. The
-input messages are never changed; ``strip_injected(output) == input``.
-
-The steps are those of :class:`~langchain_knowledge_inject._surfaces.engine.InjectionEngine`
-(shared with the graph, the node and the middleware); this module adds the Runnable.
-
-Settings: one :class:`~langchain_knowledge_inject.settings.KnowledgeSettings`
-(``settings=``, or its fields as keyword arguments), with per-request overrides
-from ``config["configurable"]`` parsed by ``KnowledgeSettings.with_overrides``
-(see :mod:`~langchain_knowledge_inject.settings` for the keys). The sources: a
-``KnowledgeBase``, a LangChain retriever or vector store, or a mix (see
-:mod:`~langchain_knowledge_inject._turn.sources`); each search runs as a retriever run.
+Each turn runs the one pipeline every surface shares
+(:class:`~langchain_knowledge_inject._surfaces.pipeline.KnowledgePipeline`): the
+request's settings, the retrieval query, the search of every source, restricted
+mode's boundary, the context blocks under one budget, placement and the manifest.
+The input messages are never changed; ``strip_injected(output) == input``.
+:meth:`KnowledgeInjector.with_sources` returns the answer together with the
+documents it was given, and :func:`cited_documents` the ones it cites.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import BaseMessage
-from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage, HumanMessage, convert_to_messages
+from langchain_core.prompt_values import PromptValue
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, ensure_config
 
-from langchain_knowledge_inject._surfaces.engine import InjectionEngine
-from langchain_knowledge_inject._turn.assemble import PreparedTurn, RestrictedKnowledge
-from langchain_knowledge_inject._turn.retrieval import RetrievalOutcome
-from langchain_knowledge_inject.settings import KnowledgeSettings
+from langchain_knowledge_inject._surfaces.pipeline import KnowledgePipeline, PreparedTurn
+from langchain_knowledge_inject._turn.formatting import cited
+from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from langchain_core.callbacks import (
@@ -38,19 +31,60 @@ if TYPE_CHECKING:
     )
     from langchain_core.runnables.utils import ConfigurableFieldSpec
 
-
-__all__ = [
-    "KnowledgeInjector",
-    "KnowledgeSettings",
-    "PreparedTurn",
-    "RestrictedKnowledge",
-    "RetrievalOutcome",
-]
+__all__ = ["KnowledgeInjector", "cited_documents", "coerce_messages"]
 
 logger = logging.getLogger("langchain_knowledge_inject")
 
 
-class KnowledgeInjector(InjectionEngine, Runnable[Any, list[BaseMessage]]):
+def coerce_messages(value: Any) -> list[BaseMessage]:
+    """The turn's input as messages: a list, a ``{"messages": [...]}`` dict, a string, a prompt.
+
+    Raises:
+        ConfigurationError: Anything else (``None``, ``[None]``, a dict without ``messages``).
+    """
+    if isinstance(value, dict):
+        if "messages" not in value:
+            msg = "a dict input must have a 'messages' key"
+            raise ConfigurationError(msg, option="input", value=sorted(value))
+        value = value["messages"]
+    if isinstance(value, str):
+        return [HumanMessage(value)]
+    if isinstance(value, PromptValue):
+        return value.to_messages()
+    try:
+        return convert_to_messages(value)
+    except (TypeError, ValueError, NotImplementedError) as exc:  # None, [None], ...
+        msg = (
+            "input must be a list of messages, a {'messages': [...]} dict, a string or a "
+            f"PromptValue; got {type(value).__name__} ({exc})"
+        )
+        raise ConfigurationError(msg, option="input", value=value) from exc
+
+
+def cited_documents(
+    result: Mapping[str, Any] | Any, context: Sequence[Document] | None = None
+) -> list[Document]:
+    """The documents an answer cites by their citation ids (``[K1a2b]``), in citation order.
+
+    Args:
+        result: What :meth:`KnowledgeInjector.with_sources` returned (``answer`` and
+            ``context``), or the answer itself (a message or a string) with ``context``.
+        context: The documents that were injected (when ``result`` is the answer).
+
+    Example:
+        >>> doc = Document("25 days of leave.", id="c1", metadata={"source": "leave.md"})
+        >>> [d.id for d in cited_documents("It is 25 days [Kd0f6].", [doc])]
+        ['c1']
+    """
+    if isinstance(result, Mapping):
+        answer, context = result.get("answer"), result.get("context") or []
+    else:
+        answer = result
+    text = answer.text if isinstance(answer, BaseMessage) else str(answer or "")
+    return cited(text, list(context or []))
+
+
+class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
     r"""Retrieve for the current user message and return the messages to send.
 
     Input: a list of messages (or message-like tuples/dicts), a ``{"messages":
@@ -103,8 +137,8 @@ class KnowledgeInjector(InjectionEngine, Runnable[Any, list[BaseMessage]]):
         >>> injector = KnowledgeInjector(TinyKB(), top_k=3, max_tokens=1500)
         >>> messages = [SystemMessage(KNOWLEDGE_SYSTEM_PROMPT), HumanMessage("Leave days?")]
         >>> out = injector.invoke(messages)
-        >>> [m.type for m in out], out[1].content.splitlines()[0]
-        (['system', 'human', 'human'], '[Retrieved Knowledge]')
+        >>> [m.type for m in out], out[1].content[0]["text"].splitlines()[0]
+        (['system', 'human'], '[Retrieved Knowledge]')
         >>> injector.invoke(messages, {"configurable": {"knowledge_enabled": False}}) == messages
         True
         >>> turn = injector.prepare(messages)  # the same, plus documents and manifest
@@ -114,6 +148,14 @@ class KnowledgeInjector(InjectionEngine, Runnable[Any, list[BaseMessage]]):
         >>> (injector | model).invoke(messages).content
         '25 days (Source: leave.md).'
 
+        The answer with the documents it was given (as ``create_retrieval_chain`` does),
+        and the ones it cites:
+
+        >>> model = GenericFakeChatModel(messages=iter(["25 days [Kd0f6]."]))
+        >>> result = injector.with_sources(model).invoke(messages)
+        >>> [d.id for d in result["context"]], [d.id for d in cited_documents(result)]
+        (['c1'], ['c1'])
+
         With user facts (``EpisodicMemory`` and ``ProcedureLibrary`` plug in the same way):
 
         >>> from langgraph.store.memory import InMemoryStore
@@ -122,7 +164,7 @@ class KnowledgeInjector(InjectionEngine, Runnable[Any, list[BaseMessage]]):
         >>> _ = facts.set("u1", "team", "Payroll")
         >>> with_facts = KnowledgeInjector(TinyKB(), blocks=[facts])
         >>> out = with_facts.invoke(messages, {"configurable": {"user_id": "u1"}})
-        >>> out[1].content.split("\n\n")[-1]
+        >>> out[1].content[0]["text"].split("\n\n")[-1]
         '[User Facts]\nteam=Payroll'
 
     Args:
@@ -158,12 +200,53 @@ class KnowledgeInjector(InjectionEngine, Runnable[Any, list[BaseMessage]]):
     _warned_node = False
     """Whether the "graph state as input" warning was given (once per injector)."""
 
+    def __init__(self, knowledge_base: Any, **options: Any) -> None:
+        self.pipeline = KnowledgePipeline(knowledge_base, **options)
+
+    def __repr__(self) -> str:
+        return repr(self.pipeline).replace("KnowledgePipeline", "KnowledgeInjector", 1)
+
+    @property
+    def settings(self) -> Any:
+        """The constructor's :class:`~langchain_knowledge_inject.settings.KnowledgeSettings`."""
+        return self.pipeline.settings
+
+    @property
+    def knowledge_bases(self) -> tuple[Any, ...]:
+        """The sources as given (knowledge bases, retrievers, vector stores)."""
+        return self.pipeline.knowledge_bases
+
     @property
     def config_specs(self) -> list[ConfigurableFieldSpec]:
         """The per-request settings, declared as configurable fields (defaults: the settings)."""
         return self.settings.config_specs()
 
-    # -- Runnable ----------------------------------------------------------------------
+    # -- one turn ------------------------------------------------------------------------------
+    def prepare(
+        self, input: Any, config: RunnableConfig | None = None, *, context: Any = None
+    ) -> PreparedTurn:
+        """Run one turn: the messages to send, the documents, the injected text, the manifest."""
+        request = self.pipeline.request(config, context=context)
+        return self.pipeline.prepare(coerce_messages(input), request)
+
+    async def aprepare(
+        self, input: Any, config: RunnableConfig | None = None, *, context: Any = None
+    ) -> PreparedTurn:
+        """Async twin of :meth:`prepare`."""
+        request = await self.pipeline.arequest(config, context=context)
+        return await self.pipeline.aprepare(coerce_messages(input), request)
+
+    def record_turn(self, messages: Any, config: RunnableConfig | None = None) -> list[str]:
+        """Store a finished turn in the blocks that record (an ``EpisodicMemory``)."""
+        request = self.pipeline.request(config)
+        return self.pipeline.record_turn(coerce_messages(messages), request)
+
+    async def arecord_turn(self, messages: Any, config: RunnableConfig | None = None) -> list[str]:
+        """Async twin of :meth:`record_turn`."""
+        request = await self.pipeline.arequest(config)
+        return await self.pipeline.arecord_turn(coerce_messages(messages), request)
+
+    # -- Runnable ------------------------------------------------------------------------------
     def _warn_if_graph_node(self, input: Any, config: RunnableConfig) -> None:
         """``injector | model`` as a graph node returns a bare message that LangGraph drops."""
         node = (config.get("metadata") or {}).get("langgraph_node")
@@ -190,19 +273,45 @@ class KnowledgeInjector(InjectionEngine, Runnable[Any, list[BaseMessage]]):
         return (await self.aprepare(input, config)).messages
 
     def invoke(
-        self,
-        input: Any,
-        config: RunnableConfig | None = None,
-        **kwargs: Any,
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[BaseMessage]:
         """Return the messages to send for this turn (traced as a ``KnowledgeInjector`` run)."""
         return self._call_with_config(self._messages_out, input, ensure_config(config))
 
     async def ainvoke(
-        self,
-        input: Any,
-        config: RunnableConfig | None = None,
-        **kwargs: Any,
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[BaseMessage]:
         """Async twin of :meth:`invoke`."""
         return await self._acall_with_config(self._amessages_out, input, ensure_config(config))
+
+    # -- the answer with its sources -------------------------------------------------------------
+    def with_sources(self, model: Runnable[Any, Any]) -> Runnable[Any, dict[str, Any]]:
+        """A Runnable that answers and returns the documents it was given.
+
+        Its output is ``{"answer": <the model's reply>, "context": [<documents>],
+        "manifest": <the turn's manifest as a dict>}``, as ``create_retrieval_chain``
+        returns ``context``. In a restricted turn ``context`` holds stubs (a keyed
+        reference and a score, never the text) and ``safe_summary`` what was released.
+        Pass the result to :func:`cited_documents` for the documents the answer cites.
+        """
+
+        def answer(input: Any, config: RunnableConfig) -> dict[str, Any]:
+            turn = self.prepare(input, config)
+            return _with_sources(turn, model.invoke(turn.messages, config))
+
+        async def aanswer(input: Any, config: RunnableConfig) -> dict[str, Any]:
+            turn = await self.aprepare(input, config)
+            return _with_sources(turn, await model.ainvoke(turn.messages, config))
+
+        return RunnableLambda(answer, afunc=aanswer, name="knowledge_answer")
+
+
+def _with_sources(turn: PreparedTurn, reply: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "answer": reply,
+        "context": list(turn.retrieved if turn.manifest.restricted else turn.documents),
+        "manifest": turn.manifest.to_dict(),
+    }
+    if turn.safe_summary is not None:
+        out["safe_summary"] = turn.safe_summary.model_dump()
+    return out

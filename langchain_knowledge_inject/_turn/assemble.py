@@ -4,8 +4,8 @@
 chunks, or in restricted mode the :class:`RestrictedKnowledge` block that replaces
 them, the rendered context blocks, the blocks around them) and the budget, and
 returns an :class:`AssembledContext`: the text and what it holds.
-:func:`prepare_turn` places that text and writes the manifest, giving a
-:class:`PreparedTurn`. Nothing here holds a surface or calls a model.
+Placement and the manifest are the pipeline's. Nothing here holds a surface or
+calls a model.
 
 The injected message is a list of named blocks joined by a blank line, in a
 fixed order: ``kb_meta`` (the bound knowledge bases), then the content blocks
@@ -39,32 +39,23 @@ from langchain_knowledge_inject._turn.blocks import (
     block_rank,
     surviving_blocks,
 )
-from langchain_knowledge_inject._turn.conversation import shape_turn
 from langchain_knowledge_inject._turn.formatting import (
     KnowledgeBlockTemplate,
     assemble_knowledge_block,
     render_chunk,
     unique_citation_ids,
 )
-from langchain_knowledge_inject._turn.manifest import InjectionManifest, error_record, hash_messages
-from langchain_knowledge_inject._turn.placement import Placement, injection_index
-from langchain_knowledge_inject._turn.retrieval import RetrievalOutcome
 from langchain_knowledge_inject._turn.tokens import (
     TokenCounter,
-    approximate_token_count,
     fit_to_budget,
 )
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from langchain_core.documents import Document
-    from langchain_core.messages import BaseMessage
 
 __all__ = [
     "AssembledContext",
     "Parts",
-    "PreparedTurn",
     "RestrictedKnowledge",
     "assemble_context",
     "chunk_id",
@@ -72,7 +63,6 @@ __all__ = [
     "join_blocks",
     "knowledge_block",
     "meta_alone",
-    "prepare_turn",
 ]
 
 logger = logging.getLogger("langchain_knowledge_inject")
@@ -112,24 +102,6 @@ class AssembledContext:
     blocks: list[str] = field(default_factory=list)
     decision: str | None = None
     reason: str | None = None
-
-
-@dataclass
-class PreparedTurn:
-    """Everything one turn decided: the messages to send, the injected text, the manifest."""
-
-    messages: list[BaseMessage]
-    """The messages to send to the model."""
-    query: str | None
-    """The retrieval query, or ``None``."""
-    documents: list[Document]
-    """The chunks injected as raw text (empty in restricted mode)."""
-    dynamic_context: str | None
-    """The injected text, or ``None`` when nothing was injected."""
-    manifest: InjectionManifest
-    """The manifest (also emitted as the ``knowledge_injection`` custom event)."""
-    retrieved: list[Document] = field(default_factory=list)
-    """Every retrieved chunk, including those the budget cut."""
 
 
 def join_blocks(parts: Sequence[tuple[str, str | None]], separator: str = BLOCK_SEPARATOR) -> str:
@@ -328,77 +300,3 @@ def meta_alone(
         text=text, tokens=counter(text), dropped=[*cuts, *block_errors],
         blocks=surviving_blocks(before, cuts),
     )  # fmt: skip
-
-
-def prepare_turn(
-    messages: list[BaseMessage],
-    outcome: RetrievalOutcome,
-    assembled: AssembledContext,
-    *,
-    placement: Placement,
-    restricted: bool,
-    retrieved: Sequence[Document],
-    sources: Sequence[str],
-    history_max_tokens: int | None = None,
-    datetime_suffix: str | None = None,
-    token_counter: TokenCounter = approximate_token_count,
-    now: datetime | None = None,
-) -> PreparedTurn:
-    """Place the assembled text in ``messages`` and write the turn's manifest.
-
-    Args:
-        messages: The history without injection, system prompt included.
-        outcome: What retrieval produced.
-        assembled: What :func:`assemble_context` produced.
-        placement: Where the text goes.
-        restricted: Whether the turn is restricted (recorded in the manifest).
-        retrieved: Every retrieved chunk as the turn may keep it (restricted
-            mode: stubs with ids and scores only).
-        sources: The source names the manifest may show.
-        history_max_tokens: Trim the history to this budget first (``None``: no trimming).
-        datetime_suffix: A ``strftime`` format appended to the current user message.
-        token_counter: Counts tokens (history trimming).
-        now: The turn's time (the datetime suffix).
-    """
-    text = assembled.text
-    out, trimmed = shape_turn(
-        messages, text, placement=placement, history_max_tokens=history_max_tokens,
-        datetime_suffix=datetime_suffix, token_counter=token_counter, now=now,
-    )  # fmt: skip
-    kept = trimmed.messages if trimmed is not None else messages
-    prefix = kept[: injection_index(kept, placement=placement)]
-    manifest = InjectionManifest(
-        injected=text is not None,
-        chunk_ids=[chunk_id(d) for d in assembled.reported],
-        scores=[float(d.metadata.get("score", 0.0)) for d in assembled.reported],
-        citation_ids=list(assembled.citation_ids),
-        sources=list(sources),
-        tokens_used=assembled.tokens,
-        placement=placement,
-        query=outcome.query,
-        prefix_hash=hash_messages(prefix),
-        retrieval_error=outcome.error,
-        dropped=assembled.dropped,
-        restricted=restricted,
-        summary_decision=assembled.decision,
-        summary_reason=assembled.reason,
-        blocks=list(assembled.blocks),
-        errors=_turn_errors(outcome, assembled),
-        query_source=outcome.query_source,
-        history=trimmed.to_dict() if trimmed is not None else None,
-    )
-    return PreparedTurn(
-        messages=out, query=outcome.query, documents=list(assembled.used),
-        dynamic_context=text, manifest=manifest, retrieved=list(retrieved),
-    )  # fmt: skip
-
-
-def _turn_errors(outcome: RetrievalOutcome, assembled: AssembledContext) -> list[dict[str, str]]:
-    """The manifest's ``errors``: what failed and was gone on without, by class only."""
-    errors = [error_record("retrieval", outcome.error)] if outcome.error else []
-    errors += [
-        error_record("block", str(item.get("error", "")), block=str(item.get("block", "")))
-        for item in assembled.dropped
-        if item.get("reason") == "error" and "block" in item
-    ]
-    return errors

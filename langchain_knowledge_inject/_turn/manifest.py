@@ -52,7 +52,7 @@ class InjectionManifest:
         citation_ids: Their citation ids, as shown to the model.
         sources: Their sources, in the same order.
         tokens_used: Tokens of the injected text (by the injector's counter).
-        placement: ``"dynamic_context"``, ``"postfix"`` or ``"system"``.
+        placement: ``"current_message"``, ``"dynamic_context"``, ``"postfix"`` or ``"system"``.
         query: The retrieval query, or ``None`` when there was none.
         prefix_hash: SHA-256 of the messages before the injected position (see
             :func:`hash_messages`): it stays the same from turn to turn exactly
@@ -75,6 +75,15 @@ class InjectionManifest:
             ``"cache"`` (the query model), or ``None`` when nothing was retrieved.
         history: What history trimming cut (``TrimmedHistory.to_dict()``), or
             ``None`` when trimming is off.
+        retrieval_scores: With a reranker: the chunks' retrieval scores, in the
+            reranked order (``scores`` are then the reranker's); else empty.
+        summary_confidence: Restricted mode: ``"low"``, ``"medium"`` or ``"high"``.
+        summary_codes: Restricted mode: fixed codes of what refused a summary (a
+            summarizer failure such as ``timeout``, the leak guard's checks).
+
+    In a restricted turn ``chunk_ids`` are keyed references (never derived from the
+    content alone), scores are rounded to one decimal, source names are left out when
+    the knowledge base marks them sensitive, and errors carry classes only.
     """
 
     injected: bool = False
@@ -83,7 +92,7 @@ class InjectionManifest:
     citation_ids: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     tokens_used: int = 0
-    placement: str = "dynamic_context"
+    placement: str = "current_message"
     query: str | None = None
     prefix_hash: str = ""
     retrieval_error: str | None = None
@@ -95,6 +104,9 @@ class InjectionManifest:
     errors: list[dict[str, str]] = field(default_factory=list)
     query_source: str | None = None
     history: dict[str, Any] | None = None
+    retrieval_scores: list[float] = field(default_factory=list)
+    summary_confidence: str | None = None
+    summary_codes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The manifest as a JSON-serializable dict.
@@ -104,7 +116,8 @@ class InjectionManifest:
             False
         """
         data = dict(self.__dict__)
-        for name in ("chunk_ids", "scores", "citation_ids", "sources", "blocks"):
+        for name in ("chunk_ids", "scores", "citation_ids", "sources", "blocks",
+                     "retrieval_scores", "summary_codes"):  # fmt: skip
             data[name] = list(data[name])
         data["dropped"] = [dict(item) for item in self.dropped]
         data["errors"] = [dict(item) for item in self.errors]

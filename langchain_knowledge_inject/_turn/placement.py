@@ -1,11 +1,18 @@
 """Where the injected context goes, how injected content is marked, and how it is removed.
 
-Three placements:
+Four placements:
 
-``"dynamic_context"`` (default)
+``"current_message"`` (default)
+    The first content block of the current user message: the knowledge and the
+    question travel as one user turn, two text blocks. Everything before the
+    current message (system prompt, history) is identical from one turn to the
+    next, so a provider's prefix cache reuses it, and user and assistant turns
+    strictly alternate, which some providers and many open-model chat templates
+    require (they reject two user messages in a row).
+``"dynamic_context"``
     A separate user message right before the current user message, after the
-    system prompt and the history. Everything before it is identical from one
-    turn to the next, so a provider's prefix cache reuses the whole history.
+    system prompt and the history: the same cacheable prefix, but two user
+    messages in a row.
 ``"postfix"``
     Appended to the current user message (for a string content: after a blank
     line; for a list content: as one more text part). For models that require
@@ -61,7 +68,7 @@ __all__ = [
     "strip_injected",
 ]
 
-Placement = Literal["dynamic_context", "postfix", "system"]
+Placement = Literal["current_message", "dynamic_context", "postfix", "system"]
 """Where the injected context goes (see the module docstring)."""
 
 PLACEMENTS: tuple[str, ...] = get_args(Placement)
@@ -196,7 +203,7 @@ def is_injected(message: BaseMessage) -> bool:
 
 def _is_standalone_injection(message: BaseMessage) -> bool:
     marker = _marker(message)
-    return marker is not None and marker.get("placement") != "postfix"
+    return marker is not None and marker.get("placement") not in ("postfix", "current_message")
 
 
 def current_user_index(messages: Sequence[BaseMessage]) -> int | None:
@@ -276,8 +283,8 @@ def _system_insert_index(messages: Sequence[BaseMessage]) -> int:
 def injection_index(messages: Sequence[BaseMessage], *, placement: Placement) -> int:
     """Where injected content goes: the length of the stable prefix before it.
 
-    For ``"dynamic_context"`` and ``"postfix"`` it is the index of the current
-    user message (the end of the list when there is none); for ``"system"`` the
+    For ``"current_message"``, ``"dynamic_context"`` and ``"postfix"`` it is the index of
+    the current user message (the end of the list when there is none); for ``"system"`` the
     index right after the leading system messages. The messages before this
     index are the same whether or not something is injected.
 
@@ -335,13 +342,35 @@ def place_context(
         result.insert(_system_insert_index(result), message)
         return result
     index = current_user_index(result)
-    if index is None or placement == "dynamic_context":
+    if index is not None and placement == "current_message":
+        result[index] = _prepend_block(result[index], content)
+        return result
+    if index is None or placement in ("dynamic_context", "current_message"):
         marker = {"placement": "dynamic_context"}
         message = HumanMessage(content, additional_kwargs={INJECTED_KEY: marker})
         result.insert(len(result) if index is None else index, message)
         return result
     result[index] = _append_postfix(result[index], content)
     return result
+
+
+def _prepend_block(message: BaseMessage, content: str) -> BaseMessage:
+    """The message with ``content`` as its first text block (a string becomes a block too)."""
+    original = message.content
+    parts = [{"type": "text", "text": original}] if isinstance(original, str) else list(original)
+    marker = {"placement": "current_message", "text": isinstance(original, str)}
+    kwargs = {**message.additional_kwargs, INJECTED_KEY: marker}
+    new_content = [{"type": "text", "text": content}, *parts]
+    return message.model_copy(update={"content": new_content, "additional_kwargs": kwargs})
+
+
+def _remove_prefix(message: BaseMessage, marker: dict[str, Any]) -> BaseMessage:
+    parts = list(message.content)[1:]
+    content: Any = parts
+    if marker.get("text") and len(parts) == 1 and isinstance(parts[0], dict):
+        content = str(parts[0].get("text", ""))
+    kwargs = {k: v for k, v in message.additional_kwargs.items() if k != INJECTED_KEY}
+    return message.model_copy(update={"content": content, "additional_kwargs": kwargs})
 
 
 def _append_postfix(message: BaseMessage, content: str) -> BaseMessage:
@@ -453,6 +482,11 @@ def strip_injected(
         elif marker.get("placement") == "postfix":
             marked.add(len(result))
             result.append(_remove_postfix(message, marker))
+        elif marker.get("placement") == "current_message":
+            marked.add(len(result))
+            if "parts" in marker:  # a datetime suffix after it
+                message = _remove_postfix(message, marker)
+            result.append(_remove_prefix(message, marker))
     return _strip_by_text(result, marked, headers)
 
 

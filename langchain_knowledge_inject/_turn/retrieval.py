@@ -1,254 +1,570 @@
-"""The first step of a turn: its input messages, its query, and the search of every source.
+"""Retrieval: every kind of knowledge source searched the same way, scores that mean one thing.
 
-Plain functions over plain data: :func:`coerce_messages` reads the turn's input,
-:func:`turn_query` works out what to search for, :func:`retrieve` /
-:func:`aretrieve` search the sources side by side and return a
-:class:`RetrievalOutcome`. What they need of the settings is named by
-:class:`SearchSettings` (``KnowledgeSettings`` has it all).
+A surface's ``knowledge_base`` may be any of:
+
+- a :class:`~langchain_knowledge_inject.KnowledgeBase` (or any object with its
+  ``search``/``asearch`` signature): hybrid search, tenants, ``min_score`` with the
+  package's calibrated default;
+- a ``langchain_chroma.Chroma`` store, whatever its distance (L2 by default, cosine,
+  inner product): each hit is scored by the cosine of its stored vector and the
+  query's, computed here, so ``min_score`` means the same as for a knowledge base;
+  the store's ``where`` filter language applies;
+- another LangChain ``VectorStore``: its relevance scores where it has a relevance
+  function, else its own ``similarity_search_with_score`` where the score's meaning is
+  known (``InMemoryVectorStore``: cosine); a store with neither gives no score;
+- a LangChain ``BaseRetriever``: its documents as it returns them, scored by a numeric
+  ``metadata["score"]`` or ``metadata["relevance_score"]`` when it sets one;
+- a sequence mixing these.
+
+Scores are in [0, 1]. ``min_score`` drops what scores below it; a source that gives no
+score cannot be filtered, and says so once, in a warning that names the source and
+never its documents. ``tenant_id`` is refused for sources without tenant partitions.
+Filters are applied by the store where it can (a knowledge base, Chroma), else to the
+results' metadata after fetching four times as many.
+
+All sources are searched side by side (threads for the sync path, tasks for the async
+one); a source that fails is left out and reported (``on_error="degrade"``) or raises.
+Each search is a retriever run named ``knowledge_retrieval``, visible to callbacks and
+``astream_events``; in a restricted turn its output is stubs (a keyed reference and a
+score, never the text). A reranker (any ``BaseDocumentCompressor``, or a callable
+``(query, documents) -> documents``) then reorders the merged candidates.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import itertools
 import logging
-from collections.abc import Sequence
+import math
+import warnings
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, convert_to_messages
-from langchain_core.prompt_values import PromptValue
-
-from langchain_knowledge_inject._store.knowledge_base import MAX_QUERY_CHARS
-from langchain_knowledge_inject._turn.query import retrieval_query
-from langchain_knowledge_inject._turn.sources import (
-    TracedSearch,
-    asearch_one,
-    merge_results,
-    search_one,
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
 )
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
+from langchain_core.vectorstores import VectorStore
+from pydantic import ConfigDict
+
+from langchain_knowledge_inject._store.filters import matches
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
     ForkedProcessError,
     RetrievalError,
 )
 
-if TYPE_CHECKING:
-    from langchain_core.documents import Document
-    from langchain_core.runnables import RunnableConfig
-
 __all__ = [
-    "RetrievalOutcome",
-    "SearchSettings",
-    "aretrieve",
-    "asearch_query",
-    "coerce_messages",
-    "retrieve",
-    "search_kwargs",
-    "search_query",
-    "turn_query",
+    "Retrieved",
+    "SearchSpec",
+    "arerank",
+    "as_sources",
+    "asearch_sources",
+    "merge_results",
+    "rerank",
+    "search_sources",
 ]
 
 logger = logging.getLogger("langchain_knowledge_inject")
 
+SOURCE_KINDS = "a KnowledgeBase, a LangChain BaseRetriever or VectorStore, or a sequence of them"
+_FILTER_FETCH = 4
+_SCORE_KEYS = ("score", "relevance_score")
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    """The search arguments every source of a turn gets."""
+
+    k: int
+    min_score: float | None = None
+    filter: Mapping[str, Any] | None = None
+    mode: str = "hybrid"
+    tenant_id: str | None = None
+
 
 @dataclass
-class RetrievalOutcome:
-    """What retrieval produced for one turn."""
+class Retrieved:
+    """What a search of every source found."""
 
-    query: str | None
-    """The query sent to the knowledge base(s); ``None`` when retrieval did not run."""
     documents: list[Document] = field(default_factory=list)
-    """Retrieved chunks, best first."""
+    """The merged results, best first."""
+    errors: list[dict[str, str]] = field(default_factory=list)
+    """One ``{"stage": "retrieval", "error": <class>, "source": <name>}`` per failed source."""
     error: str | None = None
-    """Error text when retrieval failed and ``on_error="degrade"``."""
-    query_source: str | None = None
-    """How the query was made (``"message"``, ``"heuristic"``, ``"model"``, ``"cache"``)."""
+    """The first failure as ``"Class: message"`` (the non-restricted manifest shows it)."""
 
 
-class SearchSettings(Protocol):
-    """The settings one retrieval reads (a ``KnowledgeSettings`` has them all)."""
-
-    @property
-    def enabled(self) -> bool: ...
-    @property
-    def query_window(self) -> int: ...
-    @property
-    def top_k(self) -> int: ...
-    @property
-    def min_score(self) -> float | None: ...
-    @property
-    def mode(self) -> str: ...
-    @property
-    def tenant_id(self) -> str | None: ...
-    @property
-    def on_error(self) -> str: ...
-    @property
-    def restricted(self) -> bool: ...
+# --- the sources ------------------------------------------------------------------------------
 
 
-def coerce_messages(value: Any) -> list[BaseMessage]:
-    """The turn's input as messages: a list, a ``{"messages": [...]}`` dict, a string, a prompt.
+def _numeric(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
-    Raises:
-        ConfigurationError: Anything else (``None``, ``[None]``, a dict without ``messages``).
-    """
-    if isinstance(value, dict):
-        if "messages" not in value:
-            msg = "a dict input must have a 'messages' key"
-            raise ConfigurationError(msg, option="input", value=sorted(value))
-        value = value["messages"]
-    if isinstance(value, str):
-        return [HumanMessage(value)]
-    if isinstance(value, PromptValue):
-        return value.to_messages()
-    try:
-        return convert_to_messages(value)
-    except (TypeError, ValueError, NotImplementedError) as exc:  # None, [None], ...
+
+def _refuse_tenant(name: str, tenant_id: str | None) -> None:
+    if tenant_id is not None:
         msg = (
-            "input must be a list of messages, a {'messages': [...]} dict, a string or a "
-            f"PromptValue; got {type(value).__name__} ({exc})"
+            f"source {name!r} has no tenant partitions: tenant_id={tenant_id!r} cannot be "
+            "honoured (use a KnowledgeBase, or one retriever per tenant without tenant_id)"
         )
-        raise ConfigurationError(msg, option="input", value=value) from exc
+        raise ConfigurationError(msg, option="tenant_id", value=tenant_id)
 
 
-def turn_query(messages: Any, settings: SearchSettings) -> str | None:
-    """The turn's retrieval query, cut as the knowledge base cuts it (``None``: no retrieval).
+def _identified(doc: Document, name: str, score: float | None) -> Document:
+    """A copy of ``doc`` with a chunk id, its source's name and (when known) its score."""
+    metadata = dict(doc.metadata)
+    chunk_id = doc.id or metadata.get("chunk_id")
+    if not chunk_id:
+        import hashlib
 
-    Cut here too, so that the manifest, the graph state and the custom event
-    never carry a megabyte-long message.
-    """
-    if not settings.enabled:
-        return None
-    query = retrieval_query(coerce_messages(messages), window=settings.query_window)
-    return query[:MAX_QUERY_CHARS] if query is not None else None
-
-
-def search_kwargs(settings: SearchSettings) -> dict[str, Any]:
-    """The search arguments every source gets."""
-    return {"k": settings.top_k, "min_score": settings.min_score,
-            "mode": settings.mode, "tenant_id": settings.tenant_id}  # fmt: skip
+        digest = hashlib.sha256(doc.page_content.encode("utf-8", "replace")).hexdigest()[:16]
+        chunk_id = f"{name}:{digest}"
+    metadata["chunk_id"] = str(chunk_id)
+    metadata.setdefault("kb_name", name)
+    if score is not None:
+        metadata["score"] = min(1.0, max(0.0, float(score)))
+    return Document(id=str(chunk_id), page_content=doc.page_content, metadata=metadata)
 
 
-def retrieve(
-    searches: Sequence[TracedSearch],
-    messages: Any,
-    settings: SearchSettings,
-    config: RunnableConfig | None = None,
-) -> RetrievalOutcome:
-    """Search every source with the turn's query, side by side; merge the results.
+class _Foreign:
+    """What the adapters of LangChain stores and retrievers share: naming, filtering, warning."""
 
-    Each source's search is a retriever run under ``config`` (its documents are
-    visible to callbacks; in restricted mode only their ids and scores).
+    name: str
+    _warned = False
+
+    def _keep(self, docs: list[Document], spec: SearchSpec, scored: bool) -> list[Document]:
+        if spec.min_score is not None and not scored and docs and not self._warned:
+            self._warned = True
+            logger.warning(
+                "min_score=%s is not applied to %r: it returns no relevance scores",
+                spec.min_score,
+                self.name,
+            )
+        kept = [
+            d
+            for d in docs
+            if (
+                spec.min_score is None
+                or not _numeric(d.metadata.get("score"))
+                or d.metadata["score"] >= spec.min_score
+            )
+            and (not spec.filter or matches(d.metadata, spec.filter))
+        ]
+        return kept[: spec.k]
+
+
+class ChromaSource(_Foreign):
+    """A ``langchain_chroma.Chroma`` store: hits scored by the exact cosine of their vectors."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.name = str(getattr(store._collection, "name", None) or type(store).__name__)
+
+    def _query(self, vector: Sequence[float], spec: SearchSpec) -> list[Document]:
+        _refuse_tenant(self.name, spec.tenant_id)
+        from langchain_knowledge_inject._store.filters import to_chroma
+
+        result = self.store._collection.query(
+            query_embeddings=[list(vector)],
+            n_results=spec.k,
+            where=to_chroma(spec.filter) if spec.filter else None,
+            include=["documents", "metadatas", "embeddings"],
+        )
+        ids = result["ids"][0]
+        texts = (result.get("documents") or [[]])[0]
+        metas = (result.get("metadatas") or [[]])[0] or [None] * len(ids)
+        vectors = (result.get("embeddings") or [[]])[0]
+        docs = []
+        for cid, text, meta, vec in zip(ids, texts, metas, vectors, strict=True):
+            doc = Document(id=cid, page_content=text or "", metadata=dict(meta or {}))
+            docs.append(_identified(doc, self.name, _cosine(vector, vec)))
+        docs.sort(key=lambda d: -d.metadata["score"])
+        return self._keep(docs, SearchSpec(spec.k, spec.min_score, None), scored=True)
+
+    def search(self, query: str, spec: SearchSpec) -> list[Document]:
+        return self._query(self.store.embeddings.embed_query(query), spec)
+
+    async def asearch(self, query: str, spec: SearchSpec) -> list[Document]:
+        vector = await self.store.embeddings.aembed_query(query)
+        return await asyncio.to_thread(self._query, vector, spec)
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    import numpy as np
+
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
+    return float(x @ y) / norm if norm else 0.0
+
+
+class VectorStoreSource(_Foreign):
+    """Any other LangChain ``VectorStore``: relevance scores where they are known."""
+
+    _SIMILARITY_SCORES = ("InMemoryVectorStore",)  # similarity_search_with_score is a cosine
+
+    def __init__(self, store: VectorStore) -> None:
+        self.store = store
+        self.name = type(store).__name__
+
+    def _fetch(self, spec: SearchSpec) -> int:
+        return spec.k * _FILTER_FETCH if spec.filter else spec.k
+
+    def _scored(self, pairs: Sequence[tuple[Document, float]], spec: SearchSpec) -> list[Document]:
+        return self._keep([_identified(d, self.name, s) for d, s in pairs], spec, scored=True)
+
+    def search(self, query: str, spec: SearchSpec) -> list[Document]:
+        _refuse_tenant(self.name, spec.tenant_id)
+        fetch = self._fetch(spec)
+        if type(self.store).__name__ in self._SIMILARITY_SCORES:
+            return self._scored(self.store.similarity_search_with_score(query, k=fetch), spec)
+        try:
+            with warnings.catch_warnings():  # langchain_core's warning quotes the documents
+                warnings.simplefilter("ignore")
+                pairs = self.store.similarity_search_with_relevance_scores(query, k=fetch)
+            return self._scored(pairs, spec)
+        except NotImplementedError:
+            docs = [
+                _identified(d, self.name, None)
+                for d in self.store.similarity_search(query, k=fetch)
+            ]
+            return self._keep(docs, spec, scored=False)
+
+    async def asearch(self, query: str, spec: SearchSpec) -> list[Document]:
+        _refuse_tenant(self.name, spec.tenant_id)
+        fetch = self._fetch(spec)
+        if type(self.store).__name__ in self._SIMILARITY_SCORES:
+            pairs = await self.store.asimilarity_search_with_score(query, k=fetch)
+            return self._scored(pairs, spec)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pairs = await self.store.asimilarity_search_with_relevance_scores(query, k=fetch)
+            return self._scored(pairs, spec)
+        except NotImplementedError:
+            found = await self.store.asimilarity_search(query, k=fetch)
+            docs = [_identified(d, self.name, None) for d in found]
+            return self._keep(docs, spec, scored=False)
+
+
+class RetrieverSource(_Foreign):
+    """A LangChain ``BaseRetriever``: its documents, scored where it sets a score."""
+
+    def __init__(self, retriever: BaseRetriever) -> None:
+        self.retriever = retriever
+        self.name = retriever.get_name()
+
+    def _found(self, found: Sequence[Document], spec: SearchSpec) -> list[Document]:
+        docs = []
+        for doc in found:
+            score = next(
+                (doc.metadata[k] for k in _SCORE_KEYS if _numeric(doc.metadata.get(k))), None
+            )
+            docs.append(_identified(doc, self.name, score))
+        scored = bool(docs) and all(_numeric(d.metadata.get("score")) for d in docs)
+        return self._keep(docs, spec, scored=scored)
+
+    def search(
+        self, query: str, spec: SearchSpec, config: RunnableConfig | None = None
+    ) -> list[Document]:
+        _refuse_tenant(self.name, spec.tenant_id)
+        return self._found(self.retriever.invoke(query, config), spec)
+
+    async def asearch(
+        self, query: str, spec: SearchSpec, config: RunnableConfig | None = None
+    ) -> list[Document]:
+        _refuse_tenant(self.name, spec.tenant_id)
+        return self._found(await self.retriever.ainvoke(query, config), spec)
+
+
+class KnowledgeBaseSource:
+    """A ``KnowledgeBase`` (or an object with its ``search``/``asearch``)."""
+
+    def __init__(self, kb: Any) -> None:
+        self.kb = kb
+        self.name = str(getattr(kb, "name", type(kb).__name__))
+
+    def _kwargs(self, spec: SearchSpec) -> dict[str, Any]:
+        return {
+            "k": spec.k,
+            "min_score": spec.min_score,
+            "filter": spec.filter,
+            "mode": spec.mode,
+            "tenant_id": spec.tenant_id,
+        }
+
+    def search(self, query: str, spec: SearchSpec) -> list[Document]:
+        return list(self.kb.search(query, **self._kwargs(spec)))
+
+    async def asearch(self, query: str, spec: SearchSpec) -> list[Document]:
+        return list(await self.kb.asearch(query, **self._kwargs(spec)))
+
+
+Source = KnowledgeBaseSource | ChromaSource | VectorStoreSource | RetrieverSource
+
+
+def _one(value: Any) -> Source | None:
+    if hasattr(type(value), "restriction") and callable(getattr(value, "search", None)):
+        return KnowledgeBaseSource(value)
+    if isinstance(value, VectorStore):
+        if hasattr(value, "_collection") and hasattr(value, "embeddings"):
+            return ChromaSource(value)
+        return VectorStoreSource(value)
+    if isinstance(value, BaseRetriever):
+        return RetrieverSource(value)
+    if callable(getattr(value, "search", None)) and callable(getattr(value, "asearch", None)):
+        return KnowledgeBaseSource(value)
+    return None
+
+
+def as_sources(value: Any) -> tuple[Any, ...]:
+    """The searchable adapters of a surface's ``knowledge_base`` argument (see the module doc).
 
     Raises:
-        RetrievalError: A search failed and ``settings.on_error == "raise"``.
-        ConfigurationError: A search was refused for a wrong setting.
+        ConfigurationError: Anything else, or an empty sequence.
     """
-    query = turn_query(messages, settings)
-    if query is None:
-        return RetrievalOutcome(query=None)
-    return search_query(searches, query, settings, config)
+    single = _one(value)
+    if single is not None:
+        return (single,)
+    items = tuple(value) if isinstance(value, Sequence) and not isinstance(value, str) else ()
+    sources = tuple(_one(item) for item in items)
+    if not sources or any(s is None for s in sources):
+        bad = next((i for i, s in zip(items, sources, strict=True) if s is None), value)
+        msg = f"knowledge_base must be {SOURCE_KINDS}; got {type(bad).__name__}"
+        raise ConfigurationError(msg, option="knowledge_base", value=value)
+    return sources
 
 
-def search_query(
-    searches: Sequence[TracedSearch],
-    query: str,
-    settings: SearchSettings,
-    config: RunnableConfig | None = None,
-    *,
-    query_source: str | None = None,
-) -> RetrievalOutcome:
-    """Search every source with ``query`` (worked out beforehand), side by side; merge.
-
-    ``query_source`` (how the query was made) is recorded in the outcome.
-
-    Raises:
-        RetrievalError: A search failed and ``settings.on_error == "raise"``.
-        ConfigurationError: A search was refused for a wrong setting.
-    """
-    kwargs, restricted = search_kwargs(settings), bool(settings.restricted)
-
-    def search(traced: TracedSearch) -> list[Document] | Exception:
-        try:  # a retriever run under ``config`` (stubs only in restricted mode)
-            return search_one(traced, query, kwargs, config=config, restricted=restricted)
-        except Exception as exc:  # degraded or raised in _failed
-            return exc
-
-    if len(searches) == 1:
-        results = [search(searches[0])]
-    else:  # side by side: a slow or frozen store does not delay the others
-        workers = len(searches)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kinject") as pool:
-            results = list(pool.map(search, searches))
-    found = [r for r in results if not isinstance(r, Exception)]
-    failed = [r for r in results if isinstance(r, Exception)]
-    if failed:
-        return _failed(query, failed, settings, found, query_source)
-    documents = merge_results(found, settings.top_k)
-    return RetrievalOutcome(query=query, documents=documents, query_source=query_source)
+def underlying(source: Source) -> Any:
+    """The object a user gave (a knowledge base, a store, a retriever)."""
+    if isinstance(source, KnowledgeBaseSource):
+        return source.kb
+    if isinstance(source, RetrieverSource):
+        return source.retriever
+    return source.store
 
 
-async def aretrieve(
-    searches: Sequence[TracedSearch],
-    messages: Any,
-    settings: SearchSettings,
-    config: RunnableConfig | None = None,
-) -> RetrievalOutcome:
-    """Async twin of :func:`retrieve` (uses ``asearch``)."""
-    query = turn_query(messages, settings)
-    if query is None:
-        return RetrievalOutcome(query=None)
-    return await asearch_query(searches, query, settings, config)
+# --- one search as a retriever run --------------------------------------------------------------
 
 
-async def asearch_query(
-    searches: Sequence[TracedSearch],
-    query: str,
-    settings: SearchSettings,
-    config: RunnableConfig | None = None,
-    *,
-    query_source: str | None = None,
-) -> RetrievalOutcome:
-    """Async twin of :func:`search_query` (uses ``asearch``)."""
-    kwargs, restricted = search_kwargs(settings), bool(settings.restricted)
-    results = await asyncio.gather(
-        *(
-            asearch_one(traced, query, kwargs, config=config, restricted=restricted)
-            for traced in searches
-        ),
-        return_exceptions=True,
-    )
+class _TracedSearch(BaseRetriever):
+    """One source's search as a retriever run; in a restricted turn its output is stubs."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    source: Any
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        spec, redact, sink = kwargs["spec"], kwargs["redact"], kwargs["sink"]
+        if isinstance(self.source, RetrieverSource):  # a restricted turn: no callbacks below
+            child = None if redact else {"callbacks": run_manager.get_child()}
+            found = self.source.search(query, spec, _quiet(child))
+        else:
+            found = self.source.search(query, spec)
+        sink.extend(found)
+        return [redact(d) for d in found] if redact else list(found)
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        spec, redact, sink = kwargs["spec"], kwargs["redact"], kwargs["sink"]
+        if isinstance(self.source, RetrieverSource):
+            child = None if redact else {"callbacks": run_manager.get_child()}
+            found = await self.source.asearch(query, spec, _quiet(child))
+        else:
+            found = await self.source.asearch(query, spec)
+        sink.extend(found)
+        return [redact(d) for d in found] if redact else list(found)
+
+
+def _quiet(child: Any) -> RunnableConfig:
+    return child if child is not None else {"callbacks": []}
+
+
+Redact = Callable[[Document], Document] | None
+
+
+def _one_search(
+    source: Source, query: str, spec: SearchSpec, config: RunnableConfig | None, redact: Redact
+) -> list[Document]:
+    sink: list[Document] = []
+    traced = _TracedSearch(source=source, name="knowledge_retrieval")
+    traced.invoke(query, config, spec=spec, redact=redact, sink=sink)
+    return sink
+
+
+async def _aone_search(
+    source: Source, query: str, spec: SearchSpec, config: RunnableConfig | None, redact: Redact
+) -> list[Document]:
+    sink: list[Document] = []
+    traced = _TracedSearch(source=source, name="knowledge_retrieval")
+    await traced.ainvoke(query, config, spec=spec, redact=redact, sink=sink)
+    return sink
+
+
+def _outcome(sources: Sequence[Source], results: Sequence[Any], k: int, on_error: str) -> Retrieved:
+    """Merge what answered; raise or report what failed."""
     found = [r for r in results if not isinstance(r, BaseException)]
-    for result in results:
-        if isinstance(result, BaseException) and not isinstance(result, Exception):
-            raise result  # cancellation, KeyboardInterrupt
-    failed = [r for r in results if isinstance(r, Exception)]
-    if failed:
-        return _failed(query, failed, settings, found, query_source)
-    documents = merge_results(found, settings.top_k)
-    return RetrievalOutcome(query=query, documents=documents, query_source=query_source)
-
-
-def _failed(
-    query: str,
-    failed: Sequence[Exception],
-    settings: SearchSettings,
-    found: list[list[Document]],
-    query_source: str | None = None,
-) -> RetrievalOutcome:
-    """Raise, or go on with the knowledge bases that answered (``on_error="degrade"``)."""
-    for exc in failed:  # a wrong setting or a forked process is the caller's to fix
-        if isinstance(exc, (ConfigurationError, ForkedProcessError)):
-            raise exc
-    exc = failed[0]
-    if settings.on_error == "raise":
+    failed = [(s, r) for s, r in zip(sources, results, strict=True) if isinstance(r, BaseException)]
+    for _, exc in failed:
+        if not isinstance(exc, Exception) or isinstance(
+            exc, (ConfigurationError, ForkedProcessError)
+        ):
+            raise exc  # cancellation, a wrong setting, a forked process: the caller's to fix
+    if failed and on_error == "raise":
+        exc = failed[0][1]
         if isinstance(exc, RetrievalError):
             raise exc
         msg = f"Knowledge retrieval failed: {exc}"
         raise RetrievalError(msg) from exc
-    logger.warning("knowledge retrieval failed, continuing without it: %s", exc)
-    return RetrievalOutcome(
-        query=query, documents=merge_results(found, settings.top_k) if found else [],
-        error=f"{type(exc).__name__}: {exc}", query_source=query_source,
-    )  # fmt: skip
+    errors = []
+    for source, exc in failed:
+        logger.warning(
+            "knowledge source %r failed, continuing without it: %s", source.name, type(exc).__name__
+        )
+        errors.append({"stage": "retrieval", "error": type(exc).__name__, "source": source.name})
+    first = failed[0][1] if failed else None
+    return Retrieved(
+        documents=merge_results(found, k),
+        errors=errors,
+        error=f"{type(first).__name__}: {first}" if first is not None else None,
+    )
+
+
+def search_sources(
+    sources: Sequence[Source],
+    query: str,
+    spec: SearchSpec,
+    *,
+    config: RunnableConfig | None = None,
+    redact: Redact = None,
+    on_error: str = "degrade",
+) -> Retrieved:
+    """Search every source side by side (threads); merge, best first, cut to ``spec.k``.
+
+    Raises:
+        RetrievalError: A source failed and ``on_error == "raise"``.
+        ConfigurationError: A search was refused for a wrong setting.
+    """
+
+    def run(source: Source) -> Any:
+        try:
+            return _one_search(source, query, spec, config, redact)
+        except Exception as exc:
+            return exc
+
+    if len(sources) == 1:
+        results = [run(sources[0])]
+    else:  # a slow or frozen store does not delay the others; each thread in this context
+        with ThreadPoolExecutor(len(sources), thread_name_prefix="kinject-search") as pool:
+            futures = [pool.submit(contextvars.copy_context().run, run, s) for s in sources]
+            results = [f.result() for f in futures]
+    return _outcome(sources, results, spec.k, on_error)
+
+
+async def asearch_sources(
+    sources: Sequence[Source],
+    query: str,
+    spec: SearchSpec,
+    *,
+    config: RunnableConfig | None = None,
+    redact: Redact = None,
+    on_error: str = "degrade",
+) -> Retrieved:
+    """Async twin of :func:`search_sources` (the sources' ``asearch``, concurrently)."""
+    results = await asyncio.gather(
+        *(_aone_search(s, query, spec, config, redact) for s in sources), return_exceptions=True
+    )
+    return _outcome(sources, results, spec.k, on_error)
+
+
+def merge_results(found: Sequence[Sequence[Document]], top_k: int) -> list[Document]:
+    """Merge several sources' results, best first, without repeats, cut to ``top_k``.
+
+    By score when every result has one, else rank by rank (the first of each source,
+    then the second, ...). A chunk found by two sources (same id) is kept once.
+    """
+    if len(found) == 1:
+        return list(found[0][:top_k])
+    docs = [d for ds in found for d in ds]
+    if all(_numeric(d.metadata.get("score")) for d in docs):
+        ordered = sorted(docs, key=lambda d: -float(d.metadata["score"]))
+    else:
+        ordered = [d for row in itertools.zip_longest(*found) for d in row if d is not None]
+    seen: set[str] = set()
+    merged = []
+    for doc in ordered:
+        key = str(doc.id or doc.metadata.get("chunk_id") or id(doc))
+        if key not in seen:
+            seen.add(key)
+            merged.append(doc)
+    return merged[:top_k]
+
+
+# --- reranking --------------------------------------------------------------------------------
+
+Reranker = Callable[[str, Sequence[Document]], Sequence[Document]] | Any
+
+
+def check_reranker(reranker: Any) -> Any:
+    """A ``BaseDocumentCompressor`` or a callable ``(query, documents) -> documents``.
+
+    Raises:
+        ConfigurationError: Anything else.
+    """
+    if reranker is None or callable(getattr(reranker, "compress_documents", None)):
+        return reranker
+    if callable(reranker):
+        return reranker
+    msg = (
+        "reranker must be a LangChain BaseDocumentCompressor (a cross-encoder, FlashRank, "
+        f"Cohere, ...) or a callable (query, documents) -> documents; got {type(reranker).__name__}"
+    )
+    raise ConfigurationError(msg, option="reranker", value=reranker)
+
+
+def _reranked(docs: Sequence[Document], out: Sequence[Document]) -> list[Document]:
+    """The reranker's order, each document keeping its retrieval score as ``retrieval_score``."""
+    ranked = []
+    for position, doc in enumerate(out):
+        meta = dict(doc.metadata)
+        meta.setdefault("retrieval_score", meta.get("score"))
+        rerank = next(
+            (meta[k] for k in ("relevance_score", "rerank_score") if _numeric(meta.get(k))), None
+        )
+        if rerank is not None:
+            meta["score"] = min(1.0, max(0.0, float(rerank)))
+        meta["rerank_position"] = position
+        ranked.append(Document(id=doc.id, page_content=doc.page_content, metadata=meta))
+    return ranked
+
+
+def rerank(reranker: Any, query: str, docs: Sequence[Document]) -> list[Document]:
+    """Reorder ``docs`` with ``reranker`` (no reranker, or no documents: as they are)."""
+    if reranker is None or not docs:
+        return list(docs)
+    if callable(getattr(reranker, "compress_documents", None)):
+        out = reranker.compress_documents(list(docs), query)
+    else:
+        out = reranker(query, list(docs))
+    return _reranked(docs, out)
+
+
+async def arerank(reranker: Any, query: str, docs: Sequence[Document]) -> list[Document]:
+    """Async twin of :func:`rerank` (a plain callable runs in a worker thread)."""
+    if reranker is None or not docs:
+        return list(docs)
+    if callable(getattr(reranker, "acompress_documents", None)):
+        out = await reranker.acompress_documents(list(docs), query)
+    else:
+        result: Any = await asyncio.to_thread(reranker, query, list(docs))
+        out = await result if isinstance(result, Awaitable) else result
+    return _reranked(docs, out)
