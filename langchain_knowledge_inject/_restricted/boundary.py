@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from langchain_knowledge_inject._restricted import summarizer as _s
 from langchain_knowledge_inject._restricted.guard import LeakPolicy, check_leak
@@ -113,6 +113,15 @@ class SummaryBounds(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            option = ".".join(str(part) for part in error["loc"]) or None
+            msg = f"SummaryBounds: invalid value for {option!r}: {error['msg']}"
+            raise ConfigurationError(msg, option=option, value=error.get("input")) from None
+
     max_chunks: int = Field(default=8, ge=1, le=100)
     """Most chunks passed to the summarizer, in rank order."""
     max_chars_per_chunk: int = Field(default=1500, ge=100)
@@ -173,8 +182,8 @@ def chunk_ref(chunk_id: str) -> str:
         >>> chunk_ref("abc") == chunk_ref("abc") != chunk_ref("abd")
         True
     """
-    digest = hmac.new(_PROCESS_KEY, str(chunk_id).encode("utf-8"), hashlib.sha256)
-    return "r" + digest.hexdigest()[:12]
+    digest = hmac.new(_PROCESS_KEY, str(chunk_id).encode("utf-8"), hashlib.sha256).digest()
+    return "ref-" + "".join(chr(ord("a") + byte % 26) for byte in digest[:10])  # no digits
 
 
 @dataclass(frozen=True)
@@ -243,7 +252,8 @@ def format_block(summary: SafeSummary) -> str:
             "The restricted knowledge base cannot be used to answer this question. "
             "Do not guess its content or invent figures."
         )
-        guidance = neutralize_line(summary.answer_guidance) or REFUSAL_GUIDANCE[summary.reason]
+        written = "" if summary.reason in _FIXED_GUIDANCE else summary.answer_guidance
+        guidance = neutralize_line(written) or REFUSAL_GUIDANCE[summary.reason]
         lines.append(f"What to tell the user: {guidance}")
         return "\n".join(lines)
     lines.append(

@@ -410,7 +410,9 @@ async def _aone_search(
     return sink
 
 
-def _outcome(sources: Sequence[Source], results: Sequence[Any], k: int, on_error: str) -> Retrieved:
+def _outcome(
+    sources: Sequence[Source], results: Sequence[Any], k: int, on_error: str, restricted: bool
+) -> Retrieved:
     """Merge what answered; raise or report what failed."""
     found = [r for r in results if not isinstance(r, BaseException)]
     failed = [(s, r) for s, r in zip(sources, results, strict=True) if isinstance(r, BaseException)]
@@ -427,9 +429,8 @@ def _outcome(sources: Sequence[Source], results: Sequence[Any], k: int, on_error
         raise RetrievalError(msg) from exc
     errors = []
     for source, exc in failed:
-        logger.warning(
-            "knowledge source %r failed, continuing without it: %s", source.name, type(exc).__name__
-        )
+        what = type(exc).__name__ if restricted else f"{type(exc).__name__}: {exc}"
+        logger.warning("knowledge source %r failed, continuing without it: %s", source.name, what)
         errors.append({"stage": "retrieval", "error": type(exc).__name__, "source": source.name})
     first = failed[0][1] if failed else None
     return Retrieved(
@@ -467,7 +468,7 @@ def search_sources(
         with ThreadPoolExecutor(len(sources), thread_name_prefix="kinject-search") as pool:
             futures = [pool.submit(contextvars.copy_context().run, run, s) for s in sources]
             results = [f.result() for f in futures]
-    return _outcome(sources, results, spec.k, on_error)
+    return _outcome(sources, results, spec.k, on_error, redact is not None)
 
 
 async def asearch_sources(
@@ -483,7 +484,7 @@ async def asearch_sources(
     results = await asyncio.gather(
         *(_aone_search(s, query, spec, config, redact) for s in sources), return_exceptions=True
     )
-    return _outcome(sources, results, spec.k, on_error)
+    return _outcome(sources, results, spec.k, on_error, redact is not None)
 
 
 def merge_results(found: Sequence[Sequence[Document]], top_k: int) -> list[Document]:

@@ -48,6 +48,7 @@ __all__ = [
     "WordHashEmbedding",
     "dump_messages",
     "hr_documents",
+    "injected_text",
     "ranked_hits",
     "user_config",
 ]
@@ -263,6 +264,21 @@ def dump_messages(messages: Iterable[BaseMessage], *, tool_ids: bool = True) -> 
         for m in messages
     ]
     return json.dumps(rows, sort_keys=True, default=str)
+
+
+def injected_text(messages: Iterable[BaseMessage]) -> str | None:
+    """The injected knowledge in ``messages``, whatever the placement (``None``: none)."""
+    for message in messages:
+        marker = message.additional_kwargs.get("knowledge_inject")
+        if not isinstance(marker, dict):
+            continue
+        content = message.content
+        if marker.get("placement") == "current_message":
+            return str(content[0]["text"])  # type: ignore[index]
+        if marker.get("placement") == "postfix" and isinstance(content, str):
+            return content[-len(marker.get("suffix", "")) :]
+        return content if isinstance(content, str) else str(content[-1])
+    return None
 
 
 def user_config(user_id: str | None = "u1", **extra: Any) -> dict[str, Any]:

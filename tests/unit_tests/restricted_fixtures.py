@@ -41,7 +41,6 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import ConfigDict, Field
 
-from langchain_knowledge_inject._restricted.summary import SafeSummary
 
 # --- restricted content ------------------------------------------------------------------
 
@@ -250,7 +249,7 @@ class ScriptedSummarizer(BaseChatModel):
 
     Without ``structured`` it has no ``with_structured_output`` (the package
     falls back to parsing JSON text); with it, ``with_structured_output``
-    returns a Runnable giving a ``SafeSummary`` (or raising, like a provider's
+    returns a Runnable giving an instance of the schema (or raising, like a provider's
     parser). ``requests`` records every message list received.
     """
 
@@ -290,11 +289,11 @@ class ScriptedSummarizer(BaseChatModel):
             msg = "with_structured_output is not implemented for this model."
             raise NotImplementedError(msg)
 
-        def parse(value: Any) -> SafeSummary:
+        def parse(value: Any) -> Any:
             messages = value if isinstance(value, list) else value.to_messages()
-            return SafeSummary.model_validate_json(self._respond(messages))
+            return schema.model_validate_json(self._respond(messages))
 
-        async def aparse(value: Any) -> SafeSummary:
+        async def aparse(value: Any) -> Any:
             if self.hang:
                 await asyncio.sleep(10)
             return await asyncio.to_thread(parse, value)

@@ -28,7 +28,8 @@ from langchain_knowledge_inject._turn.manifest import (
 )
 from langchain_knowledge_inject._turn.placement import INJECTED_KEY, is_injected
 from langchain_knowledge_inject.settings import KnowledgeSettings
-from tests.unit_tests.fakes import EXPENSES, LEAVE, SICK, CallbackRecorder
+from langchain_knowledge_inject._restricted.boundary import chunk_ref
+from tests.unit_tests.fakes import EXPENSES, LEAVE, SICK, CallbackRecorder, injected_text
 
 
 class FakeKB:
@@ -86,15 +87,25 @@ def _history() -> list:
 # -- the basic turn ------------------------------------------------------------------------
 
 
-def test_injects_a_dynamic_context_message_before_the_current_user_message(kb):
+def test_injects_the_knowledge_as_the_first_block_of_the_current_user_message(kb):
     msgs = _history()
     out = KnowledgeInjector(kb).invoke(msgs)
-    assert len(out) == 5 and out[:3] == msgs[:3] and out[4] is msgs[3]
-    injected = out[3]
-    assert isinstance(injected, HumanMessage) and is_injected(injected)
-    assert injected.content.startswith("[Retrieved Knowledge]")
-    assert LEAVE in injected.content and SICK in injected.content
+    assert len(out) == 4 and out[:3] == msgs[:3]  # roles still alternate
+    current = out[3]
+    assert isinstance(current, HumanMessage) and is_injected(current)
+    knowledge, question = current.content
+    assert knowledge["text"].startswith("[Retrieved Knowledge]")
+    assert LEAVE in knowledge["text"] and SICK in knowledge["text"]
+    assert question == {"type": "text", "text": msgs[3].content}
     assert kb.calls[0]["query"] == "How many days of annual leave do I get?"
+    assert strip_injected(out) == msgs
+
+
+def test_dynamic_context_placement_is_a_user_message_of_its_own(kb):
+    msgs = _history()
+    out = KnowledgeInjector(kb, placement="dynamic_context").invoke(msgs)
+    assert len(out) == 5 and out[:3] == msgs[:3] and out[4] is msgs[3]
+    assert is_injected(out[3]) and out[3].content.startswith("[Retrieved Knowledge]")
 
 
 def test_nothing_above_the_threshold_gives_exactly_the_input(kb):
@@ -110,7 +121,7 @@ def test_nothing_above_the_threshold_gives_exactly_the_input(kb):
 def test_history_stays_byte_identical(kb):
     msgs = _history()
     before = [m.model_dump() for m in msgs]
-    for placement in ("dynamic_context", "postfix", "system"):
+    for placement in ("current_message", "dynamic_context", "postfix", "system"):
         turn = KnowledgeInjector(kb, placement=placement).prepare(msgs)
         assert turn.manifest.injected
         assert [m.model_dump() for m in msgs] == before
@@ -131,7 +142,7 @@ def test_retrieval_runs_every_turn_and_sees_new_documents(kb):
     assert "remote" not in str(injector.invoke(_history()))
     kb.docs.insert(0, _doc("Remote work is allowed two days a week.", 9, 0.95))
     out = injector.invoke([*_history(), AIMessage("25 days."), HumanMessage("Remote work?")])
-    assert "Remote work is allowed" in out[-2].content
+    assert "Remote work is allowed" in injected_text(out)
     assert len(kb.calls) == 2
 
 
@@ -186,14 +197,14 @@ def test_inside_a_tool_loop_the_query_and_the_context_stay_with_the_last_human_t
     ]
     out = KnowledgeInjector(kb).invoke(msgs)
     assert kb.calls[0]["query"] == "How many days of annual leave do I get?"
-    assert is_injected(out[3]) and out[4] is msgs[3] and out[-1] is msgs[-1]
+    assert is_injected(out[3]) and strip_injected(out) == msgs and out[-1] is msgs[-1]
 
 
 def test_query_window_adds_earlier_user_turns(kb):
     msgs = [HumanMessage("Leave in May?"), AIMessage("20 days."), HumanMessage("and in June?")]
-    KnowledgeInjector(kb, query_window=1).invoke(msgs)
+    KnowledgeInjector(kb).invoke(msgs)  # the default: a follow-up takes the earlier terms
     assert kb.calls[-1]["query"] == "and in June? leave may"
-    KnowledgeInjector(kb).invoke(msgs)
+    KnowledgeInjector(kb, query_window=0).invoke(msgs)
     assert kb.calls[-1]["query"] == "and in June?"
 
 
@@ -257,7 +268,7 @@ def test_restricted_cannot_be_switched_off_per_request(kb, caplog):
 def test_unknown_configurable_keys_are_ignored_and_invalid_values_raise(kb):
     injector = KnowledgeInjector(kb)
     request = {"configurable": {"thread_id": "t1", "top_k": None}}
-    assert injector.resolve(request) is injector.settings
+    assert injector.pipeline.request(request).settings is injector.settings
     for key, value in [
         ("top_k", 0),
         ("min_score", 1.5),
@@ -413,12 +424,12 @@ def test_injection_config_is_strict_and_closed():
         "min_score": None,
         "mode": "hybrid",
         "tenant_id": None,
-        "placement": "dynamic_context",
+        "placement": "current_message",
         "max_tokens": 2000,
         "restricted": False,
         "on_error": "degrade",
         "include_kb_meta": False,
-        "query_window": 0,
+        "query_window": 3,
         "knowledge_prompt": KNOWLEDGE_SYSTEM_PROMPT,
         "knowledge_max_tokens": None,
         "history_max_tokens": None,
@@ -438,8 +449,8 @@ def test_input_forms(kb):
     assert injector.invoke({"messages": _history()}) == expected
     prompt = ChatPromptTemplate.from_messages([("system", "{sys}"), ("human", "{q}")])
     out = (prompt | injector).invoke({"sys": "s", "q": "leave days?"})
-    assert [m.type for m in out] == ["system", "human", "human"] and is_injected(out[1])
-    assert injector.invoke("leave days?")[-1].content == "leave days?"
+    assert [m.type for m in out] == ["system", "human"] and is_injected(out[1])
+    assert strip_injected(injector.invoke("leave days?"))[-1].content == "leave days?"
     with pytest.raises(ConfigurationError):
         injector.invoke({"question": "x"})
 
@@ -467,7 +478,7 @@ def test_manifest_fields(kb):
     m = turn.manifest
     assert (
         m.injected
-        and m.placement == "dynamic_context"
+        and m.placement == "current_message"
         and m.query == "How many days of annual leave do I get?"
     )
     assert m.chunk_ids == ["c0", "c1", "c2"] and m.scores == [0.9, 0.7, 0.5]
@@ -544,7 +555,10 @@ def test_restricted_mode_without_a_summarizer_fails_closed(kb):
     )
     assert LEAVE not in text and "HR policies" not in text  # no raw chunks, no description
     assert "[Restricted Knowledge Bases]" in text and "[Restricted Knowledge Summary]" in text
-    assert turn.manifest.chunk_ids == ["c0", "c1", "c2"] and turn.manifest.citation_ids == []
+    # keyed references, never the chunk ids (which may derive from the content)
+    assert turn.manifest.chunk_ids == [chunk_ref(f"c{i}") for i in range(3)]
+    assert not {"c0", "c1", "c2"} & set(turn.manifest.chunk_ids)
+    assert turn.manifest.citation_ids == [] and turn.documents == []
 
 
 def test_restricted_mode_with_a_summarizer(kb):
@@ -575,10 +589,15 @@ def test_restricted_knowledge_base_turns_restricted_mode_on(tmp_path):
     real = KnowledgeBase(
         "secret", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=64), restricted=True
     )
-    assert KnowledgeInjector(real).settings.restricted is True
+    injector = KnowledgeInjector(real)
+    assert injector.pipeline.request().restricted is True  # read from the stored flag
+    assert injector.prepare([HumanMessage("q")]).manifest.restricted is True
     real.close()
 
 
 def test_marker_key(kb):
     out = KnowledgeInjector(kb).invoke(_history())
+    marker = {"placement": "current_message", "text": True}
+    assert out[3].additional_kwargs == {INJECTED_KEY: marker}
+    out = KnowledgeInjector(kb, placement="dynamic_context").invoke(_history())
     assert out[3].additional_kwargs == {INJECTED_KEY: {"placement": "dynamic_context"}}

@@ -1,4 +1,4 @@
-"""The turn's plain functions, the shared engine, the fail-closed entry point, renamed names."""
+"""The turn's plain functions, the one pipeline every surface shares, restricted mode's boundary."""
 
 from __future__ import annotations
 
@@ -12,21 +12,14 @@ from langchain_knowledge_inject import (
     KnowledgeInjector,
     create_knowledge_node,
 )
-from langchain_knowledge_inject._restricted.summary import asafe_summary_block, safe_summary_block
-from langchain_knowledge_inject._surfaces.engine import (
-    InjectionEngine,
-    engine_for,
-    fail_closed_knowledge,
-)
+from langchain_knowledge_inject._restricted.boundary import arelease, release
+from langchain_knowledge_inject._surfaces.pipeline import KnowledgePipeline, pipeline_for
 from langchain_knowledge_inject._turn.assemble import (
     AssembledContext,
-    PreparedTurn,
     RestrictedKnowledge,
     assemble_context,
-    prepare_turn,
 )
 from langchain_knowledge_inject._turn.formatting import DEFAULT_KNOWLEDGE_TEMPLATE
-from langchain_knowledge_inject._turn.retrieval import RetrievalOutcome
 from langchain_knowledge_inject._turn.tokens import approximate_token_count
 from tests.unit_tests.restricted_fixtures import RESTRICTED_DOCUMENTS, make_summarizer
 
@@ -88,39 +81,48 @@ def test_nothing_to_inject_gives_no_text_even_with_extra_blocks() -> None:
     assert built == AssembledContext()
 
 
-def test_prepare_turn_places_the_text_and_writes_the_manifest() -> None:
+def test_the_pipeline_places_the_text_and_writes_the_manifest() -> None:
     messages = [SystemMessage("sys"), HumanMessage("Leave days?")]
-    built = _assemble(CHUNKS)
-    outcome = RetrievalOutcome(query="Leave days?", documents=list(CHUNKS))
-    turn = prepare_turn(messages, outcome, built, placement="dynamic_context", restricted=False,
-                        retrieved=CHUNKS, sources=["leave.md", "expenses.md"])  # fmt: skip
-    assert isinstance(turn, PreparedTurn)
+    pipeline = KnowledgePipeline(TinyKB(), placement="dynamic_context")
+    turn = pipeline.prepare(messages, pipeline.request())
     assert [m.type for m in turn.messages] == ["system", "human", "human"]
-    assert turn.messages[1].content == built.text and turn.dynamic_context == built.text
+    assert turn.messages[1].content == turn.dynamic_context
     assert turn.manifest.chunk_ids == ["c1", "c2"] and turn.manifest.query == "Leave days?"
     assert messages == [SystemMessage("sys"), HumanMessage("Leave days?")]  # input untouched
 
 
-# --- the engine the surfaces share ---------------------------------------------------------
+# --- the pipeline the surfaces share ------------------------------------------------------
 
 
-def test_the_injector_is_an_engine_and_the_surfaces_share_one() -> None:
+def test_the_surfaces_share_one_pipeline() -> None:
     injector = KnowledgeInjector(TinyKB(), top_k=2)
-    assert isinstance(injector, InjectionEngine)
-    assert engine_for(injector) is injector
-    assert KnowledgeInjectionMiddleware(injector).injector is injector
-    built = KnowledgeInjectionMiddleware(TinyKB(), top_k=2).injector
-    assert type(built) is InjectionEngine and built.settings.top_k == 2
+    assert pipeline_for(injector) is injector.pipeline
+    assert KnowledgeInjectionMiddleware(injector).pipeline is injector.pipeline
+    built = KnowledgeInjectionMiddleware(TinyKB(), top_k=2).pipeline
+    assert type(built) is KnowledgePipeline and built.settings.top_k == 2
     with pytest.raises(ConfigurationError, match="top_k"):
-        engine_for(injector, options={"top_k": 3})
+        pipeline_for(injector, options={"top_k": 3})
 
 
-def test_an_engine_runs_the_same_turn_as_the_runnable() -> None:
+def test_a_pipeline_runs_the_same_turn_as_the_runnable() -> None:
     messages = [SystemMessage("sys"), HumanMessage("Leave days?")]
-    by_engine = InjectionEngine(TinyKB(), top_k=2).prepare(messages)
+    pipeline = KnowledgePipeline(TinyKB(), top_k=2)
+    by_pipeline = pipeline.prepare(messages, pipeline.request())
     by_runnable = KnowledgeInjector(TinyKB(), top_k=2).prepare(messages)
-    assert by_engine.messages == by_runnable.messages
-    assert by_engine.manifest.chunk_ids == by_runnable.manifest.chunk_ids == ["c1", "c2"]
+    assert by_pipeline.messages == by_runnable.messages
+    assert by_pipeline.manifest.chunk_ids == by_runnable.manifest.chunk_ids == ["c1", "c2"]
+
+
+async def test_the_request_is_resolved_once_from_configurable_and_the_runtime_context() -> None:
+    pipeline = KnowledgePipeline(TinyKB(), top_k=2)
+    config = {"configurable": {"top_k": 3, "user_id": "from-config"}}
+    request = await pipeline.arequest(config, context={"top_k": 5, "user_id": "u7"})
+    assert request.settings.top_k == 5  # the context wins
+    assert request.config["configurable"]["user_id"] == "u7"  # memory blocks read it there
+    with pytest.raises(ConfigurationError) as info:
+        pipeline.request(None, context={"top_k": 0})
+    assert info.value.option == "top_k"
+    assert pipeline.request(None, context={"restricted": True}).restricted is True
 
 
 def test_a_node_built_from_sources_runs() -> None:
@@ -133,36 +135,38 @@ def test_a_node_built_from_sources_runs() -> None:
     assert update["messages"][-1].content == "25 days."
 
 
-# --- restricted mode: one fail-closed entry point ------------------------------------------
+# --- restricted mode: one boundary -----------------------------------------------------
 
 
 def test_no_summarizer_model_refuses() -> None:
-    text, shown = safe_summary_block("q", RESTRICTED_DOCUMENTS, model=None)
-    assert (shown.decision, shown.reason) == ("refuse", "summarizer_error")
-    assert text.startswith("[Restricted Knowledge Summary]")
-    assert fail_closed_knowledge() == RestrictedKnowledge(text, "refuse", "summarizer_error")
+    released = release("q", RESTRICTED_DOCUMENTS, model=None)
+    assert (released.summary.decision, released.summary.reason) == ("refuse", "summarizer_error")
+    assert released.codes == ("no_model",)
+    assert released.text.startswith("[Restricted Knowledge Summary]")
 
 
 @pytest.mark.parametrize("kind", ["raising", "garbage", "copying"])
 async def test_a_failing_summarizer_refuses_sync_and_async(kind: str) -> None:
-    for text, shown in (
-        safe_summary_block("q", RESTRICTED_DOCUMENTS, model=make_summarizer(kind)),
-        await asafe_summary_block("q", RESTRICTED_DOCUMENTS, model=make_summarizer(kind)),
+    for released in (
+        release("q", RESTRICTED_DOCUMENTS, model=make_summarizer(kind)),
+        await arelease("q", RESTRICTED_DOCUMENTS, model=make_summarizer(kind)),
     ):
-        assert shown.decision == "refuse"
-        assert all(doc.page_content[:40] not in text for doc in RESTRICTED_DOCUMENTS)
+        assert released.summary.decision == "refuse"
+        assert all(doc.page_content[:40] not in released.text for doc in RESTRICTED_DOCUMENTS)
+        assert all(doc.page_content[:40] not in str(released.event()) for doc in RESTRICTED_DOCUMENTS)
 
 
 def test_an_error_after_the_summary_refuses_too() -> None:
     def broken(text: str) -> int:
         raise RuntimeError(RESTRICTED_DOCUMENTS[0].page_content)  # a message quoting a chunk
 
-    text, shown = safe_summary_block("q", RESTRICTED_DOCUMENTS, model=make_summarizer("honest"),
-                                     max_tokens=50, counter=broken)  # fmt: skip
-    assert (shown.decision, shown.reason) == ("refuse", "summarizer_error")
-    assert RESTRICTED_DOCUMENTS[0].page_content[:40] not in text
+    released = release("q", RESTRICTED_DOCUMENTS, model=make_summarizer("honest"),
+                       max_tokens=50, counter=broken)  # fmt: skip
+    assert (released.summary.decision, released.summary.reason) == ("refuse", "summarizer_error")
+    assert released.codes == ("model_error",)
+    assert RESTRICTED_DOCUMENTS[0].page_content[:40] not in released.text
 
 
 def test_a_bad_timeout_is_the_callers_error() -> None:
     with pytest.raises(ConfigurationError, match="timeout"):
-        safe_summary_block("q", RESTRICTED_DOCUMENTS, model=make_summarizer("honest"), timeout=-1)
+        release("q", RESTRICTED_DOCUMENTS, model=make_summarizer("honest"), timeout=-1)
