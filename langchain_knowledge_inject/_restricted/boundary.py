@@ -99,7 +99,6 @@ REFUSAL_GUIDANCE: dict[str, str] = {
 
 _FIXED_GUIDANCE = frozenset({"leak_detected", "summarizer_error"})
 _MIN_WORDS = 8
-_PREVIEW_CHARS = 80
 _PROCESS_KEY = secrets.token_bytes(32)
 
 
@@ -206,13 +205,9 @@ class Released:
     """The knowledge bases the chunks came from (names given by the application)."""
 
     def event(self) -> dict[str, Any]:
-        """The ``safe_summary_completed`` event, the log line's fields, the tool's artifact."""
-        preview = (self.summary.summary or self.summary.answer_guidance)[:_PREVIEW_CHARS]
+        """The released fields as a dict: the ``safe_summary_completed`` event, the tool's artifact."""
         return {
-            "decision": self.summary.decision,
-            "reason": self.summary.reason,
-            "confidence": self.summary.confidence,
-            "preview": preview,
+            **self.summary.model_dump(mode="json"),
             "refs": list(self.refs),
             "scores": list(self.scores),
             "codes": list(self.codes),

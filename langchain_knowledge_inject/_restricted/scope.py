@@ -96,7 +96,7 @@ def _stores(obj: Any, depth: int = 0, seen: set[int] | None = None) -> Iterator[
     if obj is None or id(obj) in seen or depth > _MAX_DEPTH:
         return
     seen.add(id(obj))
-    if hasattr(type(obj), "restriction") or _collection(obj) is not None:
+    if _flagged(obj) or _collection(obj) is not None:
         yield obj
         return
     if isinstance(obj, (list, tuple)):
@@ -107,6 +107,13 @@ def _stores(obj: Any, depth: int = 0, seen: set[int] | None = None) -> Iterator[
         inner = getattr(obj, name, None)
         if inner is not None and not isinstance(inner, (str, bytes, int, float)):
             yield from _stores(inner, depth + 1, seen)
+
+
+def _flagged(obj: Any) -> bool:
+    """A knowledge base (``restriction``), or a source object describing itself (``info``)."""
+    return hasattr(type(obj), "restriction") or (
+        callable(getattr(obj, "search", None)) and hasattr(obj, "info")
+    )
 
 
 def _collection(obj: Any) -> Any:
@@ -121,6 +128,8 @@ def _read(store: Any) -> Any:
     """The stored flags of one knowledge base or Chroma store (fresh from the store)."""
     if hasattr(type(store), "restriction"):
         return store.restriction
+    if _collection(store) is None:  # a source object with its own ``info``
+        return store.info
     from langchain_knowledge_inject._store.flags import read_flags
 
     collection = _collection(store)

@@ -292,12 +292,13 @@ def run_surface(
                 tools = [create_knowledge_base_search_tool(kb, summarizer_model=summarizer, **flag)]
             runnable = create_knowledge_graph(
                 model, kb, summarizer_model=summarizer, tools=tools or None, checkpointer=saver,
-                **flag,
+                keep_manifest=True, **flag,
             )  # fmt: skip
         else:
             middleware = KnowledgeInjectionMiddleware(
-                kb, summarizer_model=summarizer, search_tool=tool_origin == "surface", **flag
-            )
+                kb, summarizer_model=summarizer, search_tool=tool_origin == "surface",
+                keep_manifest=True, **flag,
+            )  # fmt: skip
             runnable = create_agent(model, tools=tools, middleware=[middleware], checkpointer=saver)
         _stream_graph(runnable, inp, config, turn)
         turn.channels["output"] = runnable.get_state(config).values

@@ -17,14 +17,8 @@ from langchain_knowledge_inject import (
     KnowledgeInjector,
     create_knowledge_base_search_tool,
 )
-from langchain_knowledge_inject._restricted.safe_summary import fit_safe_summary
-from langchain_knowledge_inject._restricted.scope import (
-    hide_source_names,
-    knowledge_base_flags,
-    redact_documents,
-    resolve_restricted,
-)
-from langchain_knowledge_inject._restricted.summary import SafeSummary
+from langchain_knowledge_inject._restricted.boundary import chunk_ref, release
+from langchain_knowledge_inject._restricted.scope import resolve_restricted, source_flags
 from langchain_knowledge_inject._surfaces.tools import pinned_and
 from langchain_knowledge_inject._turn.tokens import approximate_token_count
 from tests.unit_tests.fakes import WordHashEmbedding
@@ -68,13 +62,13 @@ def _answer(summary: str, guidance: str = HONEST_GUIDANCE) -> dict[str, Any]:
     ],
 )
 def test_any_on_wins_and_a_request_cannot_turn_it_off(stored, surface, asked, expected):
-    assert resolve_restricted(knowledge_bases=stored, surface=surface, request=asked) is expected
+    assert resolve_restricted(stored=any(stored), surface=surface, request=asked) is expected
 
 
 def test_a_request_asking_for_off_is_ignored_with_a_debug_log(caplog):
     with caplog.at_level(logging.DEBUG, logger="langchain_knowledge_inject"):
-        assert resolve_restricted(knowledge_bases=[True], request=False) is True
-    assert "restricted mode stays on (set by the knowledge base)" in caplog.text
+        assert resolve_restricted(stored=True, request=False) is True
+    assert "restricted mode stays on" in caplog.text
     assert all(r.levelno == logging.DEBUG for r in caplog.records)
 
 
@@ -94,16 +88,30 @@ def test_an_unreadable_stored_flag_counts_as_on():
     class Plain:  # a search/asearch object without info
         pass
 
-    kbs = [Broken(), Plain(), ListKB(["x"], restricted=True), ListKB(["x"])]
-    flags = list(knowledge_base_flags(kbs))
-    assert flags == [True, False, True, False]
+    class BrokenStore:  # a knowledge base whose stored flag cannot be read
+        def search(self, query, **kwargs):
+            return []
+
+        @property
+        def restriction(self):
+            msg = "store unreachable"
+            raise OSError(msg)
+
+    kbs = [BrokenStore(), Plain(), ListKB(["x"], restricted=True), ListKB(["x"])]
+    flags = [source_flags(kb) for kb in kbs]
+    assert [f.restricted for f in flags] == [True, False, True, False]
+    assert flags[0].errors == ({"stage": "flags", "error": "OSError", "source": "BrokenStore"},)
+    # the cause reaches the turn's manifest
+    turn = KnowledgeInjector(BrokenStore()).prepare([HumanMessage(QUESTION)])
+    assert turn.manifest.restricted and {"stage": "flags", "error": "OSError",
+                                         "source": "BrokenStore"} in turn.manifest.errors  # fmt: skip
 
 
 def test_a_flag_stored_after_construction_restricts_the_next_turn():
     kb = ListKB([SECRET_CHUNK])
     injector = KnowledgeInjector(kb)
     tool = create_knowledge_base_search_tool(kb)
-    assert "90412" in injector.invoke([HumanMessage(QUESTION)])[-2].text
+    assert "90412" in injector.invoke([HumanMessage(QUESTION)])[-1].text
     kb.info.restricted = True  # e.g. set through the store after the surface was built
     assert "90412" not in "".join(m.text for m in injector.invoke([HumanMessage(QUESTION)]))
     content = tool.invoke({"query": QUESTION})
@@ -247,10 +255,10 @@ def test_a_long_summary_is_cut_to_the_injectors_budget(max_tokens):
 
 
 def test_a_summary_that_cannot_fit_becomes_the_fixed_refusal():
-    summary = SafeSummary(**_answer(_LONG), confidence=0.9)
-    text, shown = fit_safe_summary(summary, max_tokens=40)
-    assert shown.decision == "refuse" and shown.reason == "summarizer_error"
-    assert _LONG[:40] not in text
+    released = release(QUESTION, [Document(SECRET_CHUNK)], max_tokens=40,
+                        model=hostile_summarizer(_answer(_LONG)))  # fmt: skip
+    assert released.summary.decision == "refuse" and released.summary.reason == "summarizer_error"
+    assert _LONG[:40] not in released.text
 
 
 def test_the_tools_safe_summary_fits_its_budget():
@@ -287,10 +295,17 @@ def test_sensitive_source_names_appear_nowhere(surface, caplog):
     turn = run_surface(surface, kb=kb, question=QUESTION, summarizer=_naming_summarizer(),
                        where="kb")  # fmt: skip
     turn.channels["logs"] = [r.getMessage() for r in caplog.records]
-    assert turn.reasons == ["answerable"] * len(turn.reasons) and turn.reasons
+    assert turn.reasons == ["leak_detected"] * len(turn.reasons) and turn.reasons  # named: refused
     found = {c: turn.text(c).count("vault_memo") for c in CHANNELS if c in turn.channels}
     assert found == dict.fromkeys(found, 0)
-    assert "a restricted document" in turn.text("main_model")
+
+
+@pytest.mark.parametrize("spelling", ["VAULT MEMO 0 2024", "vault-memo-0-2024.MD"])
+def test_a_sensitive_source_name_in_another_spelling_is_refused(spelling):
+    kb = ListKB([SECRET_CHUNK], restricted=True, sensitive_sources=True)
+    summarizer = hostile_summarizer(_answer(HONEST_SUMMARY + f" See {spelling} for details."))
+    turn = KnowledgeInjector(kb, summarizer_model=summarizer).prepare([HumanMessage(QUESTION)])
+    assert turn.manifest.summary_reason == "leak_detected" and spelling not in turn.dynamic_context
 
 
 def test_sources_are_shown_when_not_sensitive():
@@ -301,17 +316,6 @@ def test_sources_are_shown_when_not_sensitive():
     assert turn.channels["output"]["knowledge_manifest"]["sources"]
 
 
-def test_hide_source_names_keeps_plain_words():
-    docs = [Document("x", metadata={"source": "/kb/hr/leave.md"})]
-    assert hide_source_names("Annual leave: see leave.md", docs) == (
-        "Annual leave: see a restricted document"
-    )
-    docs = [Document("x", metadata={"source": "q3.md", "source_path": "/srv/kb/fin_plan_2025.md"})]
-    assert hide_source_names("In /srv/kb/fin_plan_2025.md and fin_plan_2025", docs) == (
-        "In a restricted document and a restricted document"
-    )
-
-
 # --- what state keeps -------------------------------------------------------------------------
 
 
@@ -320,16 +324,12 @@ def test_state_keeps_ids_and_scores_only():
     turn = run_surface("graph", kb=kb, question=QUESTION, events=False,
                        summarizer=hostile_summarizer(_answer(HONEST_SUMMARY)))  # fmt: skip
     retrieved = turn.channels["output"]["retrieved"]
-    assert [d.id for d in retrieved] == ["vault-0", "vault-1"]
+    refs = [chunk_ref("vault-0"), chunk_ref("vault-1")]  # keyed: never the chunk ids
+    assert [d.id for d in retrieved] == refs
     assert all(d.page_content == "" and d.metadata["redacted"] for d in retrieved)
-    assert {k for d in retrieved for k in d.metadata} <= {
-        "chunk_id", "score", "kb_name", "source", "redacted",
-    }  # fmt: skip
-    assert turn.channels["output"]["knowledge_manifest"]["chunk_ids"] == ["vault-0", "vault-1"]
-    doc = Document("text", id="a", metadata={"score": "n/a", "source": "s.md"})
-    assert redact_documents([doc])[0].metadata == {
-        "chunk_id": "a", "score": 0.0, "source": "s.md", "redacted": True,
-    }  # fmt: skip
+    assert {k for d in retrieved for k in d.metadata} <= {"chunk_id", "score", "redacted"}
+    assert [d.metadata["score"] for d in retrieved] == [0.9, 0.8]  # one decimal
+    assert turn.channels["output"]["knowledge_manifest"]["chunk_ids"] == refs
 
 
 @pytest.mark.parametrize("surface", SURFACES)
@@ -362,8 +362,30 @@ def test_invalid_reply_fields_are_not_logged(caplog, monkeypatch):
         summarizer_model=hostile_summarizer(lambda messages: reply),
     ).prepare([HumanMessage(QUESTION)])
     assert turn.manifest.summary_reason == "summarizer_error"
+    assert turn.manifest.summary_codes == ["invalid_reply"]
     assert "90412" not in caplog.text and count_raw(caplog.text, [SECRET_CHUNK]) == 0
-    assert "decision: literal_error" in caplog.text  # where it failed, not what it said
+    assert "safe summary failed (invalid_reply)" in caplog.text  # a code, never what it said
+
+
+def test_a_reply_key_named_after_a_chunk_is_never_logged(caplog, monkeypatch):
+    monkeypatch.setenv("KINJECT_LOG_MODEL_IO", "1")
+    caplog.set_level(logging.DEBUG)
+    reply = json.dumps({**_answer(HONEST_SUMMARY), "confidence": 0.5, SECRET_CHUNK: 1})
+    turn = KnowledgeInjector(ListKB([SECRET_CHUNK]), restricted=True,
+                             summarizer_model=hostile_summarizer(lambda m: reply)
+                             ).prepare([HumanMessage(QUESTION)])  # fmt: skip
+    assert turn.manifest.summary_reason == "summarizer_error"
+    assert "90412" not in caplog.text and "Treasury" not in caplog.text
+
+
+def test_the_confidence_is_released_as_a_bucket_only():
+    reply = json.dumps({**_answer(HONEST_SUMMARY), "confidence": 0.729418})
+    turn = KnowledgeInjector(ListKB([SECRET_CHUNK]), restricted=True,
+                             summarizer_model=hostile_summarizer(lambda m: reply)
+                             ).prepare([HumanMessage(QUESTION)])  # fmt: skip
+    assert turn.manifest.summary_confidence == "medium"
+    assert "729418" not in json.dumps(turn.manifest.to_dict())
+    assert "729418" not in turn.dynamic_context and turn.safe_summary.confidence == "medium"
 
 
 @pytest.mark.parametrize("surface", ["graph", "middleware"])
@@ -379,17 +401,9 @@ def test_the_host_lends_its_summarizer_to_a_separate_tool(surface):
     assert "90412" not in turn.text("main_model")
 
 
-def test_stored_flags_are_read_without_counting_chunks(tmp_path, monkeypatch):
-    from langchain_knowledge_inject._restricted.scope import sensitive_source_flags
-    from langchain_knowledge_inject._store.knowledge_base import RestrictionFlags
-
+def test_stored_flags_are_read_from_the_store(tmp_path):
     kb = KnowledgeBase("flags", path=tmp_path, embeddings=WordHashEmbedding(), restricted=True)
     kb.add_documents([Document(page_content="Leave requests go to HR.")])
-
-    def no_count(*args: Any, **kwargs: Any) -> int:
-        pytest.fail("the per-turn flag lookup counted the chunks")
-
-    monkeypatch.setattr(kb._catalog, "count", no_count)
-    assert kb.restriction == RestrictionFlags(restricted=True, sensitive_sources=False)
-    assert list(knowledge_base_flags([kb])) == [True]
-    assert sensitive_source_flags([kb]) == [False]
+    flags = source_flags(kb)
+    assert flags.restricted is True and flags.sensitive_sources is False and not flags.errors
+    assert source_flags(kb.as_retriever()).restricted is True  # found through the wrapper
