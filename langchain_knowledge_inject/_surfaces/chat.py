@@ -164,5 +164,14 @@ class _DryRunTurn:
         for message in sent:
             label = f"{message.type} (injected)" if is_injected(message) else message.type
             print(f"[{label}]", file=out)
-            print(message.text, file=out)
+            content = message.content
+            blocks = (
+                [content]
+                if isinstance(content, str)
+                else [
+                    part.get("text", "") if isinstance(part, dict) else str(part)
+                    for part in content
+                ]
+            )
+            print("\n\n".join(blocks), file=out)
         print("--- end of messages ---", file=out)

@@ -115,20 +115,26 @@ def salient_terms(text: str) -> list[str]:
 def looks_like_follow_up(text: str) -> bool:
     """Whether a user message looks like it continues the previous turn (English).
 
-    True for a message of at most :data:`SHORT_MESSAGE_WORDS` words, one that
-    starts with a continuation ("and", "but", "what about", "then", ...), or
-    a message of at most :data:`REFERENCE_MAX_WORDS` words with a word that
-    refers back ("it", "that", "there", "them", "too", "else", ...).
+    True for a message that starts with a continuation ("and", "but", "what about",
+    "then", ...), one of at most :data:`SHORT_MESSAGE_WORDS` words with at most one
+    content word ("In June?"), or one of at most :data:`REFERENCE_MAX_WORDS` words
+    with a word that refers back ("it", "that", "there", "them", "too", "else", ...).
+    A short question with a subject of its own ("parking garage?") is not: a topic
+    switch is searched alone.
 
     Example:
         >>> looks_like_follow_up("is all of it paid in full?")
         True
         >>> looks_like_follow_up("What should I do if my laptop is stolen?")
         False
+        >>> looks_like_follow_up("parking garage?"), looks_like_follow_up("In June?")
+        (False, True)
     """
     words = text.split()
-    if len(words) <= SHORT_MESSAGE_WORDS or _CONTINUATION.match(text):
+    if _CONTINUATION.match(text):
         return True
+    if len(words) <= SHORT_MESSAGE_WORDS and len(salient_terms(text)) <= 1:
+        return True  # "In June?", "why?": too little to search with
     return len(words) <= REFERENCE_MAX_WORDS and bool(_REFERENCE.search(text))
 
 

@@ -13,20 +13,13 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import END, START, StateGraph
 
 from langchain_knowledge_inject import (
     ConfigurationError,
     KnowledgeBase,
-    KnowledgeInjector,
-    KnowledgeState,
     create_knowledge_base_search_tool,
     create_knowledge_graph,
-)
-from langchain_knowledge_inject._surfaces.graph import (
-    compose_messages,
-    create_build_context_node,
-    create_retrieve_node,
+    strip_injected,
 )
 from langchain_knowledge_inject._turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject._turn.placement import INJECTED_KEY, is_injected
@@ -37,6 +30,7 @@ from tests.unit_tests.fakes import (
     WordHashEmbedding,
     dump_messages,
     hr_documents,
+    injected_text,
 )
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "knowledge_graph.mmd"
@@ -70,24 +64,25 @@ def _human(i: int) -> HumanMessage:
 def test_model_sees_system_prompt_history_and_dynamic_context(kb):
     model = NumberedChatModel()
     graph = create_knowledge_graph(
-        model, kb, system_prompt="You are HR.", checkpointer=InMemorySaver()
+        model, kb, system_prompt="You are HR.", checkpointer=InMemorySaver(), keep_manifest=True
     )
     state = graph.invoke(
         {"messages": [HumanMessage("How many days of annual leave?", id="h0")]}, _thread()
     )
 
     sent = model.received[-1]
-    assert [m.type for m in sent] == ["system", "human", "human"]
+    assert [m.type for m in sent] == ["system", "human"]  # roles strictly alternate
     assert sent[0].content == f"You are HR.\n\n{KNOWLEDGE_SYSTEM_PROMPT}"
-    assert is_injected(sent[1]) and sent[1].content.startswith("[Retrieved Knowledge]")
-    assert LEAVE in sent[1].content and "Source: leave.md" in sent[1].content
-    assert sent[2].content == "How many days of annual leave?"
+    knowledge, question = sent[1].content
+    assert is_injected(sent[1]) and knowledge["text"].startswith("[Retrieved Knowledge]")
+    assert LEAVE in knowledge["text"] and "Source: leave.md" in knowledge["text"]
+    assert question["text"] == "How many days of annual leave?"
     # only the reply is added to the history
     assert [(m.type, m.content) for m in state["messages"]] == [
         ("human", "How many days of annual leave?"),
         ("ai", "reply 1"),
     ]
-    assert state["dynamic_context"] == sent[1].content
+    assert state["dynamic_context"] == knowledge["text"]
     assert [d.metadata["source"] for d in state["retrieved"]] == ["leave.md"]
     assert state["knowledge_manifest"]["injected"] is True
     assert state["knowledge_manifest"]["sources"] == ["leave.md"]
@@ -95,7 +90,7 @@ def test_model_sees_system_prompt_history_and_dynamic_context(kb):
 
 def test_nothing_retrieved_sends_exactly_system_and_history(kb):
     model = NumberedChatModel()
-    graph = create_knowledge_graph(model, kb, system_prompt="You are HR.")
+    graph = create_knowledge_graph(model, kb, system_prompt="You are HR.", keep_manifest=True)
     state = graph.invoke({"messages": [HumanMessage("Tell me about the parking garage.")]})
     assert [m.type for m in model.received[-1]] == ["system", "human"]
     assert not any(is_injected(m) for m in model.received[-1])
@@ -120,11 +115,12 @@ def test_knowledge_prompt_none_leaves_the_system_prompt_alone(kb):
     assert model.received[-1][0].content == "S"
 
 
-def test_compose_messages_removes_earlier_injections():
-    history = [HumanMessage("a", id="1"), AIMessage("b", id="2"), HumanMessage("c", id="3")]
-    stale = compose_messages(history, "OLD", system_prompt="S")[1:]
-    out = compose_messages(stale, "NEW", system_prompt="S")
-    assert [m.content for m in out] == ["S\n\n" + KNOWLEDGE_SYSTEM_PROMPT, "a", "b", "NEW", "c"]
+def test_checkpoints_carry_no_manifest_unless_asked(kb):
+    saver = InMemorySaver()
+    graph = create_knowledge_graph(NumberedChatModel(), kb, checkpointer=saver)
+    state = graph.invoke({"messages": [HumanMessage("annual leave?")]}, _thread())
+    assert state["knowledge_manifest"] is None and state["dynamic_context"]
+    assert "chunk_ids" not in str(list(saver.list(_thread())))
 
 
 # --- many turns with a checkpointer -----------------------------------------------------
@@ -150,14 +146,14 @@ def test_checkpointed_history_is_byte_identical_to_a_run_without_injection(kb):
     assert len(with_knowledge) == 2 * turns
     assert dump_messages(with_knowledge) == dump_messages(without)
     assert not any(is_injected(m) or "[Retrieved Knowledge]" in m.text for m in with_knowledge)
-    # the model did get knowledge, exactly one injected message per call, never accumulated
+    # the model did get knowledge, in exactly one message per call, never accumulated
     injected_per_call = [sum(is_injected(m) for m in call) for call in model.received]
     assert max(injected_per_call) == 1
     assert sum(injected_per_call) >= turns // 2
     assert all(sum(is_injected(m) for m in call) == 0 for call in plain_model.received)
-    # what the model saw = system + stored history + at most one injected message
+    # what the model saw = system + stored history, the current message carrying the knowledge
     for i, call in enumerate(model.received):
-        clean = [m for m in call if not is_injected(m)]
+        clean = strip_injected(call)
         assert dump_messages(clean[1:]) == dump_messages(with_knowledge[: 2 * i + 1])
 
 
@@ -166,7 +162,8 @@ def test_sqlite_checkpointer_keeps_an_injection_free_history(kb, tmp_path):
     db = tmp_path / "checkpoints.sqlite"
     model = NumberedChatModel()
     with sqlite3.connect(db, check_same_thread=False) as conn:
-        graph = create_knowledge_graph(model, kb, system_prompt="S", checkpointer=SqliteSaver(conn))
+        graph = create_knowledge_graph(model, kb, system_prompt="S", checkpointer=SqliteSaver(conn),
+                                       keep_manifest=True)  # fmt: skip
         _converse(graph, turns, _thread("sql"))
     # a new process would read this: reopen the file with a fresh saver
     with sqlite3.connect(db, check_same_thread=False) as conn:
@@ -197,7 +194,8 @@ async def test_async_multi_turn_matches_sync(kb):
 
 
 def test_per_turn_fields_are_overwritten_not_accumulated(kb):
-    graph = create_knowledge_graph(NumberedChatModel(), kb, checkpointer=InMemorySaver())
+    graph = create_knowledge_graph(NumberedChatModel(), kb, checkpointer=InMemorySaver(),
+                                   keep_manifest=True)  # fmt: skip
     first = graph.invoke({"messages": [HumanMessage("annual leave?")]}, _thread())
     assert first["retrieved"] and first["dynamic_context"]
     second = graph.invoke({"messages": [HumanMessage("parking garage?")]}, _thread())
@@ -209,7 +207,7 @@ def test_per_turn_fields_are_overwritten_not_accumulated(kb):
 
 def test_document_added_between_turns_is_used_on_the_next_turn(kb):
     model = NumberedChatModel()
-    graph = create_knowledge_graph(model, kb, checkpointer=InMemorySaver())
+    graph = create_knowledge_graph(model, kb, checkpointer=InMemorySaver(), keep_manifest=True)
     graph.invoke({"messages": [HumanMessage("When does the parking garage open?")]}, _thread())
     assert not any(is_injected(m) for m in model.received[-1])
 
@@ -218,7 +216,7 @@ def test_document_added_between_turns_is_used_on_the_next_turn(kb):
         {"messages": [HumanMessage("When does the parking garage open?")]}, _thread()
     )
     assert "parking.md" in state["knowledge_manifest"]["sources"]
-    assert PARKING in model.received[-1][-2].content
+    assert PARKING in injected_text(model.received[-1])
 
 
 # --- per-request overrides --------------------------------------------------------------
@@ -228,7 +226,7 @@ def test_override_knowledge_enabled_false_skips_retrieval_and_injection(kb, monk
     calls = []
     monkeypatch.setattr(kb, "search", lambda *a, **k: calls.append(a) or [])
     model = NumberedChatModel()
-    graph = create_knowledge_graph(model, kb)
+    graph = create_knowledge_graph(model, kb, keep_manifest=True)
     state = graph.invoke(
         {"messages": [HumanMessage("annual leave?")]},
         {"configurable": {"knowledge_enabled": False}},
@@ -240,7 +238,7 @@ def test_override_knowledge_enabled_false_skips_retrieval_and_injection(kb, monk
 
 
 def test_override_top_k(kb):
-    graph = create_knowledge_graph(NumberedChatModel(), kb)
+    graph = create_knowledge_graph(NumberedChatModel(), kb, keep_manifest=True)
     msg = {"messages": [HumanMessage("manager approval")]}
     assert len(graph.invoke(msg)["knowledge_manifest"]["chunk_ids"]) == 2
     assert (
@@ -251,7 +249,7 @@ def test_override_top_k(kb):
 
 def test_override_min_score(kb):
     model = NumberedChatModel()
-    graph = create_knowledge_graph(model, kb)
+    graph = create_knowledge_graph(model, kb, keep_manifest=True)
     state = graph.invoke(
         {"messages": [HumanMessage("annual leave?")]}, {"configurable": {"min_score": 0.99}}
     )
@@ -264,17 +262,18 @@ def test_override_tenant_id(kb):
         [Document("Tenant acme: parking garage badges at desk 4.", metadata={"source": "acme.md"})],
         tenant_id="acme",
     )
-    graph = create_knowledge_graph(NumberedChatModel(), kb)
+    graph = create_knowledge_graph(NumberedChatModel(), kb, keep_manifest=True)
     msg = {"messages": [HumanMessage("parking garage badges")]}
     assert "acme.md" not in graph.invoke(msg)["knowledge_manifest"]["sources"]
     tenant = graph.invoke(msg, {"configurable": {"tenant_id": "acme"}})
     assert tenant["knowledge_manifest"]["sources"] == ["acme.md"]
 
 
-@pytest.mark.parametrize("placement", ["postfix", "system"])
+@pytest.mark.parametrize("placement", ["postfix", "system", "dynamic_context"])
 def test_override_placement(kb, placement):
     model = NumberedChatModel()
-    graph = create_knowledge_graph(model, kb, system_prompt="S", checkpointer=InMemorySaver())
+    graph = create_knowledge_graph(model, kb, system_prompt="S", checkpointer=InMemorySaver(),
+                                   keep_manifest=True)  # fmt: skip
     state = graph.invoke(
         {"messages": [HumanMessage("annual leave?", id="h")]}, _thread(placement=placement)
     )
@@ -282,6 +281,9 @@ def test_override_placement(kb, placement):
     if placement == "postfix":
         assert [m.type for m in sent] == ["system", "human"]
         assert sent[1].content.startswith("annual leave?\n\n[Retrieved Knowledge]")
+    elif placement == "dynamic_context":
+        assert [m.type for m in sent] == ["system", "human", "human"]
+        assert sent[1].additional_kwargs[INJECTED_KEY]["placement"] == "dynamic_context"
     else:
         assert [m.type for m in sent] == ["system", "system", "human"]
         assert sent[1].additional_kwargs[INJECTED_KEY]["placement"] == "system"
@@ -329,15 +331,15 @@ async def test_manifest_as_custom_event(kb):
     assert events[0]["data"]["sources"] == ["leave.md"]
 
 
-def test_prefix_hash_is_stable_across_turns_for_dynamic_context(kb):
+def test_prefix_hash_is_stable_across_turns(kb):
     graph = create_knowledge_graph(
-        NumberedChatModel(), kb, system_prompt="S", checkpointer=InMemorySaver()
+        NumberedChatModel(), kb, system_prompt="S", checkpointer=InMemorySaver(), keep_manifest=True
     )
     first = graph.invoke({"messages": [HumanMessage("annual leave?")]}, _thread())
     from langchain_knowledge_inject._turn.manifest import hash_messages
 
     second = graph.invoke({"messages": [HumanMessage("sick leave note?")]}, _thread())
-    prefix = compose_messages(second["messages"][:-2], None, system_prompt="S")
+    prefix = [SystemMessage(f"S\n\n{KNOWLEDGE_SYSTEM_PROMPT}"), *second["messages"][:-2]]
     assert second["knowledge_manifest"]["prefix_hash"] == hash_messages(prefix)
     assert first["knowledge_manifest"]["prefix_hash"] != second["knowledge_manifest"]["prefix_hash"]
 
@@ -355,7 +357,7 @@ SAFE_REPLY = json.dumps(
 )
 
 
-def test_restricted_graph_routes_through_safe_summarize(kb):
+def test_restricted_graph_summarizes_inside_the_retrieve_step(kb):
     model = NumberedChatModel()
     summarizer = GenericFakeChatModel(messages=iter([SAFE_REPLY]))
     graph = create_knowledge_graph(model, kb, restricted=True, summarizer_model=summarizer)
@@ -365,15 +367,15 @@ def test_restricted_graph_routes_through_safe_summarize(kb):
             {"messages": [HumanMessage("annual leave?")]}, stream_mode="updates"
         )
     ]
-    assert nodes == ["retrieve", "safe_summarize", "build_context", "call_model"]
-    injected = model.received[-1][-2]
-    assert "[Restricted Knowledge Summary]" in injected.content
-    assert LEAVE not in injected.content and "25 days" not in injected.content
+    assert nodes == ["retrieve", "call_model"]
+    injected = injected_text(model.received[-1])
+    assert "[Restricted Knowledge Summary]" in injected
+    assert LEAVE not in injected and "25 days" not in injected
 
 
 def test_restricted_without_summarizer_fails_closed(kb):
     model = NumberedChatModel()
-    graph = create_knowledge_graph(model, kb, restricted=True)
+    graph = create_knowledge_graph(model, kb, restricted=True, keep_manifest=True)
     state = graph.invoke({"messages": [HumanMessage("annual leave?")]})
     assert state["safe_summary"]["reason"] == "summarizer_error"
     assert state["knowledge_manifest"]["summary_decision"] == "refuse"
@@ -381,31 +383,17 @@ def test_restricted_without_summarizer_fails_closed(kb):
     assert LEAVE not in sent and "25 days" not in sent
 
 
-def test_restricted_per_request_and_skipped_otherwise(kb):
+def test_restricted_per_request_and_not_otherwise(kb):
     graph = create_knowledge_graph(NumberedChatModel(), kb)
     msg = {"messages": [HumanMessage("annual leave?")]}
-    plain = [next(iter(u)) for u in graph.stream(msg, stream_mode="updates")]
-    assert "safe_summarize" not in plain
-    restricted = [
-        next(iter(u))
-        for u in graph.stream(msg, {"configurable": {"restricted": True}}, stream_mode="updates")
-    ]
-    assert "safe_summarize" in restricted
-
-
-def test_build_context_without_a_safe_summary_fails_closed(kb):
-    injector = KnowledgeInjector(kb, restricted=True)
-    node = create_build_context_node(injector)
-    docs = kb.search("annual leave")
-    update = node.invoke(
-        {
-            "messages": [HumanMessage("annual leave?")],
-            "retrieved": docs,
-            "retrieval_query": "annual leave?",
-        }
-    )
-    assert LEAVE not in update["dynamic_context"]
-    assert update["knowledge_manifest"]["summary_reason"] == "summarizer_error"
+    plain = graph.invoke(msg)
+    assert plain["safe_summary"] is None and LEAVE in plain["dynamic_context"]
+    restricted = graph.invoke(msg, {"configurable": {"restricted": True}})
+    assert restricted["safe_summary"]["reason"] == "summarizer_error"
+    assert LEAVE not in restricted["dynamic_context"]
+    by_context = graph.invoke(msg, context={"restricted": True})  # the runtime context
+    assert by_context["safe_summary"] == restricted["safe_summary"]
+    assert by_context["dynamic_context"] == restricted["dynamic_context"]
 
 
 # --- tools, own graphs, drawing ---------------------------------------------------------
@@ -429,29 +417,10 @@ def test_tool_loop_keeps_context_next_to_the_user_message_and_tool_skips_injecte
     state = graph.invoke({"messages": [HumanMessage("annual leave?", id="h")]}, _thread())
     assert len(model.received) == 2
     second = model.received[1]
-    assert [m.type for m in second] == ["system", "human", "human", "ai", "tool"]
-    assert is_injected(second[1]) and second[2].content == "annual leave?"
+    assert [m.type for m in second] == ["system", "human", "ai", "tool"]
+    assert is_injected(second[1]) and strip_injected(second)[1].content == "annual leave?"
     assert second[-1].artifact == []  # leave.md was injected this turn: not repeated
     assert [m.type for m in state["messages"]] == ["human", "ai", "tool", "ai"]
-
-
-def test_node_factories_compose_into_an_own_graph(kb):
-    injector = KnowledgeInjector(kb)
-
-    def answer(state: KnowledgeState) -> dict[str, Any]:
-        return {"messages": [AIMessage(f"{len(state['retrieved'])} chunks")]}
-
-    builder = StateGraph(KnowledgeState)
-    builder.add_node("retrieve", create_retrieve_node(injector))
-    builder.add_node("build_context", create_build_context_node(injector))
-    builder.add_node("answer", answer)
-    builder.add_edge(START, "retrieve")
-    builder.add_edge("retrieve", "build_context")
-    builder.add_edge("build_context", "answer")
-    builder.add_edge("answer", END)
-    state = builder.compile().invoke({"messages": [HumanMessage("annual leave?")]})
-    assert state["messages"][-1].content == "1 chunks"
-    assert state["knowledge_manifest"]["sources"] == ["leave.md"]
 
 
 @pytest.mark.parametrize(("snapshot", "with_tools"), [(SNAPSHOT, False), (SNAPSHOT_TOOLS, True)])
@@ -496,10 +465,10 @@ def test_chat_without_a_model_prints_the_messages_that_would_be_sent(tmp_path, m
     )
     assert code == 0
     first, second = out.split("--- turn 1:")[1].split("--- turn 2:")
-    assert "3 messages would be sent" in first
+    assert "2 messages would be sent" in first  # the knowledge travels with the question
     assert "[system]\nYou are a helpful assistant" in first
     assert "[human (injected)]\n[Retrieved Knowledge]" in first and LEAVE in first
-    assert "[human]\nHow many days of annual leave?" in first
+    assert "say so honestly.\n\nHow many days of annual leave?" in first
     # turn 2: history holds the user messages only, no earlier injection
     assert "3 messages would be sent" in second and "(injected)" not in second
     assert second.count("[human]") == 2 and LEAVE not in second
