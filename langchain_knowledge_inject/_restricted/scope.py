@@ -170,8 +170,8 @@ def source_flags(source: Any) -> SourceFlags:
             errors.append({"stage": "flags", "error": type(exc).__name__, "source": _name(store)})
             restricted = sensitive = True
             continue
-        restricted = restricted or bool(flags.restricted)
-        sensitive = sensitive or bool(flags.sensitive_sources)
+        restricted = restricted or getattr(flags, "restricted", False) is True
+        sensitive = sensitive or getattr(flags, "sensitive_sources", False) is True
         hints += [flags.routing_hint] if getattr(flags, "routing_hint", "") else []
         keywords += list(getattr(flags, "routing_keywords", ()) or ())
     return SourceFlags(restricted, sensitive, " ".join(hints), tuple(keywords), tuple(errors))

@@ -217,6 +217,11 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
         return self.pipeline.knowledge_bases
 
     @property
+    def records_turns(self) -> bool:
+        """Whether a block records finished turns (an ``EpisodicMemory``)."""
+        return self.pipeline.records_turns
+
+    @property
     def config_specs(self) -> list[ConfigurableFieldSpec]:
         """The per-request settings, declared as configurable fields (defaults: the settings)."""
         return self.settings.config_specs()

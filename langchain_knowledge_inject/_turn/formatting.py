@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from langchain_knowledge_inject._turn.neutralize import neutralize
+from langchain_knowledge_inject._turn.placement import USER_MESSAGE_LABEL
 from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -230,9 +231,9 @@ def render_chunk(template: KnowledgeBlockTemplate, doc: Document, cid: str, rank
         if category_text
         else "",
         score=score,
-        content=neutralize(doc.page_content, markers=(template.intro, template.closing)).strip(
-            "\n"
-        ),
+        content=neutralize(
+            doc.page_content, markers=(template.intro, template.closing, USER_MESSAGE_LABEL)
+        ).strip("\n"),
         rank=rank,
     )
 

@@ -3,8 +3,8 @@
 Four placements:
 
 ``"current_message"`` (default)
-    The first content block of the current user message: the knowledge and the
-    question travel as one user turn, two text blocks. Everything before the
+    The first content blocks of the current user message: the knowledge, then the
+    line :data:`USER_MESSAGE_LABEL`, then the user's own content, as one user turn. Everything before the
     current message (system prompt, history) is identical from one turn to the
     next, so a provider's prefix cache reuses it, and user and assistant turns
     strictly alternate, which some providers and many open-model chat templates
@@ -55,6 +55,7 @@ from langchain_knowledge_inject.errors import ConfigurationError
 __all__ = [
     "INJECTED_KEY",
     "INJECTION_HEADERS",
+    "USER_MESSAGE_LABEL",
     "PLACEMENTS",
     "Placement",
     "append_suffix",
@@ -75,6 +76,14 @@ PLACEMENTS: tuple[str, ...] = get_args(Placement)
 """The allowed placements."""
 
 INJECTED_KEY = "knowledge_inject"
+
+USER_MESSAGE_LABEL = "[User Message]"
+"""The text block between the knowledge and the user's own content (``"current_message"``).
+
+It tells the model where the user's words start, and it marks that boundary in a
+history whose text blocks were flattened into one string (OpenAI-style role/content
+dicts join them with a newline), so :func:`strip_injected` can still cut the
+knowledge off. Retrieved text that imitates it is neutralized."""
 """Key in ``additional_kwargs`` that marks a message holding injected content."""
 
 _POSTFIX_SEPARATOR = "\n\n"
@@ -355,17 +364,18 @@ def place_context(
 
 
 def _prepend_block(message: BaseMessage, content: str) -> BaseMessage:
-    """The message with ``content`` as its first text block (a string becomes a block too)."""
+    """The message with ``content`` and the label as its first text blocks."""
     original = message.content
     parts = [{"type": "text", "text": original}] if isinstance(original, str) else list(original)
     marker = {"placement": "current_message", "text": isinstance(original, str)}
     kwargs = {**message.additional_kwargs, INJECTED_KEY: marker}
-    new_content = [{"type": "text", "text": content}, *parts]
+    label = {"type": "text", "text": USER_MESSAGE_LABEL}
+    new_content = [{"type": "text", "text": content}, label, *parts]
     return message.model_copy(update={"content": new_content, "additional_kwargs": kwargs})
 
 
 def _remove_prefix(message: BaseMessage, marker: dict[str, Any]) -> BaseMessage:
-    parts = list(message.content)[1:]
+    parts = list(message.content)[2:]
     content: Any = parts
     if marker.get("text") and len(parts) == 1 and isinstance(parts[0], dict):
         content = str(parts[0].get("text", ""))
@@ -513,10 +523,28 @@ def _strip_by_text(
         followed_by_user = index + 1 < len(messages) and isinstance(
             messages[index + 1], HumanMessage
         )
+        if _labelled(message, headers):  # a flattened current_message: cut up to the label
+            text = str(message.content)
+            cut = text[text.index(_FLAT_LABEL) + len(_FLAT_LABEL) :]
+            result.append(message.model_copy(update={"content": cut}))
+            continue
         if followed_by_user and _whole_text(message, headers):
             continue  # a dynamic_context
         result.append(_cut_postfix_text(message, headers))
     return result
+
+
+_FLAT_LABEL = f"\n{USER_MESSAGE_LABEL}\n"
+
+
+def _labelled(message: BaseMessage, headers: Sequence[str]) -> bool:
+    """A string that starts with injected content and holds the label line after it."""
+    content = message.content
+    return (
+        isinstance(content, str)
+        and _FLAT_LABEL in content
+        and injection_start(content[: content.index(_FLAT_LABEL)], headers=headers) == 0
+    )
 
 
 def _whole_text(message: BaseMessage, headers: Sequence[str]) -> bool:
@@ -535,12 +563,21 @@ def _cut_postfix_text(message: BaseMessage, headers: Sequence[str]) -> BaseMessa
             return message
         new_content: str | list[str | dict[Any, Any]] = content[: start - len(_POSTFIX_SEPARATOR)]
     else:
-        last = content[-1] if len(content) > 1 else None
-        text = last.get("text") if isinstance(last, dict) and last.get("type") == "text" else last
-        if not isinstance(text, str) or injection_start(text, headers=headers) != 0:
+        parts = list(content)
+        label = {"type": "text", "text": USER_MESSAGE_LABEL}
+        if len(parts) > 2 and parts[1] == label and _injected_part(parts[0], headers):
+            parts = parts[2:]  # a current_message's knowledge and label
+        if len(parts) > 1 and _injected_part(parts[-1], headers):  # a postfix block
+            parts = parts[:-1]
+        if len(parts) == len(content):
             return message
-        new_content = list(content[:-1])
+        new_content = parts
     return message.model_copy(update={"content": new_content})
+
+
+def _injected_part(part: Any, headers: Sequence[str]) -> bool:
+    text = part.get("text") if isinstance(part, dict) and part.get("type") == "text" else part
+    return isinstance(text, str) and injection_start(text, headers=headers) == 0
 
 
 def extend_system_message(message: SystemMessage, addition: str | None) -> SystemMessage:

@@ -274,7 +274,7 @@ def injected_text(messages: Iterable[BaseMessage]) -> str | None:
             continue
         content = message.content
         if marker.get("placement") == "current_message":
-            return str(content[0]["text"])  # type: ignore[index]
+            return str(content[0]["text"])  # type: ignore[index]  # then the label, the question
         if marker.get("placement") == "postfix" and isinstance(content, str):
             return content[-len(marker.get("suffix", "")) :]
         return content if isinstance(content, str) else str(content[-1])

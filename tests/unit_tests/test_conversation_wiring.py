@@ -192,7 +192,7 @@ def test_history_is_trimmed_on_every_surface(surface):
     received, _ = _run(surface, ListKB(CHUNKS), _long_chat(), history_max_tokens=400)
     texts = [m.text for m in received]
     assert any(t.startswith("You are the HR assistant.") for t in texts[:2])  # system prompt kept
-    assert texts[-1] == "And for part-timers?"
+    assert texts[-1].endswith("And for part-timers?")
     assert not any(t.startswith("Old question 0") for t in texts)  # the oldest turns went
     assert any(t.startswith("Old question 5") for t in texts)  # the newest stayed
     assert LEAVE in _texts(received)
@@ -254,8 +254,11 @@ def test_datetime_suffix_goes_on_the_current_message_and_strips():
     )
     question = [HumanMessage("How much annual leave?")]
     out = injector.invoke(question, {"configurable": {"now": now}})
-    assert out[-1].content == "How much annual leave?\n\n[Current time: 2025-03-14 09:30 UTC]"
-    assert out[-2].text.startswith("[Retrieved Knowledge]")
+    knowledge, label, asked, suffix = out[-1].content
+    assert knowledge["text"].startswith("[Retrieved Knowledge]")
+    assert (asked["text"], suffix["text"]) == (
+        "How much annual leave?", "\n\n[Current time: 2025-03-14 09:30 UTC]"
+    )
     assert [m.content for m in strip_injected(out)][1:] == ["How much annual leave?"]
     off = injector.invoke(question, {"configurable": {"now": now, "memory": False}})
     assert off == question  # switched off: no suffix either
@@ -268,7 +271,8 @@ def test_a_custom_template_header_is_stripped_from_plain_dict_histories():
     plain = [{"role": m.type.replace("human", "user"), "content": m.content} for m in first]
     second = injector.invoke([*plain, {"role": "assistant", "content": "25 days."},
                               {"role": "user", "content": "And part-timers?"}])  # fmt: skip
-    assert sum(m.text.startswith("[Company Docs]") for m in second) == 1
+    assert sum("[Company Docs]" in m.text for m in second) == 1
+    assert second[0].text == "How much annual leave?"  # the earlier block is gone
 
 
 # --- logs ----------------------------------------------------------------------------------------

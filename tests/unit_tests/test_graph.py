@@ -73,7 +73,7 @@ def test_model_sees_system_prompt_history_and_dynamic_context(kb):
     sent = model.received[-1]
     assert [m.type for m in sent] == ["system", "human"]  # roles strictly alternate
     assert sent[0].content == f"You are HR.\n\n{KNOWLEDGE_SYSTEM_PROMPT}"
-    knowledge, question = sent[1].content
+    knowledge, label, question = sent[1].content
     assert is_injected(sent[1]) and knowledge["text"].startswith("[Retrieved Knowledge]")
     assert LEAVE in knowledge["text"] and "Source: leave.md" in knowledge["text"]
     assert question["text"] == "How many days of annual leave?"
@@ -468,7 +468,7 @@ def test_chat_without_a_model_prints_the_messages_that_would_be_sent(tmp_path, m
     assert "2 messages would be sent" in first  # the knowledge travels with the question
     assert "[system]\nYou are a helpful assistant" in first
     assert "[human (injected)]\n[Retrieved Knowledge]" in first and LEAVE in first
-    assert "say so honestly.\n\nHow many days of annual leave?" in first
+    assert "say so honestly.\n\n[User Message]\n\nHow many days of annual leave?" in first
     # turn 2: history holds the user messages only, no earlier injection
     assert "3 messages would be sent" in second and "(injected)" not in second
     assert second.count("[human]") == 2 and LEAVE not in second

@@ -93,7 +93,7 @@ def test_injects_the_knowledge_as_the_first_block_of_the_current_user_message(kb
     assert len(out) == 4 and out[:3] == msgs[:3]  # roles still alternate
     current = out[3]
     assert isinstance(current, HumanMessage) and is_injected(current)
-    knowledge, question = current.content
+    knowledge, label, question = current.content
     assert knowledge["text"].startswith("[Retrieved Knowledge]")
     assert LEAVE in knowledge["text"] and SICK in knowledge["text"]
     assert question == {"type": "text", "text": msgs[3].content}

@@ -24,11 +24,8 @@ from langchain_knowledge_inject import KnowledgeInjector
 from langchain_knowledge_inject._memory.episodic import Episode, format_episodes
 from langchain_knowledge_inject._memory.facts import format_user_facts
 from langchain_knowledge_inject._memory.procedures import Procedure, format_procedure
-from langchain_knowledge_inject._restricted.summary import (
-    SafeSummary,
-    format_safe_summary,
-    safe_kb_meta,
-)
+from langchain_knowledge_inject._restricted.boundary import format_block, refused
+from langchain_knowledge_inject._restricted.scope import safe_kb_meta
 from langchain_knowledge_inject._turn.formatting import (
     KnowledgeBlockTemplate,
     format_kb_meta,
@@ -53,18 +50,21 @@ def _blocks() -> dict[str, str]:
     """One real block of every kind the package injects, rendered by its own formatter."""
     episode = Episode("e1", "exchange", "My dog is Rex.", "Nice name!",
                       datetime(2024, 5, 2, tzinfo=timezone.utc), "u1")  # fmt: skip
-    summary = SafeSummary(decision="refuse", reason="summarizer_error", summary="",
-                          answer_guidance="", confidence=0.0)  # fmt: skip
     info = {"name": "hr", "id": "kb1", "description": "HR policies", "topics": ["leave"]}
     return {
         "kb_meta": format_kb_meta([info]),
-        "restricted_kb_meta": safe_kb_meta(SimpleNamespace(**info)),
+        "restricted_kb_meta": safe_kb_meta([info]),
         "procedure": format_procedure(Procedure("Reset password", "", ["Open", "Click"])),
         "knowledge": format_knowledge_block([LEAVE]),
-        "summary": format_safe_summary(summary),
+        "summary": format_block(refused("summarizer_error")),
         "episodic": format_episodes([episode]) or "",
         "facts": format_user_facts({"city": "Lisbon"}) or "",
     }
+
+
+def _texts(message: BaseMessage) -> list[str]:
+    content = message.content
+    return [content] if isinstance(content, str) else [p["text"] for p in content]
 
 
 def _round_trip(messages: list[BaseMessage]) -> list[BaseMessage]:
@@ -188,7 +188,7 @@ def test_the_injector_never_doubles_the_block_over_a_plain_dict_history():
         for question in ["How many days of leave?", "and part-timers?", "and interns?"]:
             stored.append({"role": "user", "content": question})
             sent = injector.invoke(convert_to_messages(stored))
-            text = "\n".join(str(m.content) for m in sent)
+            text = "\n".join("\n".join(_texts(m)) for m in sent)
             # block headers stand alone on their line (the knowledge prompt names them inline)
             assert len(re.findall(r"^\[Retrieved Knowledge\]$", text, re.M)) == 1, placement
             assert len(re.findall(r"^\[Knowledge Bases\]$", text, re.M)) == 1, placement
