@@ -233,7 +233,7 @@ def _turn_key(config: RunnableConfig | None, messages: Sequence[BaseMessage]) ->
         return None
     current = messages[index]
     text = str(current.id or current.content)
-    return f"{thread}#{index}:" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+    return f"{thread}#" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
 def remember_shown(

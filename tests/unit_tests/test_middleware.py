@@ -25,6 +25,7 @@ from tests.unit_tests.fakes import (
     NumberedChatModel,
     dump_messages,
     hr_documents,
+    injected_text,
 )
 
 
@@ -89,7 +90,7 @@ class Capture:
 
 
 def test_wrap_model_call_injects_without_touching_the_request(kb):
-    middleware = KnowledgeInjectionMiddleware(kb)
+    middleware = KnowledgeInjectionMiddleware(kb, keep_manifest=True)
     messages = [
         HumanMessage("Hi", id="h0"),
         AIMessage("Hello", id="a0"),
@@ -102,23 +103,27 @@ def test_wrap_model_call_injects_without_touching_the_request(kb):
     sent = capture.requests[0]
     assert sent.system_message.content == f"You are HR.\n\n{KNOWLEDGE_SYSTEM_PROMPT}"
     assert [m.content for m in sent.messages[:2]] == ["Hi", "Hello"]
-    assert is_injected(sent.messages[2]) and LEAVE in sent.messages[2].content
-    assert sent.messages[3] is messages[2]
+    assert is_injected(sent.messages[2]) and LEAVE in sent.messages[2].text
+    assert sent.messages[2].text.endswith("annual leave?") and len(sent.messages) == 3
     # the original request and its messages are unchanged
     assert request.messages == messages and request.system_message.content == "You are HR."
     assert isinstance(result, ExtendedModelResponse)
     assert result.model_response.result[0].content == "answer"
     update = result.command.update
+    assert update == {"knowledge_manifest": update["knowledge_manifest"]}  # nothing else
     assert update["knowledge_manifest"]["sources"] == ["leave.md"]
-    assert update["knowledge_turn"]["dynamic_context"] == sent.messages[2].content
+    # without keep_manifest nothing at all goes to the state
+    assert isinstance(KnowledgeInjectionMiddleware(kb).wrap_model_call(request, capture),
+                      ModelResponse)  # fmt: skip
 
 
 async def test_awrap_model_call_matches_the_sync_hook(kb):
-    middleware = KnowledgeInjectionMiddleware(kb)
+    middleware = KnowledgeInjectionMiddleware(kb, keep_manifest=True)
     messages = [HumanMessage("annual leave?", id="h1")]
     sync, async_ = Capture(), Capture()
     middleware.wrap_model_call(_request(messages), sync)
-    result = await middleware.awrap_model_call(_request(messages), async_.acall)
+    other = [HumanMessage("annual leave?", id="h2")]  # another turn: not the cached one
+    result = await middleware.awrap_model_call(_request(other), async_.acall)
     assert [m.content for m in async_.requests[0].messages] == [
         m.content for m in sync.requests[0].messages
     ]
@@ -128,44 +133,42 @@ async def test_awrap_model_call_matches_the_sync_hook(kb):
 def test_cached_turn_is_reused_without_retrieving(kb, searches):
     middleware = KnowledgeInjectionMiddleware(kb)
     messages: list[BaseMessage] = [HumanMessage("annual leave?", id="h1")]
-    first = middleware.wrap_model_call(_request(messages), Capture())
+    middleware.wrap_model_call(_request(messages), Capture())
     assert searches == ["annual leave?"]
-    # the same turn, one tool round later: the state carries the cached turn
+    # the same turn, one tool round later: the injected text is kept in this process
     messages += [_call("clock", {}, "c1"), ToolMessage("12:00", tool_call_id="c1", id="t1")]
-    state = {"messages": messages, **first.command.update}
     capture = Capture()
-    second = middleware.wrap_model_call(_request(messages, state), capture)
+    middleware.wrap_model_call(_request(messages), capture)
     assert searches == ["annual leave?"]
-    assert second.command is None
     sent = capture.requests[0].messages
-    assert [m.type for m in sent] == ["human", "human", "ai", "tool"]
-    assert is_injected(sent[0]) and sent[1].content == "annual leave?"
+    assert [m.type for m in sent] == ["human", "ai", "tool"]
+    assert is_injected(sent[0]) and sent[0].text.endswith("annual leave?") and LEAVE in sent[0].text
 
 
 def test_new_user_message_or_new_settings_retrieve_again(kb, searches):
     middleware = KnowledgeInjectionMiddleware(kb)
-    first = middleware.wrap_model_call(
-        _request([HumanMessage("annual leave?", id="h1")]), Capture()
-    )
+    middleware.wrap_model_call(_request([HumanMessage("annual leave?", id="h1")]), Capture())
     messages = [
         HumanMessage("annual leave?", id="h1"),
         AIMessage("25", id="a1"),
         HumanMessage("sick leave note?", id="h2"),
     ]
-    middleware.wrap_model_call(
-        _request(messages, {"messages": messages, **first.command.update}), Capture()
-    )
+    middleware.wrap_model_call(_request(messages), Capture())
     assert searches == ["annual leave?", "sick leave note?"]
+    middleware.wrap_model_call(_request(messages).override(model_settings={}), Capture())
+    assert len(searches) == 2  # cached
+    middleware.pipeline.settings = middleware.pipeline.settings.replace(top_k=2)
+    middleware.wrap_model_call(_request(messages), Capture())
+    assert len(searches) == 3  # other settings: a new retrieval
 
 
 def test_nothing_retrieved_leaves_messages_as_they_are(kb):
-    middleware = KnowledgeInjectionMiddleware(kb)
+    middleware = KnowledgeInjectionMiddleware(kb, keep_manifest=True)
     messages = [HumanMessage("parking garage?", id="h1")]
     capture = Capture()
     result = middleware.wrap_model_call(_request(messages), capture)
     assert capture.requests[0].messages == messages
     assert result.command.update["knowledge_manifest"]["injected"] is False
-    assert result.command.update["knowledge_turn"]["dynamic_context"] is None
 
 
 def test_knowledge_prompt_none_and_list_system_content(kb):
@@ -246,14 +249,11 @@ def test_agent_tool_loop_keeps_the_injection_next_to_the_last_human_turn(kb, sea
     assert len(model.received) == 6
     for call in model.received:
         injected = [i for i, m in enumerate(call) if is_injected(m)]
-        assert len(injected) == 1
-        last_human = max(
-            i for i, m in enumerate(call) if isinstance(m, HumanMessage) and not is_injected(m)
-        )
-        assert injected == [last_human - 1]
+        humans = [i for i, m in enumerate(call) if isinstance(m, HumanMessage)]
+        assert injected == [humans[-1]]  # the current user message carries the knowledge
         assert call[0].content == f"You are HR.\n\n{KNOWLEDGE_SYSTEM_PROMPT}"
-    assert LEAVE in model.received[2][1].content  # third call of turn 1, after two tool results
-    assert SICK in model.received[5][-6].content
+    assert LEAVE in injected_text(model.received[2])  # third call of turn 1, after two tools
+    assert SICK in injected_text(model.received[5])
 
 
 def test_agent_checkpointed_history_is_injection_free_and_identical_to_no_injection(kb):
@@ -280,7 +280,7 @@ def test_agent_checkpointed_history_is_injection_free_and_identical_to_no_inject
 
 async def test_agent_async_and_document_added_between_turns(kb, searches):
     model = NumberedChatModel()
-    agent = _agent(kb, model)
+    agent = _agent(kb, model, keep_manifest=True)
     config = {"configurable": {"thread_id": "t"}}
     await agent.ainvoke({"messages": [HumanMessage("When does the parking garage open?")]}, config)
     assert not any(is_injected(m) for m in model.received[-1])
@@ -288,14 +288,14 @@ async def test_agent_async_and_document_added_between_turns(kb, searches):
     state = await agent.ainvoke(
         {"messages": [HumanMessage("When does the parking garage open?")]}, config
     )
-    assert PARKING in model.received[-1][-2].content
+    assert PARKING in injected_text(model.received[-1])
     assert state["knowledge_manifest"]["sources"] == ["parking.md"]
     assert len(searches) == 2
 
 
 def test_agent_overrides_from_configurable(kb, searches):
     model = NumberedChatModel()
-    agent = _agent(kb, model)
+    agent = _agent(kb, model, keep_manifest=True)
     agent.invoke(
         {"messages": [HumanMessage("annual leave?")]},
         {"configurable": {"thread_id": "a", "knowledge_enabled": False}},
@@ -311,6 +311,28 @@ def test_agent_overrides_from_configurable(kb, searches):
         {"configurable": {"thread_id": "c", "min_score": 0.99}},
     )
     assert state["knowledge_manifest"]["injected"] is False
+
+
+def test_agent_reads_per_request_settings_from_the_runtime_context(kb, searches):
+    from langchain_knowledge_inject.settings import KnowledgeContext
+
+    model = NumberedChatModel()
+    agent = create_agent(model, system_prompt="You are HR.", context_schema=KnowledgeContext,
+                         middleware=[KnowledgeInjectionMiddleware(kb)])  # fmt: skip
+    agent.invoke({"messages": [HumanMessage("annual leave?")]},
+                 context={"knowledge_enabled": False})  # fmt: skip
+    assert searches == [] and not any(is_injected(m) for m in model.received[-1])
+    agent.invoke({"messages": [HumanMessage("annual leave?")]}, context={"restricted": True})
+    sent = "\n".join(m.text for m in model.received[-1])
+    assert "[Restricted Knowledge Summary]" in sent and LEAVE not in sent
+
+
+def test_no_after_agent_step_without_an_episodic_memory(kb):
+    agent = _agent(kb, NumberedChatModel(), tools=[])
+    updates = list(agent.stream({"messages": [HumanMessage("annual leave?")]},
+                                {"configurable": {"thread_id": "t"}}, stream_mode="updates"))  # fmt: skip
+    assert [next(iter(u)) for u in updates] == ["model"]
+    assert "knowledge_manifest" not in agent.get_state({"configurable": {"thread_id": "t"}}).values
 
 
 async def test_agent_emits_the_manifest_once_per_turn(kb):
@@ -348,7 +370,7 @@ def test_agent_search_tool_skips_chunks_injected_this_turn(kb):
 
 def test_agent_restricted_without_summarizer_never_shows_raw_text(kb):
     model = NumberedChatModel(script=_script(0))
-    agent = _agent(kb, model, restricted=True)
+    agent = _agent(kb, model, restricted=True, keep_manifest=True)
     state = agent.invoke(
         {"messages": [HumanMessage("annual leave?")]}, {"configurable": {"thread_id": "t"}}
     )
