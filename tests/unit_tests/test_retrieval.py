@@ -20,8 +20,10 @@ from langchain_knowledge_inject import (
     create_knowledge_base_search_tool,
     create_knowledge_graph,
 )
-from langchain_knowledge_inject._turn.sources import (
+from langchain_knowledge_inject._turn.retrieval import (
+    ChromaSource,
     RetrieverSource,
+    SearchSpec,
     VectorStoreSource,
     as_sources,
     merge_results,
@@ -45,6 +47,13 @@ class ScoredStore(InMemoryVectorStore):
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         return lambda similarity: (similarity + 1) / 2
+
+
+class UnscoredStore(InMemoryVectorStore):
+    """A store that gives no scores at all (no relevance function, unknown score meaning)."""
+
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:
+        raise NotImplementedError
 
 
 class OddScoredStore(InMemoryVectorStore):
@@ -81,12 +90,15 @@ def kb(tmp_path_factory):
 
 
 def test_every_kind_and_a_mix_is_accepted(kb):
+    from langchain_chroma import Chroma
+
     store, retriever = _store(), _store().as_retriever()
-    assert as_sources(kb) == (kb,)
+    assert as_sources(kb)[0].kb is kb
     assert isinstance(as_sources(store)[0], VectorStoreSource)
     assert isinstance(as_sources(retriever)[0], RetrieverSource)
+    assert isinstance(as_sources(Chroma("chroma-x", WordHashEmbedding()))[0], ChromaSource)
     kinds = [type(s).__name__ for s in as_sources([kb, store, retriever])]
-    assert kinds == ["KnowledgeBase", "VectorStoreSource", "RetrieverSource"]
+    assert kinds == ["KnowledgeBaseSource", "VectorStoreSource", "RetrieverSource"]
 
 
 @pytest.mark.parametrize("bad", [object(), [], ["text"], "a string", None])
@@ -100,39 +112,76 @@ def test_anything_else_is_a_clear_error(bad):
 # --- vector stores ---
 
 
-def test_a_store_without_relevance_scores_falls_back_to_similarity_search():
-    source = VectorStoreSource(_store())
-    docs = source.search("annual leave", k=2, min_score=0.99)  # no scores: no threshold
+def test_a_store_without_scores_is_searched_and_says_once_that_min_score_cannot_apply(caplog):
+    source = VectorStoreSource(_store(UnscoredStore))
+    with caplog.at_level("WARNING"):
+        docs = source.search("annual leave", SearchSpec(k=2, min_score=0.99))
+        source.search("annual leave", SearchSpec(k=2, min_score=0.99))
     assert len(docs) == 2 and all("score" not in d.metadata for d in docs)
     assert all(d.id and d.metadata["chunk_id"] == d.id for d in docs)
-    assert {d.metadata["kb_name"] for d in docs} == {"InMemoryVectorStore"}
+    assert {d.metadata["kb_name"] for d in docs} == {"UnscoredStore"}
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 1 and "min_score=0.99 is not applied to 'UnscoredStore'" in warned[0]
+    assert not any(text in warned[0] for text in TEXTS.values())
+
+
+async def test_an_in_memory_store_is_scored_by_its_cosine_and_min_score_applies():
+    source = VectorStoreSource(InMemoryVectorStore(WordHashEmbedding()))
+    source.store.add_documents([d.model_copy() for d in DOCS])
+    every = source.search("annual leave days", SearchSpec(k=3))
+    scores = [d.metadata["score"] for d in every]
+    assert len(every) == 3 and scores == sorted(scores, reverse=True) and scores[0] > 0.2
+    assert every[0].metadata["source"] == "leave.md"
+    kept = source.search("annual leave days", SearchSpec(k=3, min_score=scores[1]))
+    assert [d.metadata["score"] for d in kept] == scores[:2]
+    assert [d.id for d in await source.asearch("annual leave days", SearchSpec(k=3))] == [
+        d.id for d in every
+    ]
 
 
 async def test_a_store_with_relevance_scores_applies_min_score():
-    source = VectorStoreSource(_store(ScoredStore), name="scored")
-    every = source.search("annual leave", k=3)
+    source = VectorStoreSource(_store(ScoredStore))
+    every = source.search("annual leave", SearchSpec(k=3))
     scores = [d.metadata["score"] for d in every]
     assert len(every) == 3 and all(0.0 <= s <= 1.0 for s in scores)
     floor = sorted(scores)[1]
-    kept = source.search("annual leave", k=3, min_score=floor)
+    kept = source.search("annual leave", SearchSpec(k=3, min_score=floor))
     assert [d.metadata["score"] for d in kept] == [s for s in scores if s >= floor]
-    assert [d.id for d in await source.asearch("annual leave", k=3)] == [d.id for d in every]
+    assert [d.id for d in await source.asearch("annual leave", SearchSpec(k=3))] == [
+        d.id for d in every
+    ]
 
 
-def test_restricted_search_of_odd_scores_warns_nothing_with_text(recwarn):
-    injector = KnowledgeInjector(
-        _store(OddScoredStore), restricted=True, summarizer_model=make_summarizer("honest")
-    )
-    turn = injector.prepare([HumanMessage("annual leave?")])
-    assert turn.manifest.chunk_ids and all(0.0 <= s <= 1.0 for s in turn.manifest.scores)
-    assert not [w for w in recwarn if any(t in str(w.message) for t in TEXTS.values())]
-    with pytest.warns(UserWarning, match="Relevance scores"):  # unrestricted: LangChain's own
-        KnowledgeInjector(_store(OddScoredStore)).invoke([HumanMessage("annual leave?")])
+@pytest.mark.parametrize("space", [None, "l2", "ip", "cosine"])
+def test_a_chroma_store_of_any_distance_is_scored_by_cosine(space, recwarn):
+    from langchain_chroma import Chroma
+
+    configuration = {"hnsw": {"space": space}} if space else None
+    store = Chroma(f"chroma-{space}", WordHashEmbedding(), collection_configuration=configuration)
+    store.add_documents([d.model_copy() for d in DOCS])
+    source = as_sources(store)[0]
+    docs = source.search("annual leave days", SearchSpec(k=3))
+    assert docs[0].metadata["source"] == "leave.md" and docs[0].metadata["score"] > 0.2
+    assert docs[-1].metadata["score"] < docs[0].metadata["score"]
+    off = source.search("parking garage opening hours", SearchSpec(k=3, min_score=0.3))
+    assert off == []  # unrelated: low cosine, dropped (never 0.00 for everything)
+    injected = KnowledgeInjector(store, min_score=0.3).prepare([HumanMessage("annual leave days?")])
+    assert injected.manifest.sources[0] == "leave.md" and "expenses.md" not in injected.manifest.sources
+    assert not recwarn.list  # no warning, so none with the documents' text
+
+
+def test_odd_relevance_scores_warn_nothing(recwarn):
+    for restricted in (True, False):
+        injector = KnowledgeInjector(_store(OddScoredStore), restricted=restricted,
+                                     summarizer_model=make_summarizer("honest"))  # fmt: skip
+        turn = injector.prepare([HumanMessage("annual leave?")])
+        assert turn.manifest.chunk_ids and all(0.0 <= s <= 1.0 for s in turn.manifest.scores)
+    assert not recwarn.list
 
 
 def test_a_filter_is_applied_to_the_metadata_of_foreign_results():
     for source in (VectorStoreSource(_store()), RetrieverSource(_store().as_retriever())):
-        docs = source.search("x", k=3, filter={"category": "sick"})
+        docs = source.search("x", SearchSpec(k=3, filter={"category": "sick"}))
         assert [d.metadata["source"] for d in docs] == ["sick.md"]
 
 
@@ -157,8 +206,12 @@ def test_a_retriever_is_cut_to_top_k_and_min_score_applies_where_scored():
         Document("c", id="c"),
     ]
     source = RetrieverSource(ListRetriever(docs=docs))
-    assert [d.id for d in source.search("q", k=2)] == ["a", "b"]
-    assert [d.id for d in source.search("q", k=3, min_score=0.5)] == ["a", "c"]
+    assert [d.id for d in source.search("q", SearchSpec(k=2))] == ["a", "b"]
+    assert [d.id for d in source.search("q", SearchSpec(k=3, min_score=0.5))] == ["a", "c"]
+    relevance = [Document("r", id="r", metadata={"relevance_score": 0.7})]  # a reranker's key
+    assert RetrieverSource(ListRetriever(docs=relevance)).search("q", SearchSpec(k=1))[
+        0
+    ].metadata["score"] == 0.7
 
 
 # --- several sources ---
@@ -244,7 +297,10 @@ async def test_restricted_retriever_runs_carry_ids_and_scores_never_text(kb, sur
     assert ends and {e["name"] for e in ends} == {"knowledge_retrieval"}  # nothing nested
     stubs = [d for e in ends for d in e["data"]["output"]]
     assert stubs and all(d.page_content == "" for d in stubs)
-    assert all(set(d.metadata) <= {"chunk_id", "score"} and d.metadata["chunk_id"] for d in stubs)
+    assert all(
+        set(d.metadata) <= {"chunk_id", "score", "redacted"} and d.metadata["chunk_id"]
+        for d in stubs
+    )
     retriever_events = repr([e for e in events if "retriever" in e["event"]])
     for text in TEXTS.values():
         assert text not in retriever_events
