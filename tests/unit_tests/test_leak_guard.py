@@ -15,7 +15,8 @@ from langchain_core.language_models import GenericFakeChatModel
 
 from langchain_knowledge_inject._restricted import guard as leak_guard
 from langchain_knowledge_inject._restricted.guard import LeakPolicy, LeakReport, check_leak
-from langchain_knowledge_inject._restricted.summary import format_safe_summary, summarize_chunks
+from langchain_knowledge_inject._restricted.boundary import format_block as format_safe_summary
+from langchain_knowledge_inject._restricted.boundary import release
 from langchain_knowledge_inject.errors import ConfigurationError
 from tests.unit_tests.adversarial_fixtures import (
     BORDERLINE_RESTATEMENTS,
@@ -310,7 +311,7 @@ def test_smuggling_is_withheld_through_the_summarizer(case: SmugglingCase) -> No
     )
     model = GenericFakeChatModel(messages=iter([reply]))
     docs = [Document(chunk, metadata={"source": "restricted.md"}) for chunk in case.chunks]
-    result = summarize_chunks(case.question, docs, model=model)
+    result = release(case.question, docs, model=model).summary
     assert (result.decision, result.reason) == ("refuse", "leak_detected")
     shown = format_safe_summary(result)
     for written in (case.summary, case.answer_guidance):
