@@ -209,7 +209,9 @@ def test_frozen_server_degrades_the_turn_and_records_the_error(tmp_path, emb):
     _bound(frozen, 0.2)
     try:
         turn = injector.prepare([HumanMessage("annual leave days")])
-        assert {"stage": "retrieval", "error": "StoreTimeoutError"} in turn.manifest.errors
+        assert {"stage": "retrieval", "error": "StoreTimeoutError", "source": frozen.name} in (
+            turn.manifest.errors
+        )
         assert turn.manifest.retrieval_error
         # the healthy knowledge base still answered: its chunks were injected
         assert turn.manifest.injected
@@ -250,7 +252,9 @@ async def test_frozen_server_async_turn_degrades_and_healthy_kb_answers(tmp_path
         turn = await KnowledgeInjector([frozen, healthy], min_score=0.0).aprepare(
             [HumanMessage("annual leave days")]
         )
-        assert turn.manifest.errors == [{"stage": "retrieval", "error": "StoreTimeoutError"}]
+        assert [{k: e[k] for k in ("stage", "error")} for e in turn.manifest.errors] == [
+            {"stage": "retrieval", "error": "StoreTimeoutError"}
+        ]
         assert turn.manifest.injected
     finally:
         client.release.set()
@@ -276,7 +280,8 @@ def test_the_manifest_error_names_the_class_never_the_text(tmp_path, emb):
             return self.search(query)
 
     turn = KnowledgeInjector(Broken(), min_score=0.0).prepare([HumanMessage("hello")])
-    assert turn.manifest.errors == [{"stage": "retrieval", "error": "RuntimeError"}]
+    assert turn.manifest.errors == [{"stage": "retrieval", "error": "RuntimeError",
+                                     "source": "broken"}]  # fmt: skip
     assert "secret" not in str(turn.manifest.errors)
 
 
@@ -469,19 +474,21 @@ def test_every_surface_records_the_failure_class_in_the_manifest(tmp_path, emb):
 
     healthy = KnowledgeBase("local", path=tmp_path / "local", embeddings=emb)
     healthy.add_documents(DOCS)
-    expected = [{"stage": "retrieval", "error": "ConnectionError"}]
+    expected = [{"stage": "retrieval", "error": "ConnectionError", "source": "down"}]
 
     def model():
         return GenericFakeChatModel(messages=iter([AIMessage("ok")] * 3))
 
-    graph = create_knowledge_graph(model(), [Down(), healthy], min_score=0.0)
+    graph = create_knowledge_graph(model(), [Down(), healthy], min_score=0.0, keep_manifest=True)
     state = graph.invoke({"messages": [HumanMessage("annual leave days")]})
     assert state["knowledge_manifest"]["errors"] == expected
     assert state["knowledge_manifest"]["injected"]  # the healthy knowledge base answered
     agent = create_agent(
         model(),
         tools=[],
-        middleware=[KnowledgeInjectionMiddleware([Down(), healthy], min_score=0.0)],
+        middleware=[
+            KnowledgeInjectionMiddleware([Down(), healthy], min_score=0.0, keep_manifest=True)
+        ],
     )
     result = agent.invoke({"messages": [HumanMessage("annual leave days")]})
     assert result["knowledge_manifest"]["errors"] == expected

@@ -25,7 +25,7 @@ def test_a_huge_message_is_cut_in_the_manifest_too(kb):
     assert turn.manifest.injected
     assert turn.query == huge[:MAX_QUERY_CHARS]
     assert turn.manifest.query == huge[:MAX_QUERY_CHARS]
-    assert turn.messages[-1].content == huge  # the user's own message is never cut
+    assert turn.messages[-1].content[-1]["text"] == huge  # the user's own message is never cut
 
 
 def test_an_empty_tenant_is_refused_at_construction(kb):
