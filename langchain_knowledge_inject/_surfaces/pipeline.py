@@ -540,7 +540,7 @@ class KnowledgePipeline:
         """The knowledge-base list (cached; restricted mode shows names and routing data only)."""
         if restricted not in self._kb_meta:
             try:
-                infos = [kb.info for kb in self.knowledge_bases if hasattr(type(kb), "info")]
+                infos = [i for kb in self.knowledge_bases if (i := getattr(kb, "info", None))]
             except Exception as exc:
                 logger.warning(
                     "knowledge-base list unavailable (%s); block left out", type(exc).__name__
@@ -832,13 +832,19 @@ def _fresh(
 
 
 def _routing(info: Any, flags: SourceFlags | None) -> dict[str, Any]:
-    """A knowledge base's name, id and routing data (never its description or topics)."""
+    """A knowledge base's name, id and routing data (never its description).
+
+    Routing keywords are the owner's ``routing_keywords``, else the owner's topics
+    (never topics derived from the content).
+    """
     get = info.get if isinstance(info, Mapping) else lambda k, d=None: getattr(info, k, d)
+    topics = () if get("topics_derived") else (get("topics") or ())
+    keywords = get("routing_keywords") or (flags.routing_keywords if flags else ()) or topics
     return {
         "name": get("name"),
         "id": get("id"),
         "routing_hint": get("routing_hint") or (flags.routing_hint if flags else ""),
-        "routing_keywords": get("routing_keywords") or (flags.routing_keywords if flags else ()),
+        "routing_keywords": keywords,
     }
 
 

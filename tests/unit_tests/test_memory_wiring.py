@@ -35,10 +35,11 @@ from langchain_knowledge_inject import (
     strip_injected,
 )
 from langchain_knowledge_inject._memory.procedures import Procedure
+from langchain_knowledge_inject._restricted.boundary import chunk_ref
 from langchain_knowledge_inject._turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject._turn.placement import add_knowledge_prompt, is_injected
 from langchain_knowledge_inject._turn.tokens import approximate_token_count
-from tests.unit_tests.fakes import EXPENSES, LEAVE, SICK, FakeKB, NumberedChatModel
+from tests.unit_tests.fakes import EXPENSES, LEAVE, SICK, FakeKB, NumberedChatModel, injected_text
 from tests.unit_tests.fakes import user_config as cfg
 
 ASK = "How do I request leave?"
@@ -123,8 +124,8 @@ def test_all_blocks_share_one_message_in_the_documented_order(kb, blocks) -> Non
     turn = KnowledgeInjector(kb, blocks=blocks).prepare(msgs, cfg())
 
     injected = [m for m in turn.messages if is_injected(m)]
-    assert len(injected) == 1 and turn.messages[-2] is injected[0]  # right before the question
-    text = injected[0].content
+    assert len(injected) == 1 and turn.messages[-1] is injected[0]  # with the question
+    text = injected_text(turn.messages)
     assert text == turn.dynamic_context
     assert _positions(text) == sorted(_positions(text)) and text.startswith("[Procedure]")
     assert "1. Open the HR portal" in text and LEAVE in text
@@ -144,6 +145,7 @@ def test_kb_meta_comes_first_and_extra_blocks_last(kb, blocks) -> None:
     assert turn.manifest.blocks == [
         "kb_meta", "procedure", "knowledge", "episodic", "facts", "extra",
     ]  # fmt: skip
+    assert turn.manifest.errors == []
     assert turn.dynamic_context.startswith("[Knowledge Bases]")
     assert turn.dynamic_context.endswith("[User Facts]\nteam=Payroll\n\n[Note]")
 
@@ -185,11 +187,11 @@ def test_each_block_alone_is_injected_even_with_nothing_retrieved(name, blocks) 
 
 def test_knowledge_alone_is_the_default(kb) -> None:
     injector = KnowledgeInjector(kb)
-    assert KnowledgeInjector(kb, blocks=None).blocks == ()
+    assert KnowledgeInjector(kb, blocks=None).pipeline.blocks == ()
 
     turn = injector.prepare(_history(), cfg())
 
-    assert injector.blocks == () and not injector.records_turns
+    assert injector.pipeline.blocks == () and not injector.records_turns
     assert turn.manifest.blocks == ["knowledge"]
 
 
@@ -390,7 +392,8 @@ def test_restricted_mode_summarizes_knowledge_and_keeps_the_user_blocks(kb, bloc
     assert turn.manifest.summary_reason == "summarizer_error"  # no summarizer: fails closed
     assert "[Procedure]" in text and "Dana" in text and "team=Payroll" in text
     assert turn.manifest.blocks == ["procedure", "knowledge", "episodic", "facts"]
-    assert turn.manifest.chunk_ids == ["c0", "c1", "c2"] and turn.manifest.citation_ids == []
+    assert turn.manifest.chunk_ids == [chunk_ref(f"c{i}") for i in range(3)]
+    assert turn.manifest.citation_ids == []
 
 
 def test_restricted_summary_is_never_cut_by_the_budget(kb, blocks) -> None:
@@ -451,7 +454,7 @@ async def test_arecord_turn_and_failures_degrade(kb, memory, caplog) -> None:
 
 
 def _injected_text(messages: list[BaseMessage]) -> str:
-    return "\n".join(str(m.content) for m in messages if is_injected(m))
+    return injected_text(messages) or ""
 
 
 def test_graph_records_each_turn_and_recalls_it_in_a_later_session(kb, memory, facts) -> None:
@@ -506,7 +509,8 @@ async def test_graph_restricted_mode_summarizes_knowledge_and_keeps_user_blocks(
     memory.record_exchange("My manager is Dana.", "Noted.", user_id="u1")
     facts.set("u1", "team", "Payroll")
     model = NumberedChatModel()
-    graph = create_knowledge_graph(model, kb, blocks=[memory, facts], restricted=True)
+    graph = create_knowledge_graph(model, kb, blocks=[memory, facts], restricted=True,
+                                   keep_manifest=True)  # fmt: skip
 
     state = await graph.ainvoke({"messages": [("user", "Who approves my leave?")]}, cfg())
 

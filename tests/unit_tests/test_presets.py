@@ -379,7 +379,7 @@ def test_wegent_restricted_preset_exact_messages():
 def test_the_package_defaults_are_unchanged_by_the_presets():
     portal(), shepherd(), wegent(restricted=True)
     assert KnowledgeSettings() == KnowledgeSettings(
-        top_k=4, placement="dynamic_context", max_tokens=2000, enabled=True
+        top_k=4, placement="current_message", max_tokens=2000, enabled=True
     )
     assert KnowledgeSettings().min_score is None and KnowledgeSettings().retrieval == "auto"
 

@@ -582,7 +582,7 @@ async def test_async_custom_events_inside_a_run() -> None:
         "safe_summary_started",
         "safe_summary_completed",
     ]
-    assert recorder.events[1][1]["preview"] == HONEST_SUMMARY[:80]
+    assert recorder.events[1][1]["summary"] == HONEST_SUMMARY
 
 
 def test_docstring_examples() -> None:

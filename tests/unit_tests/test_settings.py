@@ -96,6 +96,7 @@ OTHER_VALUE: dict[str, Any] = {
     "knowledge_max_tokens": 321,
     "history_max_tokens": 4000,
     "query_model": GenericFakeChatModel(messages=iter(["standalone question"])),
+    "reranker": lambda query, documents: list(reversed(documents)),
     "retrieval": "tool",
     "kb_meta_every_turn": True,
     "datetime_suffix": " (%Y)",
@@ -205,7 +206,7 @@ def test_keyword_options_override_the_settings_object():
 
 def test_a_ready_injector_is_accepted_but_not_reconfigured():
     injector = KnowledgeInjector(_kb(), top_k=2)
-    assert KnowledgeInjectionMiddleware(injector).injector is injector
+    assert KnowledgeInjectionMiddleware(injector).pipeline is injector.pipeline
     with pytest.raises(ConfigurationError) as info:
         KnowledgeInjectionMiddleware(injector, top_k=3)
     assert info.value.option == "top_k"

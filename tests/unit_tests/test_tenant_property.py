@@ -133,12 +133,18 @@ def test_no_surface_ever_returns_another_tenants_chunks(store, drawn, asked):
         tenants = [*sorted({*corpus.ids, UNSEEN} - {None}), None]
         opts: dict[str, Any] = {"min_score": 0.0}
         model = RecordingChatModel()
-        graph = create_knowledge_graph(model, kb, top_k=DEEP, max_tokens=100_000, **opts)
+        graph = create_knowledge_graph(
+            model, kb, top_k=DEEP, max_tokens=100_000, keep_manifest=True, **opts
+        )
         agent_model = RecordingChatModel()
         agent = create_agent(
             agent_model,
             tools=[],
-            middleware=[KnowledgeInjectionMiddleware(kb, top_k=DEEP, max_tokens=100_000, **opts)],
+            middleware=[
+                KnowledgeInjectionMiddleware(
+                    kb, top_k=DEEP, max_tokens=100_000, keep_manifest=True, **opts
+                )
+            ],
         )
         for tenant in tenants:
             for query in asked:
