@@ -28,7 +28,7 @@ from langchain_knowledge_inject._store.retriever import KnowledgeBaseRetriever
 from langchain_knowledge_inject._surfaces.graph import KnowledgeState, create_knowledge_graph
 from langchain_knowledge_inject._surfaces.middleware import KnowledgeInjectionMiddleware
 from langchain_knowledge_inject._surfaces.node import create_knowledge_node
-from langchain_knowledge_inject._surfaces.runnable import KnowledgeInjector
+from langchain_knowledge_inject._surfaces.runnable import KnowledgeInjector, cited_documents
 from langchain_knowledge_inject._surfaces.tools import create_knowledge_base_search_tool
 from langchain_knowledge_inject._turn.formatting import KnowledgeBlockTemplate
 from langchain_knowledge_inject._turn.manifest import InjectionManifest
@@ -41,7 +41,7 @@ from langchain_knowledge_inject.errors import (
     RetrievalError,
     StoreError,
 )
-from langchain_knowledge_inject.settings import KnowledgeSettings
+from langchain_knowledge_inject.settings import KnowledgeContext, KnowledgeSettings
 
 __all__ = [
     "AddResult",
@@ -54,6 +54,7 @@ __all__ = [
     "KnowledgeBaseNotFoundError",
     "KnowledgeBaseRetriever",
     "KnowledgeBlockTemplate",
+    "KnowledgeContext",
     "KnowledgeInjectError",
     "KnowledgeInjectionMiddleware",
     "KnowledgeInjector",
@@ -68,6 +69,7 @@ __all__ = [
     "__version__",
     "aingest",
     "build_sample_knowledge_base",
+    "cited_documents",
     "create_knowledge_base_search_tool",
     "create_knowledge_graph",
     "create_knowledge_node",

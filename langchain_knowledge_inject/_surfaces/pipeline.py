@@ -492,6 +492,11 @@ class KnowledgePipeline:
 
     async def _acontext(self, clean: list[BaseMessage], request: Request) -> _Context:
         settings = request.settings
+        if settings.include_kb_meta and settings.restricted not in self._kb_meta:
+            # the first read of the knowledge bases' info is I/O: off the event loop
+            await asyncio.to_thread(
+                self.kb_meta, restricted=settings.restricted, flags=request.flags
+            )
         how = await aquery_for(clean, settings, config=request.config, headers=self.strip_headers)
         found, released, scores = Retrieved(), None, list[float]()
         rendering = self._arender(settings, how.query, clean, request.config)
