@@ -577,7 +577,7 @@ def _guard(
     fields = {"summary": summary, "answer_guidance": guidance, "reason": candidate.reason}
     report = check_leak(fields, chunks, policy=policy, question=question)
     if report.leaked:
-        logger.warning("safe summary withheld, leak detected: %s", "; ".join(report.reasons))
+        logger.warning("safe summary withheld, leak detected: %s", ", ".join(report.codes))
         return refusal("leak_detected"), report
     sources = [] if refused or sensitive_sources else _s.source_names(documents)
     update = {"summary": summary, "answer_guidance": guidance, "sources": sources}
@@ -621,7 +621,7 @@ def _completed(result: SafeSummary, report: LeakReport | None) -> dict[str, Any]
         "preview": preview,
     }
     if report is not None and report.leaked:
-        data["leak_reasons"] = list(report.reasons)
+        data["leak_reasons"] = list(report.codes)
     return data
 
 

@@ -1,0 +1,271 @@
+"""Reading text for the leak guard: characters, words, languages and the chunks' identifiers.
+
+- :func:`character_codes`: characters the guard cannot read. Invisible ones
+  (format characters such as zero-width spaces, bidi controls and Unicode tag
+  characters; private-use, unassigned and control characters) and characters
+  of a script that neither the chunks nor the question use (Braille, CJK
+  numerals in an English exchange, a combining mark on a digit). The script of a
+  character comes from the Unicode data shipped by ``confusable-homoglyphs``.
+- :func:`words`: the words of a text, NFKC-folded and case-folded; a word is a
+  run of letters and digits ("qx7r" stays one word).
+- :func:`home_language`: the language of :data:`LANGUAGES` whose vocabulary
+  (``wordfreq``: English's large list, the others' small ones) knows most of a
+  text's words.
+- :func:`identifiers`: what in the chunks names or identifies something and a
+  summary has no reason to repeat: codes (letters and digits mixed), words no
+  vocabulary knows, names (capitalised words inside a sentence, alone or in a
+  run, rarer than ``NAME_ZIPF``), and compounds ("amber-walrus-pilot") that are
+  rare as a phrase or made of three or more content words. Words of the user's
+  question are never identifiers.
+- :func:`longest_gapped_run`: the longest run of consecutive chunk words that a
+  summary repeats in order, allowing a few filler words between them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+from langchain_knowledge_inject._restricted.guard_numbers import LANGUAGES
+
+__all__ = [
+    "NAME_ZIPF",
+    "RARE_ZIPF",
+    "character_codes",
+    "home_language",
+    "identifiers",
+    "items",
+    "known",
+    "longest_gapped_run",
+    "odd_pieces",
+    "ordinal",
+    "runs_words",
+    "script_of",
+    "scripts",
+    "words",
+    "zipf",
+]
+
+RARE_ZIPF = 1.5
+"""A chunk word rarer than this (about once in 30 million words) is an identifier."""
+NAME_ZIPF = 3.5
+"""A capitalised chunk word (or run of them) rarer than this is a name ("Halvorsen", "Heron")."""
+_COMPOUND_ZIPF = 3.0
+_FUNCTION_ZIPF = 5.9
+_INVISIBLE = frozenset({"Cc", "Cf", "Co", "Cn", "Cs"})
+_WORD = re.compile(r"[^\W_]+")
+_ITEM = re.compile(r"[^\W_]+(?:[-_./'][^\W_]+)*")
+_SYMBOLS = re.compile(r"[^\w\s.,;:!?'\"()\[\]/-]")
+_DOTS = re.compile(r"[.\-_\u2022\u00b7\u2013\u2014/|]+")
+_RUN_WORD = re.compile(r"\d+|[^\W\d_]+")
+_ACRONYM = re.compile(r"[A-Z]{2,5}s?")
+_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th|er|e|eme|o|a|te|ten|de|ste)")
+
+
+@lru_cache(maxsize=65536)
+def script_of(char: str) -> str:
+    """The Unicode script of ``char`` ("LATIN", "CYRILLIC", "COMMON", "BRAILLE"...)."""
+    from confusable_homoglyphs.categories import alias
+
+    try:
+        return str(alias(char))
+    except Exception:  # a code point the data does not list
+        return "UNKNOWN"
+
+
+def scripts(texts: Iterable[str]) -> frozenset[str]:
+    """The scripts of the letters and marks of ``texts`` (``COMMON`` always included)."""
+    found = {"COMMON"}
+    for text in texts:
+        for char in set(unicodedata.normalize("NFKC", text)):
+            if not char.isascii() and unicodedata.category(char)[0] in "LM":
+                found.add(script_of(char))
+    return frozenset(found | ({"LATIN"} if any(t.isascii() for t in texts) else set()))
+
+
+def character_codes(text: str, allowed: frozenset[str], known_chars: frozenset[str]) -> set[str]:
+    """``invisible_character`` / ``unreadable_script`` when ``text`` holds such characters.
+
+    Args:
+        text: A summary.
+        allowed: The scripts of the chunks and the question (:func:`scripts`).
+        known_chars: The characters of the chunks and the question: a format
+            character or mark they use themselves (a Persian ZWNJ) is allowed.
+    """
+    codes = set()
+    for char in set(unicodedata.normalize("NFKC", text)) - known_chars:
+        if char.isascii() and char.isprintable() or char in "\n\t":
+            continue
+        if unicodedata.category(char) in _INVISIBLE:
+            codes.add("invisible_character")
+        elif unicodedata.category(char)[0] == "M" or script_of(char) not in allowed:
+            codes.add("unreadable_script")
+    return codes
+
+
+def ordinal(word: str) -> bool:
+    """Whether ``word`` is a number with an ordinal suffix ("14th", "2e", "3o")."""
+    return bool(_ORDINAL.fullmatch(word))
+
+
+def items(text: str) -> list[str]:
+    """Words of ``text`` with their inner separators ("x-ray", "amber_walrus"), NFKC-folded."""
+    return _ITEM.findall(unicodedata.normalize("NFKC", text))
+
+
+def odd_pieces(text: str) -> set[str]:
+    """Pieces of ``text`` (between spaces) written in symbols rather than words.
+
+    A piece with three or more symbols that words and numbers do not use
+    ("%74%75%6E", "&#57;&#51;"), and runs of three or more pieces made of dots
+    and dashes only (Morse code).
+    """
+    pieces = unicodedata.normalize("NFKC", text).split()
+    odd = {p for p in pieces if len(_SYMBOLS.findall(p)) >= 3}
+    dotted = [bool(_DOTS.fullmatch(p)) for p in pieces]
+    for i in range(len(pieces) - 2):
+        if all(dotted[i : i + 3]):
+            odd.update(pieces[i : i + 3])
+    return odd
+
+
+def runs_words(text: str) -> list[str]:
+    """The words of ``text`` for verbatim runs: letters and digits apart ("q3" is "q", "3")."""
+    return _RUN_WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text``: runs of letters and digits, NFKC-folded and case-folded."""
+    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+@lru_cache(maxsize=131072)
+def zipf(word: str, lang: str) -> float:
+    """How common ``word`` is in ``lang`` (wordfreq's Zipf scale: 3 is once per million words)."""
+    from wordfreq import zipf_frequency
+
+    return float(zipf_frequency(word, lang, wordlist="large" if lang == "en" else "small"))
+
+
+def known(word: str, lang: str) -> bool:
+    """Whether ``word`` is a word of ``lang``, or a common word of English (loanwords)."""
+    return zipf(word, lang) > 0 or zipf(word, "en") >= _COMPOUND_ZIPF
+
+
+def _best_zipf(word: str) -> float:
+    return max(zipf(word, lang) for lang in LANGUAGES)
+
+
+def home_language(tokens: Sequence[str]) -> str:
+    """The language of :data:`LANGUAGES` whose vocabulary knows most of ``tokens``."""
+    letters = [t for t in tokens if t.isalpha() and len(t) > 1]
+    if not letters:
+        return "en"
+    return max(LANGUAGES, key=lambda lang: sum(zipf(t, lang) > 0 for t in letters))
+
+
+def _phrase_zipf(parts: Sequence[str]) -> float:
+    """wordfreq's frequency of a phrase from its words' (the rarest dominates)."""
+    zipfs = [_best_zipf(part) for part in parts]
+    if min(zipfs) <= 0:
+        return 0.0
+    return -math.log10(sum(10.0 ** (-z) for z in zipfs))
+
+
+def _name_runs(text: str) -> list[list[str]]:
+    """Runs of capitalised words inside a sentence ("acquire Blue Harbor Logistics").
+
+    German capitalises every noun: there, only words in capitals count.
+    """
+    german = home_language(words(text)) == "de"
+    runs: list[list[str]] = [[]]
+    for match in _WORD.finditer(text):
+        word = match.group()
+        before = text[: match.start()].rstrip(" \t")
+        inside = bool(before) and before[-1] not in ".!?:;\n"
+        titled = word[:1].isupper() and not _ACRONYM.fullmatch(word) and not german
+        if (titled and (not word.isupper() or len(word) > 5)) and inside:
+            if _best_zipf(word.casefold()) < _FUNCTION_ZIPF:
+                runs[-1].append(word.casefold())
+                continue
+        runs.append([])
+    return [run for run in runs if run]
+
+
+def _compound_kind(parts: Sequence[str]) -> str:
+    """Why a compound of letters is an identifier, or ``""`` when it is not."""
+    if len(parts) < 2 or not all(p.isalpha() for p in parts):
+        return ""
+    if _phrase_zipf(parts) < _COMPOUND_ZIPF:
+        return "rare"
+    if len(parts) >= 3 and all(_best_zipf(p) < _FUNCTION_ZIPF for p in parts):
+        return "joined"  # copied when written as one compound again ("blue-house-river")
+    return ""
+
+
+def identifiers(chunks: Iterable[str], asked: frozenset[str]) -> dict[tuple[str, ...], str]:
+    """The chunks' identifiers: ``{words: kind}``, kind ``any`` or ``joined`` (see module doc).
+
+    An identifier of kind ``joined`` counts only when a summary writes its words
+    as one compound again; ``any`` counts however it is spelled.
+    """
+    found: dict[tuple[str, ...], str] = {}
+    for chunk in chunks:
+        folded = unicodedata.normalize("NFKC", chunk)
+        for run in _name_runs(folded):
+            for size in range(1, len(run) + 1):
+                for start in range(len(run) - size + 1):
+                    part = tuple(run[start : start + size])
+                    if _phrase_zipf(part) < NAME_ZIPF and not set(part) <= asked:
+                        found[part] = "any"
+        for match in _ITEM.finditer(folded):
+            written = _WORD.findall(match.group())
+            parts = tuple(w.casefold() for w in written)
+            kind = _compound_kind(parts)
+            if kind and not set(parts) <= asked:
+                found[parts] = "any" if kind == "rare" else "joined"
+            for word, part in zip(written, parts, strict=True):
+                if part in asked or len(part) < 2:
+                    continue
+                code = not part.isalpha() and not part.isdigit() and not ordinal(part)
+                rare = part.isalpha() and len(part) >= 4 and _best_zipf(part) < RARE_ZIPF
+                if _ACRONYM.fullmatch(word) and _best_zipf(part.removesuffix("s")) > 0:
+                    rare = False
+                if code or rare:
+                    found[(part,)] = "any"
+    return found
+
+
+def longest_gapped_run(output: list[str], chunk: list[str], *, max_gap: int) -> int:
+    """Longest run of consecutive ``chunk`` words found in ``output`` in order.
+
+    Up to ``max_gap`` other words may sit between two matched words of the
+    output (filler words); the chunk words must be consecutive. With
+    ``max_gap=0`` this is the longest common run of words.
+
+    Example:
+        >>> longest_gapped_run("a x b y y c".split(), "a b c".split(), max_gap=2)
+        3
+        >>> longest_gapped_run("a x b y y c".split(), "a b c".split(), max_gap=0)
+        1
+    """
+    positions: dict[str, list[int]] = {}
+    for j, word in enumerate(chunk):
+        positions.setdefault(word, []).append(j)
+    rows: list[dict[int, int]] = []
+    best = 0
+    for word in output:
+        current: dict[int, int] = {}
+        for j in positions.get(word, ()):
+            length = 1
+            for row in rows[-(max_gap + 1) :]:
+                previous = row.get(j - 1)
+                if previous is not None and previous + 1 > length:
+                    length = previous + 1
+            current[j] = length
+            best = max(best, length)
+        rows.append(current)
+    return best
