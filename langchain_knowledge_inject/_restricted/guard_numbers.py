@@ -8,7 +8,7 @@ ASCII digits, whatever the script or the language it was written in:
   script through ``unicodedata.decimal``); NFKC first turns circled,
   superscript, fullwidth and Roman-numeral characters into ASCII;
 - Roman numerals in capitals ("MCMLXXXVII");
-- number words of every language in :data:`LANGUAGES`, parsed by ``text2num``
+- number words of every language in :data:`NUMBER_LANGUAGES`, parsed by ``text2num``
   ("zweitausendsiebenhundertfünfzig", "trente-huit", "fire otte en syv"); a
   number word of another language that is a common word of the text's own
   language ("once", "fire", "to") is left alone.
@@ -30,7 +30,7 @@ from functools import lru_cache
 from text_to_num import alpha2digit
 
 __all__ = [
-    "LANGUAGES",
+    "NUMBER_LANGUAGES",
     "canonical",
     "chunk_digit_runs",
     "digit_groups",
@@ -39,7 +39,7 @@ __all__ = [
     "significant",
 ]
 
-LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "da")
+NUMBER_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "da")
 """The languages whose number words the guard parses (all that ``text2num`` knows)."""
 
 _COMMON_ZIPF = 3.0
@@ -144,22 +144,25 @@ _MASK = "\ue000"
 def _read_words(text: str, lang: str, home: str) -> str:
     """``text`` with the number words of ``lang`` in digits.
 
-    For a language other than ``home``, its number words that are common words
-    of ``home`` ("once", "fire", "to" in English) are masked while it is parsed.
+    For a language other than ``home``, a number word that is a common word of
+    ``home`` ("once", "fire", "to" in English) is read only next to another
+    number word of that language.
     """
     from langchain_knowledge_inject._restricted.guard_text import zipf
 
-    masked: list[str] = []
-
-    def mask(match: re.Match[str]) -> str:
+    found = list(_WORD.finditer(text))
+    pieces, masked, last = [], [], 0
+    for i, match in enumerate(found if lang != home else ()):
         word = match.group()
-        if zipf(word.casefold(), home) >= _COMMON_ZIPF and _is_number_word(word, lang):
-            if not _is_number_word(word, home):
-                masked.append(word)
-                return _MASK
-        return word
-
-    source = text if lang == home else _WORD.sub(mask, text)
+        if zipf(word.casefold(), home) < _COMMON_ZIPF or not _is_number_word(word, lang):
+            continue
+        near = [found[j].group() for j in (i - 1, i + 1) if 0 <= j < len(found)]
+        if _is_number_word(word, home) or any(_is_number_word(w, lang) for w in near):
+            continue
+        pieces += [text[last : match.start()], _MASK]
+        masked.append(word)
+        last = match.end()
+    source = "".join([*pieces, text[last:]])
     try:
         converted = alpha2digit(source, lang)
     except Exception:  # text2num's parsers raise on odd input: read the rest
@@ -173,7 +176,7 @@ _NUMBER_HYPHEN = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
 
 def _unhyphenate(match: re.Match[str]) -> str:
     parts = match.group().split("-")
-    numbers = all(any(_is_number_word(p, lang) for lang in LANGUAGES) for p in parts)
+    numbers = all(any(_is_number_word(p, lang) for lang in NUMBER_LANGUAGES) for p in parts)
     return " ".join(parts) if numbers else match.group()
 
 
@@ -193,7 +196,7 @@ def number_text(text: str, home: str = "en") -> str:
     text = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in text)
     text = _ROMAN.sub(_roman, text)
     text = _NUMBER_HYPHEN.sub(_unhyphenate, text)  # "four-eight-one"; "twenty five" parses
-    for lang in (home, *(lang for lang in LANGUAGES if lang != home)):
+    for lang in (home, *(lang for lang in NUMBER_LANGUAGES if lang != home)):
         text = _read_words(text, lang, home)
     return text
 

@@ -13,8 +13,8 @@
   text's words.
 - :func:`identifiers`: what in the chunks names or identifies something and a
   summary has no reason to repeat: codes (letters and digits mixed), words no
-  vocabulary knows, names (capitalised words inside a sentence, alone or in a
-  run, rarer than ``NAME_ZIPF``), and compounds ("amber-walrus-pilot") that are
+  vocabulary knows, names (a capitalised word inside a sentence rarer than
+  ``NAME_ZIPF``, a run of them rarer than ``PHRASE_NAME_ZIPF``), and compounds ("amber-walrus-pilot") that are
   rare as a phrase or made of three or more content words. Words of the user's
   question are never identifiers.
 - :func:`longest_gapped_run`: the longest run of consecutive chunk words that a
@@ -29,10 +29,10 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from langchain_knowledge_inject._restricted.guard_numbers import LANGUAGES
-
 __all__ = [
+    "LANGUAGES",
     "NAME_ZIPF",
+    "PHRASE_NAME_ZIPF",
     "RARE_ZIPF",
     "character_codes",
     "home_language",
@@ -49,10 +49,15 @@ __all__ = [
     "zipf",
 ]
 
+LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl")
+"""The languages the guard reads: ``text2num`` parses their number words and ``wordfreq``
+has a large vocabulary for each (its small Danish list cannot tell a rare word)."""
 RARE_ZIPF = 1.5
 """A chunk word rarer than this (about once in 30 million words) is an identifier."""
 NAME_ZIPF = 3.5
 """A capitalised chunk word (or run of them) rarer than this is a name ("Halvorsen", "Heron")."""
+PHRASE_NAME_ZIPF = 5.0
+"""A run of capitalised words rarer than this as a phrase is a name ("Blue Harbor Logistics")."""
 _COMPOUND_ZIPF = 3.0
 _FUNCTION_ZIPF = 5.9
 _INVISIBLE = frozenset({"Cc", "Cf", "Co", "Cn", "Cs"})
@@ -143,65 +148,77 @@ def words(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=131072)
-def zipf(word: str, lang: str) -> float:
-    """How common ``word`` is in ``lang`` (wordfreq's Zipf scale: 3 is once per million words)."""
+def zipf(word: str, lang: str, *, small: bool = False) -> float:
+    """How common ``word`` is in ``lang`` (wordfreq's Zipf scale: 3 is once per million words).
+
+    The large lists are loaded on first use, one language at a time (about 35 MB
+    each); ``small`` uses the small lists (words at or above Zipf 3) instead.
+    """
     from wordfreq import zipf_frequency
 
-    return float(zipf_frequency(word, lang, wordlist="large" if lang == "en" else "small"))
+    return float(zipf_frequency(word, lang, wordlist="small" if small else "large"))
 
 
 def known(word: str, lang: str) -> bool:
-    """Whether ``word`` is a word of ``lang``, or a common word of English (loanwords)."""
-    return zipf(word, lang) > 0 or zipf(word, "en") >= _COMPOUND_ZIPF
-
-
-def _best_zipf(word: str) -> float:
-    return max(zipf(word, lang) for lang in LANGUAGES)
+    """Whether ``word`` is a word of ``lang``, a common word of English (loanwords), or a
+    compound of two common words of ``lang`` ("resturlaubs": "rest" and "urlaubs")."""
+    if zipf(word, lang) > 0 or zipf(word, "en") >= _COMPOUND_ZIPF:
+        return True
+    return any(
+        zipf(word[:i], lang) >= _COMPOUND_ZIPF
+        and zipf(word[i:].removeprefix("s") if i < len(word) - 3 else word[i:], lang)
+        >= _COMPOUND_ZIPF
+        for i in range(3, len(word) - 2)
+    )
 
 
 def home_language(tokens: Sequence[str]) -> str:
-    """The language of :data:`LANGUAGES` whose vocabulary knows most of ``tokens``."""
+    """The language of :data:`LANGUAGES` in which ``tokens`` are the most common words."""
     letters = [t for t in tokens if t.isalpha() and len(t) > 1]
     if not letters:
         return "en"
-    return max(LANGUAGES, key=lambda lang: sum(zipf(t, lang) > 0 for t in letters))
+    return max(LANGUAGES, key=lambda lang: sum(zipf(t, lang, small=True) for t in letters))
 
 
-def _phrase_zipf(parts: Sequence[str]) -> float:
+def _best_zipf(word: str, lang: str) -> float:
+    return max(zipf(word, lang), zipf(word, "en"))
+
+
+def _phrase_zipf(parts: Sequence[str], lang: str) -> float:
     """wordfreq's frequency of a phrase from its words' (the rarest dominates)."""
-    zipfs = [_best_zipf(part) for part in parts]
+    zipfs = [_best_zipf(part, lang) for part in parts]
     if min(zipfs) <= 0:
         return 0.0
     return -math.log10(sum(10.0 ** (-z) for z in zipfs))
 
 
-def _name_runs(text: str) -> list[list[str]]:
+def _name_runs(text: str, lang: str) -> list[list[str]]:
     """Runs of capitalised words inside a sentence ("acquire Blue Harbor Logistics").
 
     German capitalises every noun: there, only words in capitals count.
     """
-    german = home_language(words(text)) == "de"
     runs: list[list[str]] = [[]]
     for match in _WORD.finditer(text):
         word = match.group()
         before = text[: match.start()].rstrip(" \t")
         inside = bool(before) and before[-1] not in ".!?:;\n"
-        titled = word[:1].isupper() and not _ACRONYM.fullmatch(word) and not german
-        if (titled and (not word.isupper() or len(word) > 5)) and inside:
-            if _best_zipf(word.casefold()) < _FUNCTION_ZIPF:
+        titled = word[:1].isupper() and not word.isupper() and lang != "de"
+        titled = titled and not _ACRONYM.fullmatch(word)
+        if (titled or word.isupper() and len(word) > 5) and inside:
+            if _best_zipf(word.casefold(), lang) < _FUNCTION_ZIPF:
                 runs[-1].append(word.casefold())
                 continue
         runs.append([])
     return [run for run in runs if run]
 
 
-def _compound_kind(parts: Sequence[str]) -> str:
+def _compound_kind(parts: Sequence[str], lang: str) -> str:
     """Why a compound of letters is an identifier, or ``""`` when it is not."""
     if len(parts) < 2 or not all(p.isalpha() for p in parts):
         return ""
-    if _phrase_zipf(parts) < _COMPOUND_ZIPF:
+    if _phrase_zipf(parts, lang) < _COMPOUND_ZIPF:
         return "rare"
-    if len(parts) >= 3 and all(_best_zipf(p) < _FUNCTION_ZIPF for p in parts):
+    if len(parts) >= 3 and all(_best_zipf(p, lang) < _FUNCTION_ZIPF for p in parts):
         return "joined"  # copied when written as one compound again ("blue-house-river")
     return ""
 
@@ -209,30 +226,33 @@ def _compound_kind(parts: Sequence[str]) -> str:
 def identifiers(chunks: Iterable[str], asked: frozenset[str]) -> dict[tuple[str, ...], str]:
     """The chunks' identifiers: ``{words: kind}``, kind ``any`` or ``joined`` (see module doc).
 
-    An identifier of kind ``joined`` counts only when a summary writes its words
-    as one compound again; ``any`` counts however it is spelled.
+    Rarity is judged in the chunk's language and in English. An identifier of
+    kind ``joined`` counts only when a summary writes its words as one compound
+    again; ``any`` counts however it is spelled.
     """
     found: dict[tuple[str, ...], str] = {}
     for chunk in chunks:
         folded = unicodedata.normalize("NFKC", chunk)
-        for run in _name_runs(folded):
+        lang = home_language(words(folded))
+        for run in _name_runs(folded, lang):
             for size in range(1, len(run) + 1):
                 for start in range(len(run) - size + 1):
                     part = tuple(run[start : start + size])
-                    if _phrase_zipf(part) < NAME_ZIPF and not set(part) <= asked:
+                    limit = NAME_ZIPF if size == 1 else PHRASE_NAME_ZIPF
+                    if _phrase_zipf(part, lang) < limit and not set(part) <= asked:
                         found[part] = "any"
         for match in _ITEM.finditer(folded):
             written = _WORD.findall(match.group())
             parts = tuple(w.casefold() for w in written)
-            kind = _compound_kind(parts)
+            kind = _compound_kind(parts, lang)
             if kind and not set(parts) <= asked:
                 found[parts] = "any" if kind == "rare" else "joined"
             for word, part in zip(written, parts, strict=True):
                 if part in asked or len(part) < 2:
                     continue
                 code = not part.isalpha() and not part.isdigit() and not ordinal(part)
-                rare = part.isalpha() and len(part) >= 4 and _best_zipf(part) < RARE_ZIPF
-                if _ACRONYM.fullmatch(word) and _best_zipf(part.removesuffix("s")) > 0:
+                rare = part.isalpha() and len(part) >= 4 and _best_zipf(part, lang) < RARE_ZIPF
+                if _ACRONYM.fullmatch(word) and _best_zipf(part.removesuffix("s"), lang) > 0:
                     rare = False
                 if code or rare:
                     found[(part,)] = "any"
