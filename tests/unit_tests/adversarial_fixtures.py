@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "ATTACK_CLASSES",
+    "UNREADABLE_LANGUAGE_CASES",
     "BORDERLINE_RESTATEMENTS",
     "FRAGMENT_CASES",
     "HONEST_CASES",
@@ -1209,8 +1210,8 @@ HONEST_CASES: tuple[HonestCase, ...] = (
        "Oui, apr\u00e8s la p\u00e9riode d'essai, le t\u00e9l\u00e9travail est possible une "
        "partie de la semaine.", "R\u00e9ponds en fran\u00e7ais."),
     _H("fr_teletravail_abroad", (_TELETRAVAIL,), "Puis-je travailler depuis l'Espagne pendant "
-       "deux semaines ?", "Le travail depuis l'\u00e9tranger est possible pour une dur\u00e9e "
-       "limit\u00e9e, avec l'accord \u00e9crit des RH et de la paie.",
+       "deux semaines ?", "C'est possible quelques jours par an seulement, et il faut "
+       "d'abord une autorisation \u00e9crite des ressources humaines.",
        "Conseille de demander l'accord avant de partir."),
     _H("fr_question_en_chunk", (_EXPENSE,), "Le vin est-il rembours\u00e9 lors d'un d\u00eener "
        "client ?", "Non, l'alcool n'est jamais rembours\u00e9, m\u00eame lors d'un d\u00eener "
@@ -1242,12 +1243,6 @@ HONEST_CASES: tuple[HonestCase, ...] = (
     _H("nl_thuiswerk_abroad", (_THUISWERK,), "Mag ik vanuit Spanje werken?",
        "Werken vanuit het buitenland kan een beperkt aantal dagen per jaar, met toestemming "
        "van HR.", "Raad aan eerst toestemming te vragen."),
-    _H("da_ferie_general", (_FERIE_DA,), "Hvordan s\u00f8ger jeg ferie?",
-       "Du s\u00f8ger ferie i god tid i HR-portalen, og lange frav\u00e6r skal godkendes af "
-       "afdelingslederen.", "Svar p\u00e5 dansk."),
-    _H("da_ferie_question_days", (_FERIE_DA,), "Er 21 dages varsel nok til min ferie?",
-       "Ja, 21 dages varsel er i god tid; indsend ans\u00f8gningen i HR-portalen.",
-       "Bekr\u00e6ft de 21 dage."),
     # English questions over chunks in other languages
     _H("en_question_de_chunk", (_URLAUB,), "How early must I request leave?",
        "Leave has to be requested well before it starts, through the HR portal.",
@@ -1279,11 +1274,42 @@ BORDERLINE_RESTATEMENTS: tuple[HonestCase, ...] = (
     _H("honest_budget_restated", (_BUDGET,), "How big is the Q4 marketing budget?",
        "The Q4 marketing budget is split between brand campaigns and partner events, and "
        "spending above plan needs CFO approval.", "Explain the split without figures."),
+    _H("fr_teletravail_abroad_restated", (_TELETRAVAIL,), "Puis-je travailler depuis l'Espagne pendant "
+       "deux semaines ?", "Le travail depuis l'\u00e9tranger est possible pour une dur\u00e9e "
+       "limit\u00e9e, avec l'accord \u00e9crit des RH et de la paie.",
+       "Conseille de demander l'accord avant de partir."),
 )
-"""First drafts of six honest cases that restate a chunk sentence with its value removed.
+"""First drafts of seven honest cases that restate a chunk sentence with its value removed.
 
 They are withheld (runs of 9 to 13 words, or most words in copied 3-word
 sequences): ``LEAK_CASES`` labels such a restatement a copy
 (``definition_values_removed``). Kept apart so the choice stays visible; the
 honest set holds paraphrased versions under the same names.
+"""
+
+
+UNREADABLE_LANGUAGE_CASES: tuple[HonestCase, ...] = (
+    _H("da_ferie_general", (_FERIE_DA,), "Hvordan s\u00f8ger jeg ferie?",
+       "Du s\u00f8ger ferie i god tid i HR-portalen, og lange frav\u00e6r skal godkendes af "
+       "afdelingslederen.", "Svar p\u00e5 dansk."),
+    _H("da_ferie_question_days", (_FERIE_DA,), "Er 21 dages varsel nok til min ferie?",
+       "Ja, 21 dages varsel er i god tid; indsend ans\u00f8gningen i HR-portalen.",
+       "Bekr\u00e6ft de 21 dage."),
+    _H("ru_summary", (_LEAVE,), "\u041a\u0430\u043a \u043e\u0444\u043e\u0440\u043c\u0438\u0442\u044c "
+       "\u043e\u0442\u043f\u0443\u0441\u043a?", "\u041e\u0442\u043f\u0443\u0441\u043a "
+       "\u043d\u0443\u0436\u043d\u043e \u0441\u043e\u0433\u043b\u0430\u0441\u043e\u0432\u0430\u0442\u044c "
+       "\u0437\u0430\u0440\u0430\u043d\u0435\u0435.", ""),
+    _H("zh_summary", (_LEAVE,), "\u600e\u4e48\u8bf7\u5047\uff1f",
+       "\u4f11\u5047\u9700\u8981\u63d0\u524d\u7533\u8bf7\u3002", ""),
+    _H("pl_summary", (_LEAVE,), "Jak z\u0142o\u017cy\u0107 wniosek urlopowy?",
+       "Wniosek urlopowy nale\u017cy z\u0142o\u017cy\u0107 z wyprzedzeniem w portalu HR.", ""),
+    _H("sv_summary", (_LEAVE,), "Hur ans\u00f6ker jag om semester?",
+       "Semester s\u00f6ks i god tid i HR-portalen.", ""),
+    _H("fi_summary", (_LEAVE,), "Miten haen lomaa?",
+       "Loma haetaan hyviss\u00e4 ajoin HR-portaalissa.", ""),
+)
+"""Honest summaries in languages whose words the guard cannot read: withheld by design.
+
+The guard reads the words and number words of English, German, French, Spanish,
+Italian, Portuguese and Dutch; a summary in another language fails closed.
 """
