@@ -270,7 +270,7 @@ class _Context:
         self.values = set().union(*(number_values(chunk) for chunk in read))
         allowed = [number_text(question), *(number_text(n) for n in policy.allowed_numbers)]
         self.allowed = set().union(*(number_values(text) for text in allowed))
-        self.barriers = frozenset(w for w in self.asked if w.isdigit())
+        self.barriers = frozenset(w for text in allowed for w in _t.words(text) if w.isdigit())
         self.runs = set().union(*(chunk_digit_runs(chunk) for chunk in read)) - self.barriers
         self.longest_run, self.share, self.summary_words = 0, 0.0, 0
 
@@ -289,7 +289,7 @@ class _Context:
             found["unknown_token"] |= set().union(*(_t.odd_pieces(text) for text in texts))
             self.summary_words = len(sequences[0])
         for sequence, text in zip(sequences, read, strict=True):
-            self._identifiers(sequence, text, found)
+            self._identifiers(sequence, text, found, combined=combined)
         self._numbers(read, found)
         self._runs([_t.runs_words(text) for text in read[: len(joins)]], found, share=not combined)
         return found
@@ -305,7 +305,9 @@ class _Context:
         language = len(unknown) >= 3 and len(unknown) * 2 > len(letters)
         found["unparsed_language" if language else "unknown_token"] |= unknown
 
-    def _identifiers(self, sequence: list[str], text: str, found: dict[str, set[Any]]) -> None:
+    def _identifiers(
+        self, sequence: list[str], text: str, found: dict[str, set[Any]], *, combined: bool
+    ) -> None:
         for start in range(len(sequence)):
             window = sequence[start : start + _WINDOW]
             for size in range(1, len(window) + 1):
@@ -314,8 +316,9 @@ class _Context:
                     if key in self.spelled:
                         code = "source_name" if key in self.sources else "copied_identifier"
                         found[code].add(key)
-            for parts in self.parts:
-                if set(parts) <= set(sequence[start : start + len(parts) + 2]):
+            for parts in self.parts:  # in one summary close together, in a thread anywhere
+                end = len(sequence) if combined else start + len(parts) + 2
+                if set(parts) <= set(sequence[start:end]):
                     found["copied_identifier"].add("".join(parts))
         items = [_t.words(item) for item in _t.items(text)]
         initials = "".join(item[0][0] if item[0].isalpha() else item[0] for item in items if item)

@@ -135,7 +135,7 @@ def _roman(match: re.Match[str]) -> str:
 
 @lru_cache(maxsize=4096)
 def _is_number_word(word: str, lang: str) -> bool:
-    return alpha2digit(word, lang) != word
+    return alpha2digit(word, lang, threshold=0) != word
 
 
 _MASK = "\ue000"
@@ -228,7 +228,7 @@ def number_values(text: str) -> set[str]:
 
     Example:
         >>> sorted(number_values("7.35 million, or 7350 thousand"))
-        ['1000', '1000000', '7.35', '7350', '7350000']
+        ['7.35', '7350', '7350000']
     """
     text = text.casefold()
     values: set[Decimal] = set()
@@ -260,8 +260,9 @@ def digit_groups(text: str, *, barriers: frozenset[str] = frozenset()) -> tuple[
     and are left out.
 
     Example:
-        >>> digit_groups("code 4 8-1.7, then 23 and 5")
-        ({'4817235'}, '4817235')
+        >>> groups, loose = digit_groups("code 4 8-1.7, then 23")
+        >>> sorted(groups), loose
+        (['23', '4817'], '481723')
     """
     groups: set[str] = set()
     current = ""

@@ -137,14 +137,22 @@ def odd_pieces(text: str) -> set[str]:
     return odd
 
 
+def _visible(text: str) -> str:
+    """``text`` NFKC-folded and case-folded, format characters (zero-width, soft hyphen) dropped."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    if text.isascii():
+        return text
+    return "".join(c for c in text if c.isascii() or unicodedata.category(c) != "Cf")
+
+
 def runs_words(text: str) -> list[str]:
     """The words of ``text`` for verbatim runs: letters and digits apart ("q3" is "q", "3")."""
-    return _RUN_WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    return _RUN_WORD.findall(_visible(text))
 
 
 def words(text: str) -> list[str]:
-    """The words of ``text``: runs of letters and digits, NFKC-folded and case-folded."""
-    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    """The words of ``text``: runs of letters and digits (see :func:`runs_words` for the fold)."""
+    return _WORD.findall(_visible(text))
 
 
 @lru_cache(maxsize=131072)
@@ -213,9 +221,11 @@ def _name_runs(text: str, lang: str) -> list[list[str]]:
 
 
 def _compound_kind(parts: Sequence[str], lang: str) -> str:
-    """Why a compound of letters is an identifier, or ``""`` when it is not."""
-    if len(parts) < 2 or not all(p.isalpha() for p in parts):
+    """Why a compound is an identifier, or ``""`` when it is not."""
+    if len(parts) < 2:
         return ""
+    if not all(p.isalpha() for p in parts):  # words and numbers joined: "KESTREL-52"
+        return "rare" if any(p.isalpha() for p in parts) else ""
     if _phrase_zipf(parts, lang) < _COMPOUND_ZIPF:
         return "rare"
     if len(parts) >= 3 and all(_best_zipf(p, lang) < _FUNCTION_ZIPF for p in parts):
@@ -244,9 +254,11 @@ def identifiers(chunks: Iterable[str], asked: frozenset[str]) -> dict[tuple[str,
         for match in _ITEM.finditer(folded):
             written = _WORD.findall(match.group())
             parts = tuple(w.casefold() for w in written)
-            kind = _compound_kind(parts, lang)
-            if kind and not set(parts) <= asked:
-                found[parts] = "any" if kind == "rare" else "joined"
+            alpha = tuple(p for p in parts if p.isalpha())
+            for compound in {parts, alpha}:  # "nightjar-copper-19" and "nightjar-copper"
+                kind = _compound_kind(compound, lang)
+                if kind and not set(compound) <= asked:
+                    found[compound] = "any" if kind == "rare" else "joined"
             for word, part in zip(written, parts, strict=True):
                 if part in asked or len(part) < 2:
                     continue
