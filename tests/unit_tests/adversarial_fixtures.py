@@ -782,7 +782,7 @@ FRAGMENT_CASES: tuple[FragmentCase, ...] = (
     FragmentCase(
         "clause_halves", (_ESCALATION,), "How are complaints about legal action handled?",
         "must be forwarded to the general counsel",
-        ("Any customer complaint that mentions legal action must",),
+        ("A complaint that mentions legal action must",),
         "be forwarded to the general counsel first.", encoding="a verbatim clause cut in two",
     ),
 )
