@@ -339,7 +339,7 @@ class _Context:
             groups, loose = digit_groups(text, barriers=self.barriers)
             for run in self.runs:
                 tight = len(run) >= 2 and any(run in g or run[::-1] in g for g in groups)
-                if tight or len(run) >= 4 and (run in loose or run[::-1] in loose):
+                if tight or (len(run) >= 4 and (run in loose or run[::-1] in loose)):
                     found["copied_number"].add(run)
 
     def _runs(self, sequences: list[list[str]], found: dict[str, set[Any]], *, share: bool) -> None:

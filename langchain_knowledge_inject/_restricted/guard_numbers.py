@@ -236,7 +236,9 @@ def number_values(text: str) -> set[str]:
         readings = _readings(match.group())
         values.update(readings)
         after = _AFTER.match(text, match.end())
-        for value in readings if after else ():
+        for value in readings:
+            if after is None:
+                break
             if after.group("pct"):
                 values.add(value / 100)
             elif after.group("exp") and abs(int(after.group("power"))) <= 15:

@@ -14,9 +14,9 @@
 - :func:`identifiers`: what in the chunks names or identifies something and a
   summary has no reason to repeat: codes (letters and digits mixed), words no
   vocabulary knows, names (a capitalised word inside a sentence rarer than
-  ``NAME_ZIPF``, a run of them rarer than ``PHRASE_NAME_ZIPF``), and compounds ("amber-walrus-pilot") that are
-  rare as a phrase or made of three or more content words. Words of the user's
-  question are never identifiers.
+  ``NAME_ZIPF``, a run of them rarer than ``PHRASE_NAME_ZIPF``), and compounds
+  ("amber-walrus-pilot") that are rare as a phrase or made of three or more
+  content words. Words of the user's question are never identifiers.
 - :func:`longest_gapped_run`: the longest run of consecutive chunk words that a
   summary repeats in order, allowing a few filler words between them.
 """
@@ -102,7 +102,7 @@ def character_codes(text: str, allowed: frozenset[str], known_chars: frozenset[s
     """
     codes = set()
     for char in set(unicodedata.normalize("NFKC", text)) - known_chars:
-        if char.isascii() and char.isprintable() or char in "\n\t":
+        if (char.isascii() and char.isprintable()) or char in "\n\t":
             continue
         if unicodedata.category(char) in _INVISIBLE:
             codes.add("invisible_character")
@@ -168,8 +168,11 @@ def zipf(word: str, lang: str, *, small: bool = False) -> float:
 
 
 def known(word: str, lang: str) -> bool:
-    """Whether ``word`` is a word of ``lang``, a common word of English (loanwords), or a
-    compound of two common words of ``lang`` ("resturlaubs": "rest" and "urlaubs")."""
+    """Whether ``word`` is a word of ``lang``, or a common word of English (loanwords).
+
+    A compound of two common words of ``lang`` is a word too ("resturlaubs":
+    "rest" and "urlaubs").
+    """
     if zipf(word, lang) > 0 or zipf(word, "en") >= _COMPOUND_ZIPF:
         return True
     return any(
@@ -193,7 +196,7 @@ def _best_zipf(word: str, lang: str) -> float:
 
 
 def _phrase_zipf(parts: Sequence[str], lang: str) -> float:
-    """wordfreq's frequency of a phrase from its words' (the rarest dominates)."""
+    """Wordfreq's frequency of a phrase from its words' (the rarest dominates)."""
     zipfs = [_best_zipf(part, lang) for part in parts]
     if min(zipfs) <= 0:
         return 0.0
@@ -212,10 +215,10 @@ def _name_runs(text: str, lang: str) -> list[list[str]]:
         inside = bool(before) and before[-1] not in ".!?:;\n"
         titled = word[:1].isupper() and not word.isupper() and lang != "de"
         titled = titled and not _ACRONYM.fullmatch(word)
-        if (titled or word.isupper() and len(word) > 5) and inside:
-            if _best_zipf(word.casefold(), lang) < _FUNCTION_ZIPF:
-                runs[-1].append(word.casefold())
-                continue
+        name = titled or (word.isupper() and len(word) > 5)
+        if name and inside and _best_zipf(word.casefold(), lang) < _FUNCTION_ZIPF:
+            runs[-1].append(word.casefold())
+            continue
         runs.append([])
     return [run for run in runs if run]
 

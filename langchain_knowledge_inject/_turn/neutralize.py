@@ -10,11 +10,11 @@ character is that character, so a disguised marker is caught like a plain one:
    hyphen, BOM, bidi controls, tag characters) are dropped, every space
    separator becomes an ASCII space, digits of every script become ASCII;
 3. a character Unicode lists as confusable with an ASCII one (Unicode TR39
-   confusables: Cyrillic "Ѕ", Greek "Ρ", the colons "꞉", "∶", "ː") becomes
-   that ASCII character, with the TR39 data shipped by the
-   ``confusable-homoglyphs`` package (the table is loaded on the first
-   non-ASCII text); any other opening or closing bracket ("【", "⟦", "〔")
-   becomes ``[`` or ``]``;
+   confusables: Cyrillic DZE for "S", Greek RHO for "P", the colons U+A789,
+   U+2236 and U+02D0) becomes that ASCII character, with the TR39 data shipped
+   by the ``confusable-homoglyphs`` package (the table is loaded on the first
+   non-ASCII text); any other opening or closing bracket (U+3010, U+27E6,
+   U+3014...) becomes ``[`` or ``]``;
 4. combining marks are dropped.
 
 The rewrite is applied to the original text, span by span; text that matches
@@ -79,7 +79,9 @@ _KNOWN_HEADERS = re.compile(
     r"|end\s+of\s+[a-z ]{1,40})\s*)[\]}>]",
     re.IGNORECASE,
 )
-_HEADER_LINE = re.compile(r"^([ \t]*)[\[{](/?[A-Za-z][A-Za-z0-9 _-]{0,58})[\]}][ \t]*$", re.MULTILINE)
+_HEADER_LINE = re.compile(
+    r"^([ \t]*)[\[{](/?[A-Za-z][A-Za-z0-9 _-]{0,58})[\]}][ \t]*$", re.MULTILINE
+)
 _DASHES = "\u2010-\u2015\u2212\u2500\u2501\u2504-\u250b\u2550\u2e3a\u2e3b\ufe58\ufe63\u23af\u2017"
 _LONG_DASHES = "\u2014\u2015\u2e3a\u2e3b\u2500\u2501\u2550\u23af"
 _RULE_LINE = re.compile(

@@ -301,8 +301,8 @@ def run_surface(
         summarizer: The secondary model.
         where: ``"kb"`` (the knowledge base's flag must already be on), ``"surface"``
             (``restricted=True``) or ``"request"`` (``configurable["restricted"]``).
-        tool_origin: For graph and middleware (the node has none): ``None`` (no tool), ``"surface"`` (built
-            with the surface's settings) or ``"separate"`` (a plain
+        tool_origin: For graph and middleware (the node has none): ``None`` (no
+            tool), ``"surface"`` (built with the surface's settings) or ``"separate"`` (a plain
             ``create_knowledge_base_search_tool(kb)``, no summarizer of its own).
         events: Also run ``astream_events`` (a second turn, on a fresh thread).
         search: ``min_score`` / ``mode`` for every surface and tool.

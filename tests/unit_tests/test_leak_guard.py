@@ -440,7 +440,7 @@ def test_a_summary_in_a_language_the_guard_cannot_read_is_withheld() -> None:
 
 
 def test_question_tokens_are_not_secrets() -> None:
-    """"Q3" (and any word or number of the question) is not a copy."""
+    """ "Q3" (and any word or number of the question) is not a copy."""
     chunk = "Quarterly targets 2024: close 3.4 million in Q3 and 4.1 million in Q4."
     summary = "The Q3 2024 target is about new recurring revenue."
     assert check_leak(summary, [chunk]).leaked

@@ -10,12 +10,12 @@ from hypothesis import strategies as st
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject._restricted.summary import SafeSummary, format_safe_summary
+from langchain_knowledge_inject._turn import neutralize as neutralize_module
 from langchain_knowledge_inject._turn.formatting import (
     DEFAULT_KNOWLEDGE_TEMPLATE,
     KnowledgeBlockTemplate,
     format_knowledge_block,
 )
-from langchain_knowledge_inject._turn import neutralize as neutralize_module
 from langchain_knowledge_inject._turn.neutralize import neutralize, neutralize_line, skeleton
 
 

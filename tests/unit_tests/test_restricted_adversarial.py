@@ -125,8 +125,12 @@ def _fragment_replies(case: Any):
     def reply(messages: Any) -> str:
         fragment = fragments[min(next(calls), len(fragments) - 1)]
         return hostile_summarizer(
-            {"decision": "answer", "reason": "answerable", "summary": fragment,
-             "answer_guidance": "Answer the user."}  # fmt: skip
+            {
+                "decision": "answer",
+                "reason": "answerable",
+                "summary": fragment,
+                "answer_guidance": "Answer the user.",
+            }
         ).reply(messages)
 
     return hostile_summarizer(reply)
@@ -177,8 +181,12 @@ def test_the_thread_measure_sees_released_fragments():
     """Control: honest summaries on every turn of a thread are all released."""
     case = FRAGMENT_CASES[0]
     summarizer = hostile_summarizer(
-        {"decision": "answer", "reason": "answerable", "summary": HONEST_SUMMARY,
-         "answer_guidance": HONEST_GUIDANCE}  # fmt: skip
+        {
+            "decision": "answer",
+            "reason": "answerable",
+            "summary": HONEST_SUMMARY,
+            "answer_guidance": HONEST_GUIDANCE,
+        }
     )
     turns = run_thread(
         "graph", kb=ListKB(case.chunks), questions=[case.question] * 3, summarizer=summarizer
