@@ -8,34 +8,18 @@ already released earlier in the same run and thread (``released``), so that
 fragments cannot add up to a secret.
 
 The guard fails closed on what it cannot read, instead of decoding the forms it
-was taught. It refuses:
-
-- ``invisible_character``: format characters (zero-width, bidi controls,
-  Unicode tag characters), private-use, unassigned and control characters;
-- ``unreadable_script``: a character of a script that neither the chunks nor
-  the question use (Braille, CJK numerals in an English exchange, a combining
-  mark the chunks do not use);
-- ``unparsed_language``: words in a language whose number words the guard
-  cannot parse (it reads those of :data:`~._restricted.guard_numbers.LANGUAGES`);
-- ``unknown_token``: a word that is neither a word of the summary's language,
-  a number, nor a word of the question or the chunks (a code, base36 or base64,
-  leetspeak, a letter-shifted or reversed word, Roman numerals it cannot read);
-- ``copied_identifier``: a code, a word no vocabulary knows, a name
-  (capitalised words of the chunks not in the question) or a rare compound of
-  the chunks, however it is spelled: case, separators, spaced letters, parts
-  joined or reordered, or as the initials of consecutive words;
-- ``copied_number``: a number of the chunks read as a value in any script,
-  notation or language, or its digit string spelled out, split or reversed;
-- ``unexplained_number``: a number of three or more significant digits that
-  neither the question nor the chunks hold (octal, binary, arithmetic on a
-  secret: a value it cannot explain could carry one);
-- ``verbatim_run`` and ``copied_ngrams``: runs of chunk words, or too many of
-  the summary's words inside word n-grams of the chunks;
-- ``source_name``: a name of ``sources`` (the sensitive source names),
-  compared after folding case and separators;
-- ``fragment``: one of the above found only once the summary is joined with
-  the ``released`` ones;
-- ``guard_error``: the guard itself failed.
+was taught. Its reason codes (:data:`CODES`; docs/restricted-mode.md has a line
+for each): characters it cannot read (``invisible_character``,
+``unreadable_script``), a language or words it cannot read
+(``unparsed_language``, ``unknown_token``), the chunks' codes, rare words,
+names and rare compounds however they are spelled (``copied_identifier``), the
+chunks' numbers in any script, notation or language, or their digits spelled
+out, split or reversed (``copied_number``), a number of three or more
+significant digits it cannot explain (``unexplained_number``: octal, binary,
+arithmetic on a secret), runs and n-grams of chunk words (``verbatim_run``,
+``copied_ngrams``), a sensitive source name after folding case and separators
+(``source_name``), a finding that appears only together with ``released``
+(``fragment``), and its own failure (``guard_error``).
 
 Words and numbers of the user's question are never secrets: "Q3" in a summary
 is fine when the question asked about Q3. A :class:`LeakReport` carries codes,

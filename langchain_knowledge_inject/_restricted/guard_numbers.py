@@ -29,16 +29,6 @@ from functools import lru_cache
 
 from text_to_num import alpha2digit
 
-__all__ = [
-    "NUMBER_LANGUAGES",
-    "canonical",
-    "chunk_digit_runs",
-    "digit_groups",
-    "number_text",
-    "number_values",
-    "significant",
-]
-
 NUMBER_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "da")
 """The languages whose number words the guard parses (all that ``text2num`` knows)."""
 
@@ -51,17 +41,15 @@ _AFTER = re.compile(
     r"|(?P<exp>(?:e|\s*[x\u00d7*]\s*10\s*(?:\^|\*\*)\s*)(?P<power>[+-]?\d{1,3})\b)"
     r"|(?P<scale>[a-z]+\.?|1000000000|1000000|1000|100)\b)"
 )
-_SCALES = {
-    "hundred": 100, "hundert": 100, "cent": 100, "cien": 100, "cientos": 100, "100": 100,
-    "k": 1000, "thousand": 1000, "thousands": 1000, "tausend": 1000, "tsd": 1000,
-    "tsd.": 1000, "mille": 1000, "mil": 1000, "1000": 1000,
-    "m": 10**6, "mn": 10**6, "mm": 10**6, "mio": 10**6, "mio.": 10**6, "million": 10**6,
-    "millions": 10**6, "millionen": 10**6, "millones": 10**6, "millon": 10**6,
-    "milioni": 10**6, "milhoes": 10**6, "miljoen": 10**6, "1000000": 10**6,
-    "b": 10**9, "bn": 10**9, "billion": 10**9, "billions": 10**9, "milliard": 10**9,
-    "milliards": 10**9, "milliarden": 10**9, "mrd": 10**9, "mrd.": 10**9,
-    "1000000000": 10**9,
-}  # fmt: skip
+_SCALE_WORDS = {
+    100: "hundred hundert cent cien cientos cento honderd 100",
+    1000: "k thousand thousands tausend tsd tsd. mille mil mila duizend 1000",
+    10**6: "m mn mm mio mio. million millions millionen millones millon milioni milhoes "
+    "miljoen 1000000",
+    10**9: "b bn billion billions milliard milliards milliarden mrd mrd. miliardi miljard "
+    "1000000000",
+}
+_SCALES = {word: scale for scale, words in _SCALE_WORDS.items() for word in words.split()}
 _ROMAN = re.compile(r"\b[MDCLXVI]{2,}\b")
 _ROMAN_VALID = re.compile(r"M{0,4}(CM|CD|D?C{0,3})(XC|XL|L?X{0,3})(IX|IV|V?I{0,3})")
 _ROMAN_VALUES = {"M": 1000, "D": 500, "C": 100, "L": 50, "X": 10, "V": 5, "I": 1}

@@ -29,33 +29,13 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-__all__ = [
-    "LANGUAGES",
-    "NAME_ZIPF",
-    "PHRASE_NAME_ZIPF",
-    "RARE_ZIPF",
-    "character_codes",
-    "home_language",
-    "identifiers",
-    "items",
-    "known",
-    "longest_gapped_run",
-    "odd_pieces",
-    "ordinal",
-    "runs_words",
-    "script_of",
-    "scripts",
-    "words",
-    "zipf",
-]
-
 LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl")
 """The languages the guard reads: ``text2num`` parses their number words and ``wordfreq``
 has a large vocabulary for each (its small Danish list cannot tell a rare word)."""
 RARE_ZIPF = 1.5
 """A chunk word rarer than this (about once in 30 million words) is an identifier."""
 NAME_ZIPF = 3.5
-"""A capitalised chunk word (or run of them) rarer than this is a name ("Halvorsen", "Heron")."""
+"""A capitalised chunk word rarer than this is a name ("Halvorsen", "Heron")."""
 PHRASE_NAME_ZIPF = 5.0
 """A run of capitalised words rarer than this as a phrase is a name ("Blue Harbor Logistics")."""
 _COMPOUND_ZIPF = 3.0
