@@ -16,7 +16,7 @@ names and rare compounds however they are spelled (``copied_identifier``), the
 chunks' numbers in any script, notation or language, or their digits spelled
 out, split or reversed (``copied_number``), a number of three or more
 significant digits it cannot explain (``unexplained_number``: octal, binary,
-arithmetic on a secret), runs and n-grams of chunk words (``verbatim_run``,
+arithmetic on a secret; a year is explained), runs and n-grams of chunk words (``verbatim_run``,
 ``copied_ngrams``), a sensitive source name after folding case and separators
 (``source_name``), a finding that appears only together with ``released``
 (``fragment``), and its own failure (``guard_error``).
@@ -35,6 +35,7 @@ and not written as a compound, and what the decision itself gives away.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -72,6 +73,7 @@ CODES = (
 )
 """Every reason code a :class:`LeakReport` can carry, in the order it lists them."""
 
+_YEAR = re.compile(r"(?:19|20)\d\d")
 _WINDOW = 12  # longest run of summary words read as one spelled token
 _MIN_SPELLED = 4  # shortest identifier looked for in joined words or initials
 
@@ -316,8 +318,8 @@ class _Context:
     def _numbers(self, read: list[str], found: dict[str, set[Any]]) -> None:
         values = set().union(*(number_values(text) for text in read)) - self.allowed
         found["copied_number"] |= values & self.values
-        for value in values - self.values:
-            if len(significant(value)) >= 3:
+        for value in values - self.values:  # a year is explained: it dates something
+            if len(significant(value)) >= 3 and not _YEAR.fullmatch(value):
                 found["unexplained_number"].add(value)
         for text in read:
             groups, loose = digit_groups(text, barriers=self.barriers)

@@ -152,7 +152,8 @@ _INCIDENTAL = re.compile(
     r"|sha256 [0-9a-f]+"
     r"|\b\d{4}-\d{2}-\d{2}T[\d:.+\-Z]+"
     r"|\b\d+ (?:chars|characters|chunks|tokens|words)\b"
-    r"|max_tokens=\d+",
+    r"|max_tokens=\d+"
+    r"|\b(?:tokens|query_chars|history_removed|ms)=\d+(?:\.\d+)?",  # the turn log's counts
     re.IGNORECASE,
 )
 
