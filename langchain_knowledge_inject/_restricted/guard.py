@@ -330,11 +330,12 @@ class _Context:
 
     def _runs(self, sequences: list[list[str]], found: dict[str, set[Any]], *, share: bool) -> None:
         policy = self.policy
-        longest = max(
+        runs = [
             _t.longest_gapped_run(sequence, chunk, max_gap=policy.filler_gap)
             for sequence in sequences
             for chunk in self.chunk_words
-        )
+        ]
+        longest = max(runs, default=0)
         if longest > policy.max_verbatim_words:
             found["verbatim_run"].add(longest)
         output = sequences[0]

@@ -585,3 +585,9 @@ def test_figures(capsys: pytest.CaptureFixture[str]) -> None:
         )
     assert caught == total
     assert fragments == len(FRAGMENT_CASES)
+
+
+def test_source_names_are_checked_without_chunks() -> None:
+    sources = ["/kb/finance/board_minutes_q3.pdf"]
+    assert check_leak("See Board Minutes Q3.", [], sources=sources).codes == ("source_name",)
+    assert not check_leak("See the minutes.", [], sources=sources).leaked
