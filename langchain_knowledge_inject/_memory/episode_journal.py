@@ -34,11 +34,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from langchain_knowledge_inject._memory.episodes import Entry
 from langchain_knowledge_inject.errors import MemoryWriteError
 
 logger = logging.getLogger(__name__)
 
-Entry = dict[str, Any]
 _BATCH = 64
 _MAX_PAUSE_S = 30.0
 
@@ -78,7 +78,7 @@ class EpisodeWriter:
 
     Args:
         apply: Writes a batch of entries (raises on failure; must be idempotent).
-        journal_dir: Where the journal lives, or ``None`` for no journal.
+        journal_dir: Where the journal lives.
         name: Base name of the journal file.
         fsync: ``fsync`` the journal after each append.
     """
@@ -87,7 +87,7 @@ class EpisodeWriter:
         self,
         apply: Callable[[Sequence[Entry]], None],
         *,
-        journal_dir: Path | None,
+        journal_dir: Path,
         name: str,
         fsync: bool = False,
     ) -> None:
@@ -100,31 +100,28 @@ class EpisodeWriter:
         self._failure: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
-        self._fd: int | None = None
         self._handle: Any = None
-        self.path: Path | None = None
         self._orphans: list[tuple[Path, Any]] = []
         self.replayed = 0
         """Sequence number of the last entry replayed from a journal (0: none)."""
-        if journal_dir is not None:
-            self._open_journal(journal_dir, name)
+        self.path = self._open_journal(journal_dir, name)
 
     # -- the journal ---------------------------------------------------------------------------
-    def _open_journal(self, directory: Path, name: str) -> None:
+    def _open_journal(self, directory: Path, name: str) -> Path:
+        """Lock a journal of this process (the shared one, else one per pid) and replay."""
         directory.mkdir(parents=True, exist_ok=True)
-        candidates = [directory / f"{name}.jsonl", directory / f"{name}.{os.getpid()}.jsonl"]
-        for path in candidates:
-            handle = path.open("ab")
+        for mine in (directory / f"{name}.jsonl", directory / f"{name}.{os.getpid()}.jsonl"):
+            handle = mine.open("ab")
             if _lock(handle):
-                self.path, self._handle, self._fd = path, handle, handle.fileno()
+                self._handle = handle
                 break
             handle.close()
-        if self.path is None:
+        else:
             msg = f"episodic memory: cannot lock a journal in {directory}"
             raise MemoryWriteError(msg)
-        replay = read_journal(self.path)
+        replay = read_journal(mine)
         for other in sorted(directory.glob(f"{name}.*.jsonl")):
-            if other == self.path:
+            if other == mine:
                 continue
             handle = other.open("ab")
             if _lock(handle):  # its process is gone: take over what it left
@@ -140,19 +137,19 @@ class EpisodeWriter:
                     self._queue.append((self._submitted, entry))
                 self.replayed = self._submitted
             self._start()
+        return mine
 
     def _append(self, entry: Entry) -> None:
-        if self._fd is None:
-            return
-        os.write(self._fd, json.dumps(entry, separators=(",", ":")).encode() + b"\n")
+        fd = self._handle.fileno()
+        os.write(fd, json.dumps(entry, separators=(",", ":")).encode() + b"\n")
         if self._fsync:
-            os.fsync(self._fd)
+            os.fsync(fd)
 
     def _truncate_if_idle(self) -> None:
         # Called with self._cond held: nothing can be appended meanwhile.
         if self._applied == self._submitted and not self._queue:
-            if self._fd is not None and os.fstat(self._fd).st_size:
-                os.ftruncate(self._fd, 0)
+            if not self._handle.closed and os.fstat(self._handle.fileno()).st_size:
+                os.ftruncate(self._handle.fileno(), 0)
             for path, handle in self._orphans:
                 with contextlib.suppress(OSError):
                     path.unlink()
@@ -218,9 +215,7 @@ class EpisodeWriter:
             thread = self._thread
             if thread is not None and thread is not threading.current_thread():
                 thread.join(timeout=1.0)
-            if self._handle is not None:
-                self._handle.close()
-                self._handle, self._fd = None, None
+            self._handle.close()
 
     # -- the worker ----------------------------------------------------------------------------
     def _start(self) -> None:

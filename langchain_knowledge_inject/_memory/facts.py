@@ -30,22 +30,30 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast
+
+from langgraph.store.base import GetOp, PutOp, SearchOp
 
 from langchain_knowledge_inject._turn.blocks import DEFAULT_PRIORITIES, config_user_id
 from langchain_knowledge_inject._turn.formatting import neutralize
 from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from collections.abc import Generator
+
     from langchain_core.messages import BaseMessage
     from langchain_core.runnables import RunnableConfig
-    from langgraph.store.base import BaseStore, Item
+    from langgraph.store.base import BaseStore, Op
+
+    Steps: TypeAlias = Generator[list[Op], list[Any], "T"]
+    """An operation on the store, as a generator of batches of store operations."""
 
 __all__ = ["UserFact", "UserFacts", "format_user_facts", "normalize_fact_key"]
 
 _KEY_CHARS = re.compile(r"[^a-z0-9_]+")
 _MAX_KEY_CHARS = 64
 _LIST_LIMIT = 1000
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -180,88 +188,102 @@ class UserFacts:
             raise ConfigurationError(msg, option="value", value=text[:80])
         return text
 
-    # -- reading -------------------------------------------------------------------------
-    def get_all(self, user_id: str) -> dict[str, str]:
-        """Every fact of ``user_id``, as ``{key: value}``."""
-        items = self.store.search(self.namespace(user_id), limit=_LIST_LIMIT)
-        return self._as_dict(user_id, items)
+    # Each operation is one generator: it yields the store operations it needs and
+    # gets their results back. ``_run`` drives it with ``store.batch`` and ``_arun``
+    # with ``store.abatch``: the logic is written once, the I/O twice.
+    def _run(self, steps: Steps[T]) -> T:
+        try:
+            ops = next(steps)
+            while True:
+                ops = steps.send(self.store.batch(ops))
+        except StopIteration as done:
+            return cast("T", done.value)
 
-    async def aget_all(self, user_id: str) -> dict[str, str]:
-        """Async twin of :meth:`get_all`."""
-        items = await self.store.asearch(self.namespace(user_id), limit=_LIST_LIMIT)
-        return self._as_dict(user_id, items)
+    async def _arun(self, steps: Steps[T]) -> T:
+        try:
+            ops = next(steps)
+            while True:
+                ops = steps.send(await self.store.abatch(ops))
+        except StopIteration as done:
+            return cast("T", done.value)
 
-    def _as_dict(self, user_id: str, items: Sequence[Item]) -> dict[str, str]:
+    def _get_all(self, user_id: str) -> Steps[dict[str, str]]:
         namespace = self.namespace(user_id)
+        [items] = yield [SearchOp(namespace, limit=_LIST_LIMIT)]
         return {
             item.key: str(item.value.get("value", ""))
             for item in items
             if tuple(item.namespace) == namespace and item.value.get("value")
         }
 
-    # -- writing -------------------------------------------------------------------------
+    def _set(self, user_id: str, key: str, value: str) -> Steps[UserFact]:
+        namespace = self.namespace(user_id)
+        fact = UserFact(
+            normalize_fact_key(key), self._clean_value(value), datetime.now(timezone.utc)
+        )
+        existing = yield from self._get_all(user_id)
+        if fact.key not in existing and len(existing) >= self.max_facts:
+            msg = f"at most {self.max_facts} facts are kept per user; forget one first"
+            raise ConfigurationError(msg, option="max_facts", value=self.max_facts)
+        stamp = fact.updated_at.isoformat() if fact.updated_at else ""
+        yield [PutOp(namespace, fact.key, {"value": fact.value, "updated_at": stamp})]
+        return fact
+
+    def _forget(self, user_id: str, key: str) -> Steps[bool]:
+        namespace, normalized = self.namespace(user_id), normalize_fact_key(key)
+        found, _ = yield [GetOp(namespace, normalized), PutOp(namespace, normalized, None)]
+        return found is not None
+
+    def _clear(self, user_id: str) -> Steps[int]:
+        namespace = self.namespace(user_id)
+        keys = list((yield from self._get_all(user_id)))
+        if keys:
+            yield [PutOp(namespace, key, None) for key in keys]
+        return len(keys)
+
+    def get_all(self, user_id: str) -> dict[str, str]:
+        """Every fact of ``user_id``, as ``{key: value}``."""
+        return self._run(self._get_all(user_id))
+
+    async def aget_all(self, user_id: str) -> dict[str, str]:
+        """Async twin of :meth:`get_all`."""
+        return await self._arun(self._get_all(user_id))
+
     def set(self, user_id: str, key: str, value: str) -> UserFact:
         """Set (or replace) a fact of ``user_id``.
 
         Raises:
             ConfigurationError: Invalid key or value, or ``max_facts`` reached.
         """
-        fact, namespace = self._prepare(user_id, key, value)
-        existing = self.get_all(user_id)
-        if fact.key not in existing and len(existing) >= self.max_facts:
-            raise self._full()
-        self.store.put(namespace, fact.key, _as_value(fact))
-        return fact
+        return self._run(self._set(user_id, key, value))
 
     async def aset(self, user_id: str, key: str, value: str) -> UserFact:
         """Async twin of :meth:`set`."""
-        fact, namespace = self._prepare(user_id, key, value)
-        existing = await self.aget_all(user_id)
-        if fact.key not in existing and len(existing) >= self.max_facts:
-            raise self._full()
-        await self.store.aput(namespace, fact.key, _as_value(fact))
-        return fact
+        return await self._arun(self._set(user_id, key, value))
 
     def forget(self, user_id: str, key: str) -> bool:
         """Remove a fact; ``True`` when it existed."""
-        namespace, normalized = self.namespace(user_id), normalize_fact_key(key)
-        existed = self.store.get(namespace, normalized) is not None
-        if existed:
-            self.store.delete(namespace, normalized)
-        return existed
+        return self._run(self._forget(user_id, key))
 
     async def aforget(self, user_id: str, key: str) -> bool:
         """Async twin of :meth:`forget`."""
-        namespace, normalized = self.namespace(user_id), normalize_fact_key(key)
-        existed = await self.store.aget(namespace, normalized) is not None
-        if existed:
-            await self.store.adelete(namespace, normalized)
-        return existed
+        return await self._arun(self._forget(user_id, key))
 
     def clear(self, user_id: str) -> int:
         """Remove every fact of ``user_id``; returns how many there were."""
-        keys = list(self.get_all(user_id))
-        for key in keys:
-            self.store.delete(self.namespace(user_id), key)
-        return len(keys)
+        return self._run(self._clear(user_id))
 
     async def aclear(self, user_id: str) -> int:
         """Async twin of :meth:`clear`."""
-        keys = list(await self.aget_all(user_id))
-        for key in keys:
-            await self.store.adelete(self.namespace(user_id), key)
-        return len(keys)
-
-    def _prepare(self, user_id: str, key: str, value: str) -> tuple[UserFact, tuple[str, ...]]:
-        namespace = self.namespace(user_id)
-        now = datetime.now(timezone.utc)
-        return UserFact(normalize_fact_key(key), self._clean_value(value), now), namespace
-
-    def _full(self) -> ConfigurationError:
-        msg = f"at most {self.max_facts} facts are kept per user; forget one first"
-        return ConfigurationError(msg, option="max_facts", value=self.max_facts)
+        return await self._arun(self._clear(user_id))
 
     # -- the block -------------------------------------------------------------------------
+    def _block(self, config: RunnableConfig | None) -> Steps[str | None]:
+        user_id = config_user_id(config, key=self.user_id_key)
+        if not user_id:
+            return None
+        return format_user_facts((yield from self._get_all(user_id)), style=self.style)
+
     def render(
         self,
         *,
@@ -270,8 +292,7 @@ class UserFacts:
         config: RunnableConfig | None = None,
     ) -> str | None:
         """The ``[User Facts]`` block of the run's user, or ``None`` (no user id, no facts)."""
-        user_id = config_user_id(config, key=self.user_id_key)
-        return format_user_facts(self.get_all(user_id), style=self.style) if user_id else None
+        return self._run(self._block(config))
 
     async def arender(
         self,
@@ -281,12 +302,4 @@ class UserFacts:
         config: RunnableConfig | None = None,
     ) -> str | None:
         """Async twin of :meth:`render`."""
-        user_id = config_user_id(config, key=self.user_id_key)
-        if not user_id:
-            return None
-        return format_user_facts(await self.aget_all(user_id), style=self.style)
-
-
-def _as_value(fact: UserFact) -> dict[str, str]:
-    stamp = fact.updated_at.isoformat() if fact.updated_at else ""
-    return {"value": fact.value, "updated_at": stamp}
+        return await self._arun(self._block(config))

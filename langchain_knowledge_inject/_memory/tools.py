@@ -7,7 +7,9 @@ tools read it from ``config["configurable"]["user_id"]`` (the run's config,
 injected by LangChain, hidden from the model's schema), so a model cannot
 write into another user's memory. Without a user id the tool answers with an
 error message and stores nothing. Errors (no user id, an invalid key, too many
-facts) come back to the model as the tool's answer, not as exceptions.
+facts) come back to the model as the tool's answer, not as exceptions. Awaited,
+a tool runs in a worker thread (LangChain's default for a tool without a
+coroutine), so the store's I/O stays off the event loop.
 
 Example:
     >>> from langgraph.store.memory import InMemoryStore
@@ -23,7 +25,9 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
@@ -78,6 +82,23 @@ def _user_id(config: RunnableConfig, key: str) -> str:
     return user_id
 
 
+def _tool(func: Callable[..., str], **kwargs: Any) -> BaseTool:
+    """A tool over ``func``; a refused value comes back to the model as the tool's answer.
+
+    No coroutine is given: LangChain runs ``func`` in a worker thread when the
+    tool is awaited, so its store I/O never blocks the event loop.
+    """
+
+    @functools.wraps(func)
+    def run(*args: Any, **call: Any) -> str:
+        try:
+            return func(*args, **call)
+        except ConfigurationError as exc:
+            raise ToolException(str(exc)) from exc
+
+    return StructuredTool.from_function(func=run, handle_tool_error=True, **kwargs)
+
+
 def create_store_memory_tool(
     memory: EpisodicMemory,
     *,
@@ -101,9 +122,10 @@ def create_store_memory_tool(
     Example:
         >>> import tempfile
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
-        >>> from langchain_knowledge_inject._memory.episodic import EpisodicMemory
-        >>> memory = EpisodicMemory(path=tempfile.mkdtemp(), background=False,
-        ...                         embeddings=DeterministicFakeEmbedding(size=16))
+        >>> from langchain_knowledge_inject._memory.episodic import EpisodicMemory, EpisodicOptions
+        >>> memory = EpisodicMemory(path=tempfile.mkdtemp(),
+        ...                         embeddings=DeterministicFakeEmbedding(size=16),
+        ...                         options=EpisodicOptions(background=False))
         >>> tool = create_store_memory_tool(memory)
         >>> tool.invoke({"content": "Prefers aisle seats."},
         ...             config={"configurable": {"user_id": "u1"}})
@@ -116,16 +138,7 @@ def create_store_memory_tool(
         memory.remember(content, user_id=user_id, thread_id=thread_id)
         return "Saved to memory."
 
-    async def astore_memory(content: str, config: RunnableConfig) -> str:
-        user_id = _user_id(config, memory.user_id_key)
-        thread_id = config_user_id(config, key="thread_id")
-        await memory.aremember(content, user_id=user_id, thread_id=thread_id)
-        return "Saved to memory."
-
-    return StructuredTool.from_function(
-        func=store_memory, coroutine=astore_memory, name=name, description=description,
-        args_schema=StoreMemoryInput, handle_tool_error=True,
-    )  # fmt: skip
+    return _tool(store_memory, name=name, description=description, args_schema=StoreMemoryInput)
 
 
 def create_user_fact_tools(
@@ -145,47 +158,25 @@ def create_user_fact_tools(
         ``[set_user_fact, forget_user_fact]``.
     """
 
-    def _set(key: str, value: str, config: RunnableConfig) -> str:
-        try:
-            fact = facts.set(_user_id(config, facts.user_id_key), key, value)
-        except ConfigurationError as exc:
-            raise ToolException(str(exc)) from exc
+    def set_fact(key: str, value: str, config: RunnableConfig) -> str:
+        fact = facts.set(_user_id(config, facts.user_id_key), key, value)
         return f"Saved: {fact.key}={fact.value}"
 
-    async def _aset(key: str, value: str, config: RunnableConfig) -> str:
-        try:
-            fact = await facts.aset(_user_id(config, facts.user_id_key), key, value)
-        except ConfigurationError as exc:
-            raise ToolException(str(exc)) from exc
-        return f"Saved: {fact.key}={fact.value}"
-
-    def _forget(key: str, config: RunnableConfig) -> str:
-        try:
-            existed = facts.forget(_user_id(config, facts.user_id_key), key)
-        except ConfigurationError as exc:
-            raise ToolException(str(exc)) from exc
+    def forget_fact(key: str, config: RunnableConfig) -> str:
+        existed = facts.forget(_user_id(config, facts.user_id_key), key)
         return f"Forgot {key}." if existed else f"There was no fact named {key}."
 
-    async def _aforget(key: str, config: RunnableConfig) -> str:
-        try:
-            existed = await facts.aforget(_user_id(config, facts.user_id_key), key)
-        except ConfigurationError as exc:
-            raise ToolException(str(exc)) from exc
-        return f"Forgot {key}." if existed else f"There was no fact named {key}."
-
-    set_tool = StructuredTool.from_function(
-        func=_set, coroutine=_aset, name=set_name, args_schema=SetUserFactInput,
+    set_tool = _tool(
+        set_fact, name=set_name, args_schema=SetUserFactInput,
         description=(
             "Remember a lasting fact about the user as key=value (their name, city, "
             "preferences, ...). Setting an existing key replaces its value. Shown to you at "
             "the start of later turns under [User Facts]."
         ),
-        handle_tool_error=True,
     )  # fmt: skip
-    forget_tool = StructuredTool.from_function(
-        func=_forget, coroutine=_aforget, name=forget_name, args_schema=ForgetUserFactInput,
+    forget_tool = _tool(
+        forget_fact, name=forget_name, args_schema=ForgetUserFactInput,
         description="Remove a fact about the user that is wrong or that they asked you to forget.",
-        handle_tool_error=True,
     )  # fmt: skip
     return [set_tool, forget_tool]
 

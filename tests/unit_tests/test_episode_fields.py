@@ -8,8 +8,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from langchain_core.documents import Document
 
-from langchain_knowledge_inject._memory.episode_fields import Candidate, EpisodeFields
-from langchain_knowledge_inject._memory.episodic import EpisodeRecord
+from langchain_knowledge_inject._memory.episode_search import Candidate, EpisodeFields
+from langchain_knowledge_inject._memory.episodic import EpisodeRecord, EpisodicOptions
 from langchain_knowledge_inject.errors import RetrievalError
 
 NOW = datetime(2024, 6, 12, 12, 0, tzinfo=timezone.utc)
@@ -18,7 +18,9 @@ JUNE, MAY = NOW - timedelta(days=2), datetime(2024, 5, 10, tzinfo=timezone.utc)
 
 @pytest.fixture
 def new_memory(make_episodic_memory):
-    return functools.partial(make_episodic_memory, min_score=0.0, background=False)
+    return functools.partial(
+        make_episodic_memory, min_score=0.0, options=EpisodicOptions(background=False)
+    )
 
 
 def _spy(memory, monkeypatch) -> list[list[str]]:
@@ -54,7 +56,9 @@ def test_a_search_reads_back_only_the_episodes_it_returns(new_memory, monkeypatc
 
 
 def test_an_episode_written_again_is_ranked_by_its_new_date(new_memory) -> None:
-    memory = new_memory(recency_weight=0.0, session_weight=0.0)
+    memory = new_memory(
+        options=EpisodicOptions(background=False, recency_weight=0, session_weight=0)
+    )
     memory.record("We planted tomatoes.", user_id="u", episode_id="a", date=JUNE)
     memory.record("We planted tomatoes and basil.", user_id="u", episode_id="b", date=MAY)
     before = memory.search("What did we plant in May?", user_id="u", k=2, now=NOW)
@@ -102,7 +106,7 @@ def test_fields_are_read_once_and_dropped_when_their_episode_is_written() -> Non
     assert reads == [["c2", "gone", "c1"], ["gone"]]  # kept, only the missing one read again
 
     stored["c1"] = _doc("c1", "e1", 7.0)  # written again: same chunk, a new date
-    fields.forget("u", ["e1"])
+    fields.wrote("u", ["e1"])
     assert fields.candidates([("c1", 0.5)], "u")[0].ts == 7.0
     assert fields.candidates([("c1", 0.5)], "other")[0].ts == 7.0  # users apart
     assert reads[-2:] == [["c1"], ["c1"]]
@@ -124,7 +128,7 @@ def test_a_read_that_overlaps_a_write_is_used_but_not_kept() -> None:
     def read(ids, user):
         old = [stored[i] for i in ids]
         stored["c1"] = _doc("c1", "e1", 5.0)  # the writer writes it meanwhile
-        fields.forget(user, ["e1"])
+        fields.wrote(user, ["e1"])
         return old
 
     fields = EpisodeFields(read)

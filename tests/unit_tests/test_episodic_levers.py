@@ -6,13 +6,10 @@ import functools
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from langchain_knowledge_inject._memory.episode_fields import Candidate
-from langchain_knowledge_inject._memory.episode_query import QUESTION_STOPWORDS
-from langchain_knowledge_inject._memory.episode_rank import rank as rank_candidates
-from langchain_knowledge_inject._memory.episode_store import CONTEXT_CHARS, EpisodeRecord, prepare
-from langchain_knowledge_inject._memory.episodic import EpisodicMemory
+from langchain_knowledge_inject._memory.episode_search import QUESTION_STOPWORDS, Candidate, rank
+from langchain_knowledge_inject._memory.episodes import CONTEXT_CHARS, EpisodeRecord, prepare
+from langchain_knowledge_inject._memory.episodic import EpisodicMemory, EpisodicOptions
 from langchain_knowledge_inject._store.keyword import STOPWORDS
 from langchain_knowledge_inject.errors import ConfigurationError
 
@@ -47,8 +44,8 @@ def _dialogue(memory: EpisodicMemory, *, bulk: bool) -> None:
 
 @pytest.mark.parametrize("bulk", [True, False])
 def test_a_turn_is_found_by_the_question_it_answers_and_returned_alone(new_memory, bulk) -> None:
-    with_context = new_memory(context_turn=True)
-    without = new_memory(context_turn=False)
+    with_context = new_memory(options=EpisodicOptions(context_turn=True))
+    without = new_memory(options=EpisodicOptions(context_turn=False))
     for memory in (with_context, without):
         _dialogue(memory, bulk=bulk)
 
@@ -70,7 +67,7 @@ def test_a_turn_is_found_by_the_question_it_answers_and_returned_alone(new_memor
 
 
 def test_only_a_question_of_the_other_speaker_is_context(new_memory) -> None:
-    memory = new_memory(context_turn=True, background=False)
+    memory = new_memory(options=EpisodicOptions(context_turn=True, background=False))
     turns = [("Ben", "I love Porto."), ("Ana", "Me too."), ("Ana", "Where to next?"),
              ("Ana", "Maybe Oslo."), ("Ben", "Why Oslo?"), ("Ana", "The fjords.")]  # fmt: skip
     for i, (who, text) in enumerate(turns):
@@ -87,7 +84,7 @@ def test_only_a_question_of_the_other_speaker_is_context(new_memory) -> None:
 def test_the_question_answered_is_found_after_a_reopen(make_episodic_memory, tmp_path,
                                                        background) -> None:  # fmt: skip
     path = tmp_path / "store"
-    first = make_episodic_memory(path=path, background=background)
+    first = make_episodic_memory(path=path, options=EpisodicOptions(background=background))
     first.record("Did you go anywhere nice on holiday?", user_id="c1", speaker="Ben",
                  thread_id="s1", episode_id="t0", date=NOW)  # fmt: skip
     first.record("Shall we meet on Friday?", user_id="c1", speaker="Ben", thread_id="s2",
@@ -96,7 +93,7 @@ def test_the_question_answered_is_found_after_a_reopen(make_episodic_memory, tmp
                  episode_id="u1", date=NOW + timedelta(minutes=6))  # fmt: skip
     first.close()
 
-    again = make_episodic_memory(path=path, background=background)
+    again = make_episodic_memory(path=path, options=EpisodicOptions(background=background))
     for episode_id, who, thread, text, minutes in [
         ("t1", "Ana", "s1", "Just got back from Porto.", 10),  # answers the stored question
         ("u2", "Ana", "s2", "See you there.", 11),  # the stored turn before is no question
@@ -132,7 +129,7 @@ def test_the_indexed_text_holds_the_context_and_the_speaker() -> None:
 
 
 def test_an_exchange_or_a_note_takes_no_context(new_memory) -> None:
-    memory = new_memory(context_turn=True, background=False)
+    memory = new_memory(options=EpisodicOptions(context_turn=True, background=False))
     memory.record("What's your dog called?", user_id="u", thread_id="t", speaker="Ben")
     memory.record_exchange("My dog is Rex.", "Nice!", user_id="u", thread_id="t")
     memory.remember("Ana likes tea.", user_id="u", thread_id="t")
@@ -152,11 +149,8 @@ def test_a_session_that_matches_as_a_whole_lifts_its_turns() -> None:
         _candidate("b", "s1", 0.55),
         _candidate("c", "s1", 0.50),
     ]
-    common = {"in_range": None, "span": None, "now": None, "recency_weight": 0.0,
-              "half_life_days": 30.0, "date_weight": 0.0}  # fmt: skip
-
-    flat = [c.episode_id for _, c in rank_candidates(found, **common)]
-    lifted = rank_candidates(found, session_weight=0.5, **common)
+    flat = [c.episode_id for _, c in rank(found, None, options=EpisodicOptions(session_weight=0))]
+    lifted = rank(found, None, options=EpisodicOptions(session_weight=0.5))
 
     assert flat == ["lone", "a", "b", "c"]
     assert [c.episode_id for _, c in lifted][:2] == ["a", "b"]
@@ -165,7 +159,7 @@ def test_a_session_that_matches_as_a_whole_lifts_its_turns() -> None:
 
 
 def test_the_newest_statement_wins_when_the_question_asks_about_now(new_memory) -> None:
-    memory = new_memory(recency_weight=0.0, current_weight=0.5)
+    memory = new_memory(options=EpisodicOptions(recency_weight=0.0, current_weight=0.5))
     old, new = "I live in Lisbon.", "I live in Porto."
     memory.record(old, user_id="u1", episode_id="old", date=NOW - timedelta(days=200))
     memory.record(new, user_id="u1", episode_id="new", date=NOW - timedelta(days=20))
@@ -187,8 +181,8 @@ def test_question_words_can_be_left_out_of_the_keyword_side(new_memory) -> None:
     turns = [("q", "Ben", "What did you do last night, did you go out?"),
              ("a", "Ana", "Cooked pasta with my sister.")]  # fmt: skip
     question, lucene = (
-        new_memory(search_mode="keyword"),
-        new_memory(search_mode="keyword", keyword_stopwords=None),
+        new_memory(options=EpisodicOptions(search_mode="keyword")),
+        new_memory(options=EpisodicOptions(search_mode="keyword", keyword_stopwords=None)),
     )
     for memory in (question, lucene):
         for episode_id, who, text in turns:
@@ -201,22 +195,22 @@ def test_question_words_can_be_left_out_of_the_keyword_side(new_memory) -> None:
 
     assert found(question) == ["a"]
     assert "q" in found(lucene)  # Lucene's 33: matched by "what", "did" and "you" alone
-    assert question.keyword_stopwords == QUESTION_STOPWORDS  # the default
-    assert lucene.keyword_stopwords == STOPWORDS
-    upper = new_memory(keyword_stopwords=(w.upper() for w in STOPWORDS))  # a generator
+    assert question.options.keyword_stopwords == QUESTION_STOPWORDS  # the default
+    assert lucene.options.keyword_stopwords == STOPWORDS
+    upper = EpisodicOptions(keyword_stopwords=(w.upper() for w in STOPWORDS))  # a generator
     assert upper.keyword_stopwords == STOPWORDS
     with pytest.raises(ConfigurationError, match="keyword_stopwords"):
-        new_memory(keyword_stopwords="what did")
+        EpisodicOptions(keyword_stopwords="what did")
 
 
 @pytest.mark.parametrize("option", ["session_weight", "current_weight"])
 def test_negative_weights_are_refused(option) -> None:
     with pytest.raises(ConfigurationError, match=option):
-        EpisodicMemory(embeddings=DeterministicFakeEmbedding(size=8), **{option: -0.1})
+        EpisodicOptions(**{option: -0.1})
 
 
 def test_the_search_mode_is_passed_to_the_knowledge_base(new_memory) -> None:
-    keyword = new_memory(search_mode="keyword")
+    keyword = new_memory(options=EpisodicOptions(search_mode="keyword"))
     keyword.record("We adopted a greyhound called Pixel.", user_id="u", episode_id="dog")
     keyword.record("The weather is grey.", user_id="u", episode_id="weather")
     keyword.flush()
@@ -225,4 +219,4 @@ def test_the_search_mode_is_passed_to_the_knowledge_base(new_memory) -> None:
 
     assert [e.episode_id for e in found] == ["dog"]  # keyword mode: no match, no candidate
     with pytest.raises(ConfigurationError, match="search_mode"):
-        new_memory(search_mode="fuzzy")
+        EpisodicOptions(search_mode="fuzzy")

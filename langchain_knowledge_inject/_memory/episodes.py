@@ -1,19 +1,18 @@
-"""Episodes as knowledge-base chunks (used only by :mod:`~.memory.episodic`).
+"""Episodes as knowledge-base chunks: what is recorded, how it is indexed, how it comes back.
 
 An episode is one chunk of the memory's knowledge base, in the tenant partition
 of its user, with ``source`` = its episode id (so recording the same id again
-replaces it). The chunk text is what is searched: the text, plus the reply of
-an exchange on a second line. Speaker names are metadata, not text: in the
-text, a name would make every short turn of that speaker ("Rosa: ok!") a top
-keyword hit for any question naming her. The memory's own fields are
-metadata keys starting with ``ep_``; every other key is the caller's metadata,
-kept and returned as given.
+replaces it). The chunk text is what is searched: the text, the reply of an
+exchange on a second line and, for a single turn, the question it answers on
+the last line. Speaker names are metadata, not text: in the text, a name would
+make every short turn of that speaker ("Rosa: ok!") a top keyword hit for any
+question naming her. The memory's own fields are metadata keys starting with
+``ep_``; every other key is the caller's metadata, kept and returned as given.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -22,7 +21,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_knowledge_inject._turn.placement import query_text, strip_injected
+from langchain_knowledge_inject._turn.placement import (
+    current_user_index,
+    query_text,
+    strip_injected,
+)
 from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -34,6 +37,11 @@ _KB_KEYS = frozenset(
     {"source", "tenant_id", "chunk_id", "chunk_index", "score", "kb_name", "kb_id"}
 )
 _PREFIX = "ep_"
+CONTEXT_CHARS = 200
+"""Longest text of the previous turn added to an episode's indexed text."""
+
+Entry = dict[str, Any]
+"""A prepared episode: ``{"user", "text" (indexed), "meta"}``, one journal line."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,8 @@ class Episode:
         thread_id: The conversation it came from, if known.
         similarity: The knowledge base's hybrid score for the query, in [0, 1]
             (below the memory's ``min_score`` when its cosine alone reached it).
-        score: The ranking key: ``similarity`` plus the recency and date bonuses.
+        score: The ranking key: ``similarity`` plus the recency, date, speaker
+            and session bonuses.
         speaker: Who said ``user_message`` (``"user"`` for a recorded turn).
         reply_speaker: Who said ``assistant_reply``.
         turn: The turn number or id given when recorded, if any.
@@ -107,6 +116,11 @@ class EpisodeRecord:
     metadata: Mapping[str, Any] | None = None
     kind: EpisodeKind | None = None
 
+    @property
+    def single(self) -> bool:
+        """Whether it is a single turn (no reply, not a note): it may answer a question."""
+        return self.kind in (None, "turn") and not (self.reply or "").strip()
+
 
 def user_key(user_id: object) -> str:
     """The user id as a non-empty string."""
@@ -115,6 +129,14 @@ def user_key(user_id: object) -> str:
         msg = "a user id must be a non-empty string"
         raise ConfigurationError(msg, option="user_id", value=user_id)
     return text
+
+
+def utc(date: datetime, option: str = "date") -> datetime:
+    """``date`` in UTC; a naive datetime is taken as UTC."""
+    if not isinstance(date, datetime):
+        msg = f"{option} must be a datetime, got {type(date).__name__}"
+        raise ConfigurationError(msg, option=option, value=date)
+    return (date if date.tzinfo else date.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
 
 
 def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -135,26 +157,9 @@ def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def _utc(date: datetime | None) -> datetime:
-    if date is None:
-        return datetime.now(timezone.utc)
-    if not isinstance(date, datetime):
-        msg = f"date must be a datetime, got {type(date).__name__}"
-        raise ConfigurationError(msg, option="date", value=date)
-    return (date if date.tzinfo else date.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
-
-
-CONTEXT_CHARS = 200
-"""Longest text of the previous turn added to an episode's indexed text."""
-
-
 def prepare(
-    record: EpisodeRecord,
-    *,
-    user_id: str,
-    context: str = "",
-    speaker_in_text: bool = False,
-) -> dict[str, Any] | None:
+    record: EpisodeRecord, *, user_id: str, context: str = "", speaker_in_text: bool = False
+) -> Entry | None:
     """The journal entry of one episode (``None`` for an empty text).
 
     The indexed text (what the hybrid search matches) is the text, the reply
@@ -173,32 +178,27 @@ def prepare(
     if kind not in _KINDS:
         msg = f"kind must be one of {', '.join(_KINDS)}; got {kind!r}"
         raise ConfigurationError(msg, option="kind", value=kind)
-    date = _utc(record.date)
-    turn = None if record.turn is None else str(record.turn)
+    date = datetime.now(timezone.utc) if record.date is None else utc(record.date)
+    turn = "" if record.turn is None else str(record.turn)
     episode_id = record.episode_id
     if episode_id is None:
-        parts = [kind, user, record.thread_id or "", turn or "", record.speaker or "", text, reply]
+        parts = [kind, user, record.thread_id or "", turn, record.speaker or "", text, reply]
         episode_id = hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
     elif not isinstance(episode_id, str) or not episode_id.strip():
         msg = f"episode_id must be a non-empty string or None, got {episode_id!r}"
         raise ConfigurationError(msg, option="episode_id", value=episode_id)
-    meta = _check_metadata(record.metadata)
     own = {
-        "ep_id": episode_id,
-        "ep_kind": kind,
-        "ep_ts": date.timestamp(),
-        "ep_thread": record.thread_id or "",
-        "ep_speaker": record.speaker or "",
-        "ep_reply_speaker": record.reply_speaker or "",
-        "ep_text": text,
-        "ep_reply": reply,
-        "ep_turn": turn or "",
-    }
+        "ep_id": episode_id, "ep_kind": kind, "ep_ts": date.timestamp(),
+        "ep_thread": record.thread_id or "", "ep_speaker": record.speaker or "",
+        "ep_reply_speaker": record.reply_speaker or "", "ep_text": text, "ep_reply": reply,
+        "ep_turn": turn,
+    }  # fmt: skip
     indexed = f"{text}\n{reply}" if reply else text
     if speaker_in_text and record.speaker:
         indexed = f"{record.speaker}: {indexed}"
     indexed = with_context(indexed, context)
-    return {"user": user, "text": indexed, "meta": {**meta, **own, "source": episode_id}}
+    meta = {**_check_metadata(record.metadata), **own, "source": episode_id}
+    return {"user": user, "text": indexed, "meta": meta}
 
 
 def with_context(indexed: str, context: str) -> str:
@@ -232,8 +232,8 @@ def stored_previous_turn(
 
 
 def with_stored_context(
-    entry: dict[str, Any], earlier: dict[tuple[str, str], tuple[str, str]], kb: KnowledgeBase
-) -> dict[str, Any]:
+    entry: Entry, earlier: dict[tuple[str, str], tuple[str, str]], kb: KnowledgeBase
+) -> Entry:
     """``entry`` with the question it answers, when it was marked ``context_from_store``.
 
     Such an entry is the first turn of its thread in a process; the thread's
@@ -250,22 +250,17 @@ def with_stored_context(
     if previous is None:
         previous = stored_previous_turn(kb, key[0], key[1], float(meta["ep_ts"]))
     context = question_answered(previous, meta.get("ep_speaker") or None)
-    if not context:
-        return entry
-    return {**entry, "text": with_context(entry["text"], context)}
+    return {**entry, "text": with_context(entry["text"], context)} if context else entry
 
 
-def to_document(entry: Mapping[str, Any]) -> Document:
+def to_document(entry: Entry) -> Document:
     """A journal entry as the knowledge-base document to write."""
     return Document(page_content=entry["text"], metadata=dict(entry["meta"]))
 
 
-def from_document(
-    doc: Document, *, user_id: str, score: float | None = None, similarity: float | None = None
-) -> Episode:
-    """A knowledge-base chunk as an :class:`Episode` (``similarity``: default its ``"score"``)."""
+def from_document(doc: Document, *, user_id: str, score: float, similarity: float) -> Episode:
+    """A knowledge-base chunk as an :class:`Episode`."""
     meta = doc.metadata
-    similarity = float(meta.get("score", 0.0)) if similarity is None else similarity
     return Episode(
         episode_id=str(meta["ep_id"]),
         kind=meta.get("ep_kind", "turn"),
@@ -275,12 +270,36 @@ def from_document(
         user_id=user_id,
         thread_id=meta.get("ep_thread") or None,
         similarity=round(similarity, 6),
-        score=round(similarity if score is None else score, 6),
+        score=round(score, 6),
         speaker=meta.get("ep_speaker") or None,
         reply_speaker=meta.get("ep_reply_speaker") or None,
         turn=meta.get("ep_turn") or None,
         metadata={k: v for k, v in meta.items() if not k.startswith(_PREFIX) and k not in _KB_KEYS},
     )
+
+
+def finished_turn(messages: Sequence[BaseMessage]) -> tuple[str, str, str] | None:
+    """The finished turn at the end of ``messages``: ``(user text, final reply, turn id)``.
+
+    The turn is the current user message (the last ``HumanMessage`` that is
+    not an injection) and the last text reply after it that is not a tool
+    call, injected content stripped; ``None`` while there is no such reply.
+    The turn id is the message's id, else its position among user messages.
+    """
+    clean = strip_injected(messages)
+    index = current_user_index(clean)
+    if index is None:
+        return None
+    human = clean[index]
+    replies = [
+        text_of(m) for m in clean[index + 1 :]
+        if isinstance(m, AIMessage) and not m.tool_calls and text_of(m)
+    ]  # fmt: skip
+    user_text = query_text(human)
+    if not replies or not user_text:
+        return None
+    turn = human.id or str(sum(isinstance(m, HumanMessage) for m in clean[: index + 1]))
+    return user_text, replies[-1], turn
 
 
 class Visible:
@@ -313,9 +332,3 @@ def text_of(message: BaseMessage) -> str:
 def norm(text: str) -> str:
     """Lowercase with whitespace collapsed, for comparing texts."""
     return " ".join(text.lower().split())
-
-
-def unit(vector: Sequence[float]) -> list[float]:
-    """``vector`` scaled to length 1."""
-    length = math.sqrt(sum(float(x) * float(x) for x in vector)) or 1.0
-    return [float(x) / length for x in vector]

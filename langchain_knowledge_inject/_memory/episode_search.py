@@ -1,0 +1,286 @@
+"""The parts of an episode search: its filter, its candidates' fields, their ranking.
+
+A search of :class:`~.episodic.EpisodicMemory` turns its arguments into one
+filter in Chroma's ``where`` language (:func:`where`), leaves the names of
+known speakers out of the question (:func:`named`, :func:`strip_names`), and
+takes the knowledge base's best :data:`~.episodic.MAX_K` hits as ``(chunk id,
+score, cosine)`` triples (``KnowledgeBase.search_hits(..., with_dense=True)``).
+The fields it ranks them by (episode id, date, thread, speaker) are read from
+the store once per chunk and kept per user (:class:`EpisodeFields`), so only
+the episodes a search returns are read back whole. :func:`rank` scores and
+orders the candidates.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from langchain_knowledge_inject._memory.episodes import utc
+from langchain_knowledge_inject._store.keyword import STOPWORDS
+from langchain_knowledge_inject._turn.query import FUNCTION_WORDS
+from langchain_knowledge_inject.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from langchain_core.documents import Document
+
+    from langchain_knowledge_inject._memory.episodic import EpisodicOptions
+
+QUESTION_STOPWORDS = STOPWORDS | FUNCTION_WORDS
+"""Words an episode search leaves out of its keyword side: Lucene's 33 and the function words.
+
+A question to a memory is full of words that every short dialogue turn holds
+("what", "did", "you", "when"); matched as keywords, they rank "What did you
+do?" above the answer. Only the keyword query leaves them out: the question's
+vector stays as it is. A question left with no keyword hit on its answer is
+judged on its cosine (see :attr:`Candidate.evidence`).
+"""
+MAX_KEPT = 200_000
+"""Most chunks whose fields are kept, over all users (then all are dropped and read again)."""
+
+
+class Candidate(NamedTuple):
+    """One hit of an episode search, with the fields it is ranked by."""
+
+    chunk_id: str
+    episode_id: str
+    similarity: float
+    """The knowledge base's score for the query, in [0, 1]."""
+    ts: float
+    """When the episode was said (epoch seconds)."""
+    thread: str
+    speaker: str
+    dense: float = 0.0
+    """The dense side's score alone (the cosine), when the search gave it; else 0."""
+
+    @property
+    def evidence(self) -> float:
+        """What ``min_score`` is judged on: the better of the hybrid score and the cosine alone.
+
+        A hybrid score is ``0.75 * cosine + 0.25 * keyword``: an episode that
+        shares no word with the question (a paraphrase) keeps only three
+        quarters of its cosine. Judged on the better of the two, it is judged
+        on its cosine, and a keyword match can only help.
+        """
+        return max(self.similarity, self.dense)
+
+
+_Fields = tuple[str, float, str, str]  # episode id, ts, thread, speaker
+
+
+class EpisodeFields:
+    """Episode id, date, thread and speaker per chunk and the speakers seen, per user.
+
+    Kept fields are dropped when their episode is written again (a new date,
+    thread or speaker under the same id) or deleted: the recorder calls
+    :meth:`wrote` after each write. A read that overlaps a write of the same
+    user is used for that search but not kept, so a kept field is never older
+    than the last write.
+
+    Args:
+        read: Reads chunks back as documents: ``read(chunk_ids, user)``
+            (``KnowledgeBase.get_by_ids`` with the user's tenant).
+        max_kept: Most chunks kept over all users.
+    """
+
+    def __init__(
+        self, read: Callable[[Sequence[str], str], list[Document]], *, max_kept: int = MAX_KEPT
+    ) -> None:
+        self._read = read
+        self._max_kept = max_kept
+        self._lock = threading.Lock()
+        self._fields: dict[str, dict[str, _Fields]] = {}  # user -> chunk id -> fields
+        self._chunks: dict[str, dict[str, list[str]]] = {}  # user -> episode id -> chunk ids
+        self._writes: dict[str, int] = {}  # user -> writes so far (older reads are not kept)
+        self._speakers: dict[str, set[str]] = {}
+        self._kept = 0
+
+    def speakers(self, user: str) -> frozenset[str]:
+        """The speakers of ``user``'s episodes written or read so far."""
+        with self._lock:
+            return frozenset(self._speakers.get(user, ()))
+
+    def candidates(
+        self, hits: Iterable[tuple[str, float] | tuple[str, float, float]], user: str
+    ) -> list[Candidate]:
+        """The hits of one search with their fields, in order (chunks gone since are left out).
+
+        ``hits``: ``(chunk id, score)`` pairs or ``(chunk id, score, cosine)`` triples.
+        """
+        rows = [(hit[0], hit[1], hit[2] if len(hit) == 3 else 0.0) for hit in hits]
+        with self._lock:
+            known = self._fields.get(user, {})
+            got = {cid: known[cid] for cid, _, _ in rows if cid in known}
+            writes = self._writes.get(user, 0)
+        missing = [cid for cid, _, _ in rows if cid not in got]
+        if missing:
+            read = {str(d.id): _fields_of(d) for d in self._read(missing, user) if d.id}
+            got.update(read)
+            self._keep(user, read, writes)
+        return [
+            Candidate(cid, fields[0], float(score), *fields[1:], dense=float(dense))
+            for cid, score, dense in rows
+            if (fields := got.get(cid)) is not None
+        ]
+
+    def wrote(
+        self, user: str, episode_ids: Iterable[str] | None = None, speakers: Iterable[str] = ()
+    ) -> None:
+        """Episodes of ``user`` were written (all of the user's deleted with ``None``)."""
+        with self._lock:
+            self._writes[user] = self._writes.get(user, 0) + 1
+            if episode_ids is None:
+                self._kept -= len(self._fields.pop(user, {}))
+                self._chunks.pop(user, None)
+                self._speakers.pop(user, None)
+                return
+            self._speakers.setdefault(user, set()).update(s for s in speakers if s)
+            fields, chunks = self._fields.get(user, {}), self._chunks.get(user, {})
+            for episode_id in episode_ids:
+                for cid in chunks.pop(episode_id, ()):
+                    if fields.pop(cid, None) is not None:
+                        self._kept -= 1
+
+    def _keep(self, user: str, read: dict[str, _Fields], writes: int) -> None:
+        with self._lock:
+            self._speakers.setdefault(user, set()).update(f[3] for f in read.values() if f[3])
+            if self._writes.get(user, 0) != writes:  # written meanwhile: maybe older than that
+                return
+            if self._kept + len(read) > self._max_kept:
+                self._fields.clear()
+                self._chunks.clear()
+                self._kept = 0
+            fields = self._fields.setdefault(user, {})
+            chunks = self._chunks.setdefault(user, {})
+            for cid, value in read.items():
+                if cid not in fields:
+                    self._kept += 1
+                    chunks.setdefault(value[0], []).append(cid)
+                fields[cid] = value
+
+
+def _fields_of(doc: Document) -> _Fields:
+    meta = doc.metadata
+    return (str(meta["ep_id"]), float(meta["ep_ts"]), str(meta.get("ep_thread") or ""),
+            str(meta.get("ep_speaker") or ""))  # fmt: skip
+
+
+def rank(
+    found: Sequence[Candidate],
+    in_range: Sequence[Candidate] | None,
+    *,
+    options: EpisodicOptions,
+    span: tuple[float, float] | None = None,
+    now: datetime | None = None,
+    recency_weight: float = 0.0,
+    named: frozenset[str] = frozenset(),
+) -> list[tuple[float, Candidate]]:
+    """Score and order the candidates of one search, best first: ``(score, candidate)`` pairs.
+
+    A candidate's score is its hybrid similarity plus: ``date_weight`` when it
+    lies inside the date range ``span`` (epoch seconds) named in the question
+    (``in_range``: the same search restricted to it, so that those episodes
+    reach the pool); ``speaker_weight`` when its speaker is ``named`` in the
+    question (casefolded); ``session_weight`` times its session's score (the
+    mean similarity of the thread's two best candidates: in a long dialogue
+    the turns around an answer share its topic); and, with ``now``, a recency
+    bonus of ``recency_weight`` halving every ``recency_half_life_days``. Ties
+    go to the newer episode, then to the smaller id, so the order never
+    depends on ``k``.
+    """
+    best: dict[str, Candidate] = {}
+    for candidate in [*found, *(in_range or ())]:
+        kept = best.get(candidate.episode_id)
+        if kept is None or candidate.similarity > kept.similarity:
+            best[candidate.episode_id] = candidate
+    reference = now.timestamp() if now is not None and recency_weight else None
+    sessions = session_scores(best.values()) if options.session_weight else {}
+    rows = []
+    for episode_id, candidate in best.items():
+        ts, score = candidate.ts, candidate.similarity
+        score += options.session_weight * sessions.get(candidate.thread, 0.0)
+        if span is not None and span[0] <= ts < span[1]:
+            score += options.date_weight
+        if named and candidate.speaker.casefold() in named:
+            score += options.speaker_weight
+        if reference is not None:
+            age_days = max(0.0, (reference - ts) / 86400)
+            score += recency_weight * 0.5 ** (age_days / options.recency_half_life_days)
+        rows.append((-round(score, 6), -ts, episode_id, candidate))
+    rows.sort(key=lambda row: row[:3])
+    return [(-row[0], row[3]) for row in rows]
+
+
+def session_scores(candidates: Iterable[Candidate]) -> dict[str, float]:
+    """Per thread (session) among the candidates: the mean score of its two best episodes."""
+    top: dict[str, list[float]] = {}  # thread -> its two best scores
+    for candidate in candidates:
+        if not candidate.thread:
+            continue
+        pair = top.setdefault(candidate.thread, [0.0, 0.0])
+        if candidate.similarity > pair[0]:
+            pair[0], pair[1] = candidate.similarity, pair[0]
+        elif candidate.similarity > pair[1]:
+            pair[1] = candidate.similarity
+    return {thread: (a + b) / 2 for thread, (a, b) in top.items()}
+
+
+def named(text: str, speakers: Iterable[str]) -> list[str]:
+    """The speakers named in ``text`` (whole words, any case), longest first."""
+    return sorted(
+        (s for s in speakers if re.search(rf"(?<!\w){re.escape(s)}(?!\w)", text, re.IGNORECASE)),
+        key=len, reverse=True,
+    )  # fmt: skip
+
+
+def strip_names(text: str, names: Sequence[str]) -> str:
+    """``text`` without the speakers' names: they are metadata, matched by ``speaker_weight``."""
+    for name in names:
+        text = re.sub(
+            rf"(?<!\w){re.escape(name)}(?:['\u2019]s)?(?!\w)", " ", text, flags=re.IGNORECASE
+        )
+    stripped = " ".join(text.split())
+    return stripped if re.search(r"\w", stripped) else text
+
+
+def both(*clauses: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The ``$and`` of the non-empty filter clauses, or ``None`` when there are none."""
+    parts = [dict(c) for c in clauses if c]
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else {"$and": parts}
+
+
+def where(
+    thread_id: str | Sequence[str] | None,
+    since: datetime | None,
+    until: datetime | None,
+    speaker: str | None,
+    filter: Mapping[str, Any] | None,
+) -> dict[str, Any] | None:
+    """The Chroma ``where`` filter of one memory search (thread, dates, speaker, metadata)."""
+    if filter is not None and not isinstance(filter, Mapping):
+        msg = f"filter must be a mapping (Chroma's where language), got {type(filter).__name__}"
+        raise ConfigurationError(msg, option="filter", value=filter)
+    if filter and any(k == "tenant_id" or k.startswith("ep_") for k in filter):
+        msg = "filter is for your own metadata; use user_id, thread_id, since, until, speaker"
+        raise ConfigurationError(msg, option="filter", value=dict(filter))
+    clauses: list[Mapping[str, Any] | None] = [filter]
+    if isinstance(thread_id, str):
+        clauses.append({"ep_thread": {"$eq": thread_id}})
+    elif thread_id is not None:
+        threads = [str(t) for t in thread_id]
+        if not threads:
+            msg = "thread_id must be a thread id, a non-empty list of them, or None"
+            raise ConfigurationError(msg, option="thread_id", value=thread_id)
+        clauses.append({"ep_thread": {"$in": threads}})
+    if since is not None:
+        clauses.append({"ep_ts": {"$gte": utc(since, "since").timestamp()}})
+    if until is not None:
+        clauses.append({"ep_ts": {"$lt": utc(until, "until").timestamp()}})
+    if speaker is not None:
+        clauses.append({"ep_speaker": {"$eq": speaker}})
+    return both(*clauses)
