@@ -183,25 +183,22 @@ LEVERS: dict[str, tuple[dict, dict]] = {
     "  no date resolution": ({}, {"resolve_dates": False}),
     "  no speaker handling": ({"speaker_weight": 0.0}, {}),
     "  previous turn off": ({"context_turn": False}, {}),
-    "  session weight 0": ({"session_weight": 0.0}, {}),
     "  current weight 0": ({"current_weight": 0.0}, {}),
     "  search_mode='dense'": ({"search_mode": "dense"}, {}),
     "  Lucene's 33 stopwords only": ({"keyword_stopwords": None}, {}),
 }
 SWEEP: dict[str, tuple[dict, dict]] = {  # the development seed's sweep (--levers)
     "  bare (all levers off)": (
-        {"context_turn": False, "session_weight": 0.0, "current_weight": 0.0,
-         "speaker_weight": 0.0, "keyword_stopwords": None},
+        {"context_turn": False, "current_weight": 0.0, "speaker_weight": 0.0,
+         "keyword_stopwords": None},
         {"recency": "off", "resolve_dates": False},
     ),
-    "  speaker in text": ({"speaker_in_text": True}, {}),
-    **{f"  session weight {w}": ({"session_weight": w}, {}) for w in (0.1, 0.2, 0.5)},
     **{f"  speaker weight {w}": ({"speaker_weight": w}, {}) for w in (0.1, 0.2)},
     **{f"  current weight {w}": ({"current_weight": w}, {}) for w in (0.2, 0.8)},
     **{f"  recency weight {w}": ({"recency_weight": w}, {}) for w in (0.0, 0.1)},
 }  # fmt: skip
-INDEXED = ("context_turn", "speaker_in_text")
-"""The options that change what is stored: one memory per combination of them."""
+INDEXED = ("context_turn",)
+"""The options that change what is stored: one memory per value of them."""
 
 
 def _cached_kb_search(memory: EpisodicMemory) -> None:

@@ -46,8 +46,8 @@ class EpisodeRecorder:
     Args:
         store: Opens the memory's knowledge base (on first use).
         fields: The memory's kept fields, told about each write.
-        options: The memory's options (``context_turn``, ``speaker_in_text``,
-            ``background``, ``journal_fsync``, ``flush_timeout_s``).
+        options: The memory's options (``context_turn``, ``background``,
+            ``journal_fsync``, ``flush_timeout_s``).
         journal_dir: Where the journal lives.
         name: Base name of the journal file.
     """
@@ -124,8 +124,7 @@ class EpisodeRecorder:
         with self._lock:
             previous = self._previous.get(key)
             context = question_answered(previous, record.speaker) if looked_up else ""
-            entry = prepare(record, user_id=user_id, context=context,
-                            speaker_in_text=self._options.speaker_in_text)  # fmt: skip
+            entry = prepare(record, user_id=user_id, context=context)
             if entry is not None and tracked:
                 if looked_up and previous is None:
                     entry["context_from_store"] = True

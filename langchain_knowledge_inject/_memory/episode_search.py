@@ -5,7 +5,7 @@ filter in Chroma's ``where`` language (:func:`where`), leaves the names of
 known speakers out of the question (:func:`named`, :func:`strip_names`), and
 takes the knowledge base's best :data:`~.episodic.MAX_K` hits as ``(chunk id,
 score, cosine)`` triples (``KnowledgeBase.search_hits(..., with_dense=True)``).
-The fields it ranks them by (episode id, date, thread, speaker) are read from
+The fields it ranks them by (episode id, date, speaker) are read from
 the store once per chunk and kept per user (:class:`EpisodeFields`), so only
 the episodes a search returns are read back whole. :func:`rank` scores and
 orders the candidates.
@@ -51,7 +51,6 @@ class Candidate(NamedTuple):
     """The knowledge base's score for the query, in [0, 1]."""
     ts: float
     """When the episode was said (epoch seconds)."""
-    thread: str
     speaker: str
     dense: float = 0.0
     """The dense side's score alone (the cosine), when the search gave it; else 0."""
@@ -68,14 +67,14 @@ class Candidate(NamedTuple):
         return max(self.similarity, self.dense)
 
 
-_Fields = tuple[str, float, str, str]  # episode id, ts, thread, speaker
+_Fields = tuple[str, float, str]  # episode id, ts, speaker
 
 
 class EpisodeFields:
-    """Episode id, date, thread and speaker per chunk and the speakers seen, per user.
+    """Episode id, date and speaker per chunk and the speakers seen, per user.
 
-    Kept fields are dropped when their episode is written again (a new date,
-    thread or speaker under the same id) or deleted: the recorder calls
+    Kept fields are dropped when their episode is written again (a new date
+    or speaker under the same id) or deleted: the recorder calls
     :meth:`wrote` after each write. A read that overlaps a write of the same
     user is used for that search but not kept, so a kept field is never older
     than the last write.
@@ -146,7 +145,7 @@ class EpisodeFields:
 
     def _keep(self, user: str, read: dict[str, _Fields], writes: int) -> None:
         with self._lock:
-            self._speakers.setdefault(user, set()).update(f[3] for f in read.values() if f[3])
+            self._speakers.setdefault(user, set()).update(f[2] for f in read.values() if f[2])
             if self._writes.get(user, 0) != writes:  # written meanwhile: maybe older than that
                 return
             if self._kept + len(read) > self._max_kept:
@@ -164,8 +163,7 @@ class EpisodeFields:
 
 def _fields_of(doc: Document) -> _Fields:
     meta = doc.metadata
-    return (str(meta["ep_id"]), float(meta["ep_ts"]), str(meta.get("ep_thread") or ""),
-            str(meta.get("ep_speaker") or ""))  # fmt: skip
+    return str(meta["ep_id"]), float(meta["ep_ts"]), str(meta.get("ep_speaker") or "")
 
 
 def rank(
@@ -184,12 +182,9 @@ def rank(
     lies inside the date range ``span`` (epoch seconds) named in the question
     (``in_range``: the same search restricted to it, so that those episodes
     reach the pool); ``speaker_weight`` when its speaker is ``named`` in the
-    question (casefolded); ``session_weight`` times its session's score (the
-    mean similarity of the thread's two best candidates: in a long dialogue
-    the turns around an answer share its topic); and, with ``now``, a recency
-    bonus of ``recency_weight`` halving every ``recency_half_life_days``. Ties
-    go to the newer episode, then to the smaller id, so the order never
-    depends on ``k``.
+    question (casefolded); and, with ``now``, a recency bonus of
+    ``recency_weight`` halving every ``recency_half_life_days``. Ties go to the
+    newer episode, then to the smaller id, so the order never depends on ``k``.
     """
     best: dict[str, Candidate] = {}
     for candidate in [*found, *(in_range or ())]:
@@ -197,11 +192,9 @@ def rank(
         if kept is None or candidate.similarity > kept.similarity:
             best[candidate.episode_id] = candidate
     reference = now.timestamp() if now is not None and recency_weight else None
-    sessions = session_scores(best.values()) if options.session_weight else {}
     rows = []
     for episode_id, candidate in best.items():
         ts, score = candidate.ts, candidate.similarity
-        score += options.session_weight * sessions.get(candidate.thread, 0.0)
         if span is not None and span[0] <= ts < span[1]:
             score += options.date_weight
         if named and candidate.speaker.casefold() in named:
@@ -212,20 +205,6 @@ def rank(
         rows.append((-round(score, 6), -ts, episode_id, candidate))
     rows.sort(key=lambda row: row[:3])
     return [(-row[0], row[3]) for row in rows]
-
-
-def session_scores(candidates: Iterable[Candidate]) -> dict[str, float]:
-    """Per thread (session) among the candidates: the mean score of its two best episodes."""
-    top: dict[str, list[float]] = {}  # thread -> its two best scores
-    for candidate in candidates:
-        if not candidate.thread:
-            continue
-        pair = top.setdefault(candidate.thread, [0.0, 0.0])
-        if candidate.similarity > pair[0]:
-            pair[0], pair[1] = candidate.similarity, pair[0]
-        elif candidate.similarity > pair[1]:
-            pair[1] = candidate.similarity
-    return {thread: (a + b) / 2 for thread, (a, b) in top.items()}
 
 
 def named(text: str, speakers: Iterable[str]) -> list[str]:

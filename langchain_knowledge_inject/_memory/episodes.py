@@ -59,8 +59,8 @@ class Episode:
         thread_id: The conversation it came from, if known.
         similarity: The knowledge base's hybrid score for the query, in [0, 1]
             (below the memory's ``min_score`` when its cosine alone reached it).
-        score: The ranking key: ``similarity`` plus the recency, date, speaker
-            and session bonuses.
+        score: The ranking key: ``similarity`` plus the recency, date and
+            speaker bonuses.
         speaker: Who said ``user_message`` (``"user"`` for a recorded turn).
         reply_speaker: Who said ``assistant_reply``.
         turn: The turn number or id given when recorded, if any.
@@ -157,15 +157,13 @@ def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def prepare(
-    record: EpisodeRecord, *, user_id: str, context: str = "", speaker_in_text: bool = False
-) -> Entry | None:
+def prepare(record: EpisodeRecord, *, user_id: str, context: str = "") -> Entry | None:
     """The journal entry of one episode (``None`` for an empty text).
 
     The indexed text (what the hybrid search matches) is the text, the reply
     of an exchange on a second line, and ``context`` (the turn it answers,
-    cut to :data:`CONTEXT_CHARS`) on the last line; with ``speaker_in_text``
-    it starts with ``"<speaker>: "``. Search results return the text alone.
+    cut to :data:`CONTEXT_CHARS`) on the last line. Search results return
+    the text alone.
 
     Raises:
         ConfigurationError: A field has a value that is not allowed.
@@ -193,10 +191,7 @@ def prepare(
         "ep_reply_speaker": record.reply_speaker or "", "ep_text": text, "ep_reply": reply,
         "ep_turn": turn,
     }  # fmt: skip
-    indexed = f"{text}\n{reply}" if reply else text
-    if speaker_in_text and record.speaker:
-        indexed = f"{record.speaker}: {indexed}"
-    indexed = with_context(indexed, context)
+    indexed = with_context(f"{text}\n{reply}" if reply else text, context)
     meta = {**_check_metadata(record.metadata), **own, "source": episode_id}
     return {"user": user, "text": indexed, "meta": meta}
 

@@ -12,8 +12,8 @@ without the names of known speakers (in a dialogue, "Rosa" in "What did Rosa
 cook?" would otherwise match every greeting addressed to her) and with its
 keyword side leaving out ``keyword_stopwords``; plus bonuses for a speaker the
 question names, a date it names ("last May", "two weeks ago": those episodes
-are also searched on their own), the episode's session, and recency unless
-the question asks about the past. The candidates are always the same
+are also searched on their own), and recency unless the question asks about
+the past. The candidates are always the same
 :data:`MAX_K` best, whatever ``k``: the top 5 is the start of the top 20.
 ``min_score`` is judged on the better of an episode's hybrid score and its
 cosine alone (:attr:`~.episode_search.Candidate.evidence`).
@@ -123,7 +123,7 @@ class EpisodicOptions(BaseModel):
     saying what is allowed. Frozen: derive a changed copy with ``model_copy``.
 
     Example:
-        >>> EpisodicOptions(session_weight=0.0).session_weight
+        >>> EpisodicOptions(recency_weight=0).recency_weight
         0.0
         >>> try:
         ...     EpisodicOptions(date_weight=-1)
@@ -147,9 +147,6 @@ class EpisodicOptions(BaseModel):
     speaker_weight: float = Field(default=0.3, ge=0)
     """Bonus of episodes whose speaker the question names; those names are also left
     out of the text search (0 switches both off)."""
-    session_weight: float = Field(default=0.3, ge=0)
-    """Share of its session's score (the mean hybrid score of the thread's two best
-    candidates) added to an episode (0: off)."""
     keyword_stopwords: frozenset[str] = QUESTION_STOPWORDS
     """Words the keyword side of a search leaves out (casefolded). Default: Lucene's 33
     and the English function words ("what", "did", "you"), which short dialogue turns
@@ -160,8 +157,6 @@ class EpisodicOptions(BaseModel):
     context_turn: bool = True
     """Index a single turn with the turn it answers (the previous turn of its thread,
     when that is another speaker's question); the returned text stays the turn itself."""
-    speaker_in_text: bool = False
-    """Index a turn as ``"<speaker>: <text>"`` (off: names are matched as metadata)."""
     background: bool = True
     """Write recorded episodes in a worker thread behind a write-ahead journal
     (``False``: in the call)."""

@@ -57,7 +57,7 @@ def test_a_search_reads_back_only_the_episodes_it_returns(new_memory, monkeypatc
 
 def test_an_episode_written_again_is_ranked_by_its_new_date(new_memory) -> None:
     memory = new_memory(
-        options=EpisodicOptions(background=False, recency_weight=0, session_weight=0)
+        options=EpisodicOptions(background=False, recency_weight=0)
     )
     memory.record("We planted tomatoes.", user_id="u", episode_id="a", date=JUNE)
     memory.record("We planted tomatoes and basil.", user_id="u", episode_id="b", date=MAY)
@@ -99,8 +99,8 @@ def test_fields_are_read_once_and_dropped_when_their_episode_is_written() -> Non
     fields = EpisodeFields(read)
     hits = [("c2", 0.9), ("gone", 0.8), ("c1", 0.5)]
     assert fields.candidates(hits, "u") == [
-        Candidate("c2", "e2", 0.9, 2.0, "t", "Ana"),
-        Candidate("c1", "e1", 0.5, 1.0, "t", "Ana"),
+        Candidate("c2", "e2", 0.9, 2.0, "Ana"),
+        Candidate("c1", "e1", 0.5, 1.0, "Ana"),
     ]  # a chunk deleted since the search is left out
     fields.candidates(hits, "u")
     assert reads == [["c2", "gone", "c1"], ["gone"]]  # kept, only the missing one read again

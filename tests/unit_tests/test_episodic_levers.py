@@ -1,4 +1,4 @@
-"""Episodic memory ranking levers: the turn answered, the session, questions about now."""
+"""Episodic memory ranking levers: the turn answered, questions about now, stopwords, modes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from langchain_knowledge_inject._memory.episode_search import QUESTION_STOPWORDS, Candidate, rank
+from langchain_knowledge_inject._memory.episode_search import QUESTION_STOPWORDS
 from langchain_knowledge_inject._memory.episodes import CONTEXT_CHARS, EpisodeRecord, prepare
 from langchain_knowledge_inject._memory.episodic import EpisodicMemory, EpisodicOptions
 from langchain_knowledge_inject._store.keyword import STOPWORDS
@@ -115,13 +115,13 @@ def test_the_question_answered_is_found_after_a_reopen(make_episodic_memory, tmp
     assert {e.episode_id for e in found} == {"t0", "t1"}
 
 
-def test_the_indexed_text_holds_the_context_and_the_speaker() -> None:
+def test_the_indexed_text_holds_the_context_but_not_the_speaker() -> None:
     record = EpisodeRecord("Porto!", speaker="Ana", thread_id="s1", episode_id="e1")
-    entry = prepare(record, user_id="c1", context="Where did you go? " * 40, speaker_in_text=True)
+    entry = prepare(record, user_id="c1", context="Where did you go? " * 40)
 
     assert entry is not None
     first, context = entry["text"].split("\n")
-    assert first == "Ana: Porto!" and context.startswith("Where did you go?")
+    assert first == "Porto!" and context.startswith("Where did you go?")
     assert len(context) <= CONTEXT_CHARS
     assert entry["meta"]["ep_text"] == "Porto!"  # what a search returns
     plain = prepare(record, user_id="c1")
@@ -136,26 +136,6 @@ def test_an_exchange_or_a_note_takes_no_context(new_memory) -> None:
     docs = memory.knowledge_base.search("dog Rex tea", k=10, min_score=0.0, tenant_id="u")
     texts = sorted(d.page_content for d in docs)
     assert texts == sorted(["What's your dog called?", "My dog is Rex.\nNice!", "Ana likes tea."])
-
-
-def _candidate(ep_id: str, thread: str, score: float, ts: float = 0.0) -> Candidate:
-    return Candidate(f"chunk-{ep_id}", ep_id, score, ts, thread, "")
-
-
-def test_a_session_that_matches_as_a_whole_lifts_its_turns() -> None:
-    found = [
-        _candidate("lone", "s2", 0.60),
-        _candidate("a", "s1", 0.58),
-        _candidate("b", "s1", 0.55),
-        _candidate("c", "s1", 0.50),
-    ]
-    flat = [c.episode_id for _, c in rank(found, None, options=EpisodicOptions(session_weight=0))]
-    lifted = rank(found, None, options=EpisodicOptions(session_weight=0.5))
-
-    assert flat == ["lone", "a", "b", "c"]
-    assert [c.episode_id for _, c in lifted][:2] == ["a", "b"]
-    # "lone" gets half of its session's mean of two best (itself only: 0.60 / 2)
-    assert dict((c.episode_id, s) for s, c in lifted)["lone"] == pytest.approx(0.75)
 
 
 def test_the_newest_statement_wins_when_the_question_asks_about_now(new_memory) -> None:
@@ -203,7 +183,7 @@ def test_question_words_can_be_left_out_of_the_keyword_side(new_memory) -> None:
         EpisodicOptions(keyword_stopwords="what did")
 
 
-@pytest.mark.parametrize("option", ["session_weight", "current_weight"])
+@pytest.mark.parametrize("option", ["speaker_weight", "current_weight"])
 def test_negative_weights_are_refused(option) -> None:
     with pytest.raises(ConfigurationError, match=option):
         EpisodicOptions(**{option: -0.1})
