@@ -182,23 +182,19 @@ LEVERS: dict[str, tuple[dict, dict]] = {
     "  recency off": ({}, {"recency": "off"}),
     "  no date resolution": ({}, {"resolve_dates": False}),
     "  no speaker handling": ({"speaker_weight": 0.0}, {}),
-    "  previous turn off": ({"context_turn": False}, {}),
     "  current weight 0": ({"current_weight": 0.0}, {}),
     "  search_mode='dense'": ({"search_mode": "dense"}, {}),
     "  Lucene's 33 stopwords only": ({"keyword_stopwords": None}, {}),
 }
 SWEEP: dict[str, tuple[dict, dict]] = {  # the development seed's sweep (--levers)
     "  bare (all levers off)": (
-        {"context_turn": False, "current_weight": 0.0, "speaker_weight": 0.0,
-         "keyword_stopwords": None},
+        {"current_weight": 0.0, "speaker_weight": 0.0, "keyword_stopwords": None},
         {"recency": "off", "resolve_dates": False},
     ),
     **{f"  speaker weight {w}": ({"speaker_weight": w}, {}) for w in (0.1, 0.2)},
     **{f"  current weight {w}": ({"current_weight": w}, {}) for w in (0.2, 0.8)},
     **{f"  recency weight {w}": ({"recency_weight": w}, {}) for w in (0.0, 0.1)},
 }  # fmt: skip
-INDEXED = ("context_turn",)
-"""The options that change what is stored: one memory per value of them."""
 
 
 def _cached_kb_search(memory: EpisodicMemory) -> None:
@@ -242,35 +238,20 @@ def main() -> None:
     variants = {"EpisodicMemory (defaults)": ({}, {}), **LEVERS}
     if args.levers:
         variants.update(SWEEP)
-    memories: dict[str, EpisodicMemory] = {}  # one per constructor configuration
-
-    def memory_for(options: dict) -> EpisodicMemory:
-        indexed = {name: value for name, value in options.items() if name in INDEXED}
-        key = repr(sorted(indexed.items()))
-        if key not in memories:
-            memory = EpisodicMemory(path=tmp / f"m{len(memories)}", embeddings=embeddings,
-                                    min_score=0.0, options=EpisodicOptions(**indexed))  # fmt: skip
-            for conv in convs:
-                memory.add_episodes(
-                    [EpisodeRecord(t.text, speaker=t.speaker,
-                                   thread_id=f"{conv.conv_id}:s{t.session}", episode_id=t.turn_id,
-                                   date=t.date, metadata={"session": t.session})
-                     for t in conv.turns], user_id=conv.conv_id)  # fmt: skip
-            _cached_kb_search(memory)
-            memories[key] = memory
-        memory = memories[key]
-        memory.options = EpisodicOptions(**options)
-        return memory
-
     t0 = time.perf_counter()
-    for options, _ in variants.values():
-        memory_for(options)
+    memory = EpisodicMemory(path=tmp / "memory", embeddings=embeddings, min_score=0.0)
+    for conv in convs:
+        memory.add_episodes(
+            [EpisodeRecord(t.text, speaker=t.speaker, thread_id=f"{conv.conv_id}:s{t.session}",
+                           episode_id=t.turn_id, date=t.date, metadata={"session": t.session})
+             for t in conv.turns], user_id=conv.conv_id)  # fmt: skip
+    _cached_kb_search(memory)
     plain = KnowledgeBase("plain-turns", path=tmp / "plain", embeddings=embeddings)
     for conv in convs:
         plain.add_documents(
             [Document(f"{t.speaker}: {t.text}", metadata={"source": t.turn_id})
              for t in conv.turns], tenant_id=conv.conv_id)  # fmt: skip
-    print(f"indexed {len(memories)} memories and the plain knowledge base in "
+    print(f"indexed the memory and the plain knowledge base in "
           f"{time.perf_counter() - t0:.0f} s")
     baselines = ("kb hybrid", "dense", "bm25", "rrf")
     arms = {name: Recall() for name in [*variants, *baselines]}
@@ -289,7 +270,7 @@ def main() -> None:
             docs = plain.search(q.text, k=10, min_score=0.0, tenant_id=conv.conv_id)
             arms["kb hybrid"].add(q.kind, [d.metadata["source"] for d in docs], q.evidence)
             for name, (options, search) in variants.items():
-                memory = memory_for(options)
+                memory.options = EpisodicOptions(**options)  # ranking options: no re-index
                 found = memory.search(q.text, user_id=conv.conv_id, k=10, now=q.now, **search)
                 arms[name].add(q.kind, [e.episode_id for e in found], q.evidence)
                 if name == "EpisodicMemory (defaults)":
@@ -308,14 +289,13 @@ def main() -> None:
           f"{arms['kb hybrid'].mean(10):.3f} ({mine - arms['kb hybrid'].mean(10):+.3f}); best "
           f"plain baseline ({best}) {arms[best].mean(10):.3f}: {mine - arms[best].mean(10):+.3f} "
           "(target >= +0.10)")  # fmt: skip
-    _thresholds(memory_for({}), hits, convs)
+    memory.options = EpisodicOptions()
+    _thresholds(memory, hits, convs)
     embeddings.save()
     if not args.no_speed:
-        default = memory_for({})
-        _latency(default, plain, convs[0], embeddings)
+        _latency(memory, plain, convs[0], embeddings)
         _recording(tmp, embeddings, convs[0])
-    for memory in memories.values():
-        memory.close()
+    memory.close()
     plain.close()
     shutil.rmtree(tmp, ignore_errors=True)
 
@@ -366,7 +346,7 @@ def _latency(
     questions = conv.questions[:80]
     dated = sum(1 for q in questions if _resolves(q.text, q.now))
     print(f"\nsearch latency, k=10, {len(conv.turns)} turns, {len(questions)} questions "
-          f"({dated} with a date: two searches), alternating:")  # fmt: skip
+          f"({dated} with a date: two searches), alternating; load {_load()}:")  # fmt: skip
     for label, suffix in (("asked before (search only)", None), ("new (with embedding)", "")):
         ep, kbt = [], []
         for i, q in enumerate(questions * 2):
@@ -392,6 +372,10 @@ def _resolves(question: str, now: object) -> bool:
     return temporal.resolve(question, now=now) is not None  # type: ignore[arg-type]
 
 
+def _load() -> str:
+    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def _ms(xs: list[float], q: float = 0.5) -> float:
     return sorted(xs)[int(q * (len(xs) - 1))] * 1000
 
@@ -414,7 +398,7 @@ def _recording(tmp: Path, embeddings: CachedEmbeddings, conv: data.Conversation)
     live.flush()
     print(f"recording a turn on the caller's thread ({len(turns)} turns, real model): "
           f"background median {_ms(bg):.2f} ms, p95 {_ms(bg, 0.95):.2f} ms; written at once "
-          f"median {_ms(fg):.1f} ms (target <= 2 ms)")  # fmt: skip
+          f"median {_ms(fg):.1f} ms (target <= 2 ms); load {_load()}")  # fmt: skip
     live.close()
     sync.close()
 

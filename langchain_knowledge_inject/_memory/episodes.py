@@ -2,9 +2,8 @@
 
 An episode is one chunk of the memory's knowledge base, in the tenant partition
 of its user, with ``source`` = its episode id (so recording the same id again
-replaces it). The chunk text is what is searched: the text, the reply of an
-exchange on a second line and, for a single turn, the question it answers on
-the last line. Speaker names are metadata, not text: in the text, a name would
+replaces it). The chunk text is what is searched: the text, and the reply
+of an exchange on a second line. Speaker names are metadata, not text: in the text, a name would
 make every short turn of that speaker ("Rosa: ok!") a top keyword hit for any
 question naming her. The memory's own fields are metadata keys starting with
 ``ep_``; every other key is the caller's metadata, kept and returned as given.
@@ -16,7 +15,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -28,17 +27,12 @@ from langchain_knowledge_inject._turn.placement import (
 )
 from langchain_knowledge_inject.errors import ConfigurationError
 
-if TYPE_CHECKING:
-    from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
-
 EpisodeKind = Literal["exchange", "turn", "memory"]
 _KINDS = ("exchange", "turn", "memory")
 _KB_KEYS = frozenset(
     {"source", "tenant_id", "chunk_id", "chunk_index", "score", "kb_name", "kb_id"}
 )
 _PREFIX = "ep_"
-CONTEXT_CHARS = 200
-"""Longest text of the previous turn added to an episode's indexed text."""
 
 Entry = dict[str, Any]
 """A prepared episode: ``{"user", "text" (indexed), "meta"}``, one journal line."""
@@ -116,11 +110,6 @@ class EpisodeRecord:
     metadata: Mapping[str, Any] | None = None
     kind: EpisodeKind | None = None
 
-    @property
-    def single(self) -> bool:
-        """Whether it is a single turn (no reply, not a note): it may answer a question."""
-        return self.kind in (None, "turn") and not (self.reply or "").strip()
-
 
 def user_key(user_id: object) -> str:
     """The user id as a non-empty string."""
@@ -157,13 +146,8 @@ def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def prepare(record: EpisodeRecord, *, user_id: str, context: str = "") -> Entry | None:
+def prepare(record: EpisodeRecord, *, user_id: str) -> Entry | None:
     """The journal entry of one episode (``None`` for an empty text).
-
-    The indexed text (what the hybrid search matches) is the text, the reply
-    of an exchange on a second line, and ``context`` (the turn it answers,
-    cut to :data:`CONTEXT_CHARS`) on the last line. Search results return
-    the text alone.
 
     Raises:
         ConfigurationError: A field has a value that is not allowed.
@@ -191,61 +175,8 @@ def prepare(record: EpisodeRecord, *, user_id: str, context: str = "") -> Entry 
         "ep_reply_speaker": record.reply_speaker or "", "ep_text": text, "ep_reply": reply,
         "ep_turn": turn,
     }  # fmt: skip
-    indexed = with_context(f"{text}\n{reply}" if reply else text, context)
     meta = {**_check_metadata(record.metadata), **own, "source": episode_id}
-    return {"user": user, "text": indexed, "meta": meta}
-
-
-def with_context(indexed: str, context: str) -> str:
-    """``indexed`` with ``context`` (cut to :data:`CONTEXT_CHARS`) on a last line of its own."""
-    context = " ".join((context or "").split())[:CONTEXT_CHARS]
-    return f"{indexed}\n{context}" if context else indexed
-
-
-def question_answered(previous: tuple[str, str] | None, speaker: str | None) -> str:
-    """The previous turn ``(speaker, text)`` when it is another speaker's question, else ``""``."""
-    if previous is None:
-        return ""
-    other = not previous[0] or previous[0] != (speaker or "")
-    return previous[1] if other and previous[1].rstrip().endswith("?") else ""
-
-
-def stored_previous_turn(
-    kb: KnowledgeBase, user: str, thread: str, before: float
-) -> tuple[str, str] | None:
-    """The last single turn ``(speaker, text)`` stored in ``thread`` before ``before`` (epoch s)."""
-    if not thread or not kb.count(tenant_id=user):
-        return None
-    where: Any = {"$and": [{"ep_thread": {"$eq": thread}}, {"ep_kind": {"$eq": "turn"}},
-                           {"ep_ts": {"$lt": before}}]}  # fmt: skip
-    got = kb.vectorstore(tenant_id=user).get(where=where, include=["metadatas"])
-    turns = [m for m in got.get("metadatas") or [] if m and not m.get("ep_reply")]
-    if not turns:
-        return None
-    last = max(turns, key=lambda m: (float(m["ep_ts"]), str(m["ep_id"])))
-    return str(last.get("ep_speaker") or ""), str(last.get("ep_text") or "")
-
-
-def with_stored_context(
-    entry: Entry, earlier: dict[tuple[str, str], tuple[str, str]], kb: KnowledgeBase
-) -> Entry:
-    """``entry`` with the question it answers, when it was marked ``context_from_store``.
-
-    Such an entry is the first turn of its thread in a process; the thread's
-    previous single turn is an earlier one of the same batch (``earlier``,
-    updated here: a journal replayed), else the last one stored before it.
-    """
-    meta = entry["meta"]
-    key = (str(entry["user"]), str(meta.get("ep_thread") or ""))
-    previous = earlier.get(key)
-    if meta.get("ep_kind") == "turn" and not meta.get("ep_reply") and key[1]:
-        earlier[key] = (str(meta.get("ep_speaker") or ""), str(meta["ep_text"]))
-    if not entry.get("context_from_store"):
-        return entry
-    if previous is None:
-        previous = stored_previous_turn(kb, key[0], key[1], float(meta["ep_ts"]))
-    context = question_answered(previous, meta.get("ep_speaker") or None)
-    return {**entry, "text": with_context(entry["text"], context)} if context else entry
+    return {"user": user, "text": f"{text}\n{reply}" if reply else text, "meta": meta}
 
 
 def to_document(entry: Entry) -> Document:

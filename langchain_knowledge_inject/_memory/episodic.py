@@ -154,9 +154,6 @@ class EpisodicOptions(BaseModel):
     search_mode: SearchMode = "hybrid"
     """The knowledge base's search: ``"hybrid"`` (dense + BM25), ``"dense"`` or
     ``"keyword"``."""
-    context_turn: bool = True
-    """Index a single turn with the turn it answers (the previous turn of its thread,
-    when that is another speaker's question); the returned text stays the turn itself."""
     background: bool = True
     """Write recorded episodes in a worker thread behind a write-ahead journal
     (``False``: in the call)."""
