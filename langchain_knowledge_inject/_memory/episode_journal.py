@@ -1,24 +1,18 @@
-"""Recording episodes off the turn's critical path (private to the episodic memory).
+"""Recording episodes off the turn's critical path: a write-ahead journal and a worker thread.
 
-:class:`EpisodeWriter` takes prepared episodes (plain JSON-able dicts), appends
-each to a small local write-ahead journal, one JSON line, with one
-``os.write`` on an ``O_APPEND`` file (microseconds, and what a crash of the
-process cannot lose), and queues it for a worker thread that embeds and writes
-batches into the memory's knowledge base. When everything queued has been
-written, the journal is emptied. A memory opened on a journal that is not empty
-(the process died with writes pending) replays it first: writing an episode is
-idempotent, so an entry written before the crash is only checked again.
+:class:`EpisodeWriter` appends each prepared episode to a local journal (one
+JSON line, one ``os.write`` on an ``O_APPEND`` file: microseconds, and what a
+crash of the process cannot lose) and queues it for a worker thread that
+writes batches into the knowledge base; the journal is emptied when all is
+written. A journal left non-empty (the process died) is replayed on the next
+open: writing an episode is idempotent. Each journal is ``flock``-ed by its
+process; a second process gets its own, and journals of dead processes are
+replayed and removed. ``fsync=True`` also survives a power loss.
 
-Each journal is locked (``flock``) by the process that appends to it; a second
-process on the same store gets a journal of its own, and journals left by
-dead processes are replayed and removed. ``fsync=True`` also survives a power
-loss, at the cost of one ``fsync`` per turn.
-
-A failing write (the embedding model or the store is down) is logged and
-retried with a growing pause; nothing is dropped, the entries stay in the
-journal, and :meth:`EpisodeWriter.flush` raises
+A failing write is logged and retried with a growing pause; nothing is
+dropped, and :meth:`EpisodeWriter.flush` raises
 :class:`~langchain_knowledge_inject.errors.MemoryWriteError` when it cannot
-get them written.
+get the entries written.
 """
 
 from __future__ import annotations
@@ -28,7 +22,6 @@ import json
 import logging
 import os
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -167,9 +160,9 @@ class EpisodeWriter:
                 self._append(entry)
                 self._submitted += 1
                 self._queue.append((self._submitted, entry))
-            seq = self._submitted
             self._cond.notify_all()
-        self._start()
+            seq = self._submitted
+        self._start()  # after a fork, the child starts its own worker
         return seq
 
     @property
@@ -180,15 +173,9 @@ class EpisodeWriter:
 
     def wait(self, seq: int | None = None, *, timeout: float | None = None) -> bool:
         """Wait until entry ``seq`` (default: every entry so far) is written; False on timeout."""
-        deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             target = self._submitted if seq is None else seq
-            while self._applied < target:
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._cond.wait(left if left is not None else 1.0)
-            return True
+            return self._cond.wait_for(lambda: self._applied >= target, timeout)
 
     def flush(self, *, timeout: float | None = None) -> None:
         """Write everything queued so far.
@@ -212,20 +199,17 @@ class EpisodeWriter:
             with self._cond:
                 self._closed = True
                 self._cond.notify_all()
-            thread = self._thread
-            if thread is not None and thread is not threading.current_thread():
-                thread.join(timeout=1.0)
+            if self._thread not in (None, threading.current_thread()):
+                self._thread.join(timeout=1.0)
             self._handle.close()
 
     # -- the worker ----------------------------------------------------------------------------
     def _start(self) -> None:
         with self._cond:
-            if self._thread is not None and self._thread.is_alive():
-                return
-            self._thread = threading.Thread(
-                target=self._run, name="kinject-episodic-writer", daemon=True
-            )
-            self._thread.start()
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="kinject-episodic-writer",
+                                                daemon=True)  # fmt: skip
+                self._thread.start()
 
     def _run(self) -> None:
         pause = 0.0

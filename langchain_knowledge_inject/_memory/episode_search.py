@@ -1,14 +1,12 @@
 """The parts of an episode search: its filter, its candidates' fields, their ranking.
 
-A search of :class:`~.episodic.EpisodicMemory` turns its arguments into one
-filter in Chroma's ``where`` language (:func:`where`), leaves the names of
-known speakers out of the question (:func:`named`, :func:`strip_names`), and
-takes the knowledge base's best :data:`~.episodic.MAX_K` hits as ``(chunk id,
+A search turns its arguments into one Chroma ``where`` filter (:func:`where`),
+leaves the names of known speakers out of the question (:func:`named`,
+:func:`strip_names`) and takes the knowledge base's best hits as ``(chunk id,
 score, cosine)`` triples (``KnowledgeBase.search_hits(..., with_dense=True)``).
-The fields it ranks them by (episode id, date, speaker) are read from
-the store once per chunk and kept per user (:class:`EpisodeFields`), so only
-the episodes a search returns are read back whole. :func:`rank` scores and
-orders the candidates.
+The fields they are ranked by are read once per chunk and kept per user
+(:class:`EpisodeFields`), so only the returned episodes are read back whole;
+:func:`rank` scores and orders them.
 """
 
 from __future__ import annotations
@@ -30,13 +28,10 @@ if TYPE_CHECKING:
     from langchain_knowledge_inject._memory.episodic import EpisodicOptions
 
 QUESTION_STOPWORDS = STOPWORDS | FUNCTION_WORDS
-"""Words an episode search leaves out of its keyword side: Lucene's 33 and the function words.
+"""What the keyword side of an episode search leaves out: Lucene's 33 and the function words.
 
-A question to a memory is full of words that every short dialogue turn holds
-("what", "did", "you", "when"); matched as keywords, they rank "What did you
-do?" above the answer. Only the keyword query leaves them out: the question's
-vector stays as it is. A question left with no keyword hit on its answer is
-judged on its cosine (see :attr:`Candidate.evidence`).
+Short dialogue turns are full of "what", "did", "you": matched as keywords,
+they rank "What did you do?" above the answer. The question's vector keeps them.
 """
 MAX_KEPT = 200_000
 """Most chunks whose fields are kept, over all users (then all are dropped and read again)."""
@@ -48,21 +43,20 @@ class Candidate(NamedTuple):
     chunk_id: str
     episode_id: str
     similarity: float
-    """The knowledge base's score for the query, in [0, 1]."""
+    """The knowledge base's (hybrid) score for the query, in [0, 1]."""
     ts: float
     """When the episode was said (epoch seconds)."""
     speaker: str
     dense: float = 0.0
-    """The dense side's score alone (the cosine), when the search gave it; else 0."""
+    """The dense side's score alone (the cosine)."""
 
     @property
     def evidence(self) -> float:
         """What ``min_score`` is judged on: the better of the hybrid score and the cosine alone.
 
-        A hybrid score is ``0.75 * cosine + 0.25 * keyword``: an episode that
-        shares no word with the question (a paraphrase) keeps only three
-        quarters of its cosine. Judged on the better of the two, it is judged
-        on its cosine, and a keyword match can only help.
+        A hybrid score is ``0.75 * cosine + 0.25 * keyword``, so a paraphrase that
+        shares no word with the question keeps only three quarters of its cosine;
+        judged on the better of the two, a keyword match can only help.
         """
         return max(self.similarity, self.dense)
 
@@ -71,28 +65,24 @@ _Fields = tuple[str, float, str]  # episode id, ts, speaker
 
 
 class EpisodeFields:
-    """Episode id, date and speaker per chunk and the speakers seen, per user.
+    """Episode id, date and speaker per chunk, and the speakers seen, kept per user.
 
-    Kept fields are dropped when their episode is written again (a new date
-    or speaker under the same id) or deleted: the recorder calls
-    :meth:`wrote` after each write. A read that overlaps a write of the same
-    user is used for that search but not kept, so a kept field is never older
-    than the last write.
+    The recorder calls :meth:`wrote` after each write, which drops what is kept
+    of the episodes written (a new date or speaker under the same id). A read
+    that overlaps a write of the same user is used but not kept, so a kept
+    field is never older than the last write.
 
     Args:
-        read: Reads chunks back as documents: ``read(chunk_ids, user)``
-            (``KnowledgeBase.get_by_ids`` with the user's tenant).
+        read: Reads chunks back: ``read(chunk_ids, user)`` (``KnowledgeBase.get_by_ids``).
         max_kept: Most chunks kept over all users.
     """
 
     def __init__(
         self, read: Callable[[Sequence[str], str], list[Document]], *, max_kept: int = MAX_KEPT
     ) -> None:
-        self._read = read
-        self._max_kept = max_kept
+        self._read, self._max_kept = read, max_kept
         self._lock = threading.Lock()
         self._fields: dict[str, dict[str, _Fields]] = {}  # user -> chunk id -> fields
-        self._chunks: dict[str, dict[str, list[str]]] = {}  # user -> episode id -> chunk ids
         self._writes: dict[str, int] = {}  # user -> writes so far (older reads are not kept)
         self._speakers: dict[str, set[str]] = {}
         self._kept = 0
@@ -102,46 +92,38 @@ class EpisodeFields:
         with self._lock:
             return frozenset(self._speakers.get(user, ()))
 
-    def candidates(
-        self, hits: Iterable[tuple[str, float] | tuple[str, float, float]], user: str
-    ) -> list[Candidate]:
-        """The hits of one search with their fields, in order (chunks gone since are left out).
-
-        ``hits``: ``(chunk id, score)`` pairs or ``(chunk id, score, cosine)`` triples.
-        """
-        rows = [(hit[0], hit[1], hit[2] if len(hit) == 3 else 0.0) for hit in hits]
+    def candidates(self, hits: Iterable[tuple[str, float, float]], user: str) -> list[Candidate]:
+        """The ``(chunk id, score, cosine)`` hits with their fields (chunks gone are left out)."""
+        hits = list(hits)
         with self._lock:
-            known = self._fields.get(user, {})
-            got = {cid: known[cid] for cid, _, _ in rows if cid in known}
+            kept = self._fields.get(user, {})
+            got = {cid: kept[cid] for cid, _, _ in hits if cid in kept}
             writes = self._writes.get(user, 0)
-        missing = [cid for cid, _, _ in rows if cid not in got]
-        if missing:
+        if missing := [cid for cid, _, _ in hits if cid not in got]:
             read = {str(d.id): _fields_of(d) for d in self._read(missing, user) if d.id}
             got.update(read)
             self._keep(user, read, writes)
         return [
-            Candidate(cid, fields[0], float(score), *fields[1:], dense=float(dense))
-            for cid, score, dense in rows
+            Candidate(cid, fields[0], float(score), fields[1], fields[2], dense=float(dense))
+            for cid, score, dense in hits
             if (fields := got.get(cid)) is not None
         ]
 
     def wrote(
         self, user: str, episode_ids: Iterable[str] | None = None, speakers: Iterable[str] = ()
     ) -> None:
-        """Episodes of ``user`` were written (all of the user's deleted with ``None``)."""
+        """Episodes of ``user`` were written (with ``None``: all of the user's were deleted)."""
         with self._lock:
             self._writes[user] = self._writes.get(user, 0) + 1
             if episode_ids is None:
                 self._kept -= len(self._fields.pop(user, {}))
-                self._chunks.pop(user, None)
                 self._speakers.pop(user, None)
                 return
             self._speakers.setdefault(user, set()).update(s for s in speakers if s)
-            fields, chunks = self._fields.get(user, {}), self._chunks.get(user, {})
-            for episode_id in episode_ids:
-                for cid in chunks.pop(episode_id, ()):
-                    if fields.pop(cid, None) is not None:
-                        self._kept -= 1
+            written, kept = set(episode_ids), self._fields.get(user, {})
+            for cid in [cid for cid, fields in kept.items() if fields[0] in written]:
+                del kept[cid]
+                self._kept -= 1
 
     def _keep(self, user: str, read: dict[str, _Fields], writes: int) -> None:
         with self._lock:
@@ -150,15 +132,10 @@ class EpisodeFields:
                 return
             if self._kept + len(read) > self._max_kept:
                 self._fields.clear()
-                self._chunks.clear()
                 self._kept = 0
-            fields = self._fields.setdefault(user, {})
-            chunks = self._chunks.setdefault(user, {})
-            for cid, value in read.items():
-                if cid not in fields:
-                    self._kept += 1
-                    chunks.setdefault(value[0], []).append(cid)
-                fields[cid] = value
+            kept = self._fields.setdefault(user, {})
+            self._kept += len(read.keys() - kept.keys())
+            kept.update(read)
 
 
 def _fields_of(doc: Document) -> _Fields:

@@ -1,12 +1,10 @@
-"""Episodes as knowledge-base chunks: what is recorded, how it is indexed, how it comes back.
+"""Episodes as knowledge-base chunks: what is recorded and how it comes back.
 
-An episode is one chunk of the memory's knowledge base, in the tenant partition
-of its user, with ``source`` = its episode id (so recording the same id again
-replaces it). The chunk text is what is searched: the text, and the reply
-of an exchange on a second line. Speaker names are metadata, not text: in the text, a name would
-make every short turn of that speaker ("Rosa: ok!") a top keyword hit for any
-question naming her. The memory's own fields are metadata keys starting with
-``ep_``; every other key is the caller's metadata, kept and returned as given.
+An episode is one chunk in its user's tenant partition, with ``source`` = its
+episode id (recording the same id again replaces it). The chunk text is the
+text, and an exchange's reply on a second line; speaker names are metadata,
+not text (in the text, "Rosa: ok!" would match every question naming her).
+The memory's own metadata keys start with ``ep_``; the caller's are kept as given.
 """
 
 from __future__ import annotations
@@ -44,17 +42,15 @@ class Episode:
 
     Attributes:
         episode_id: The id given when it was recorded (or a derived one).
-        kind: ``"exchange"`` (a message and its reply), ``"turn"`` (one
-            speaker's message) or ``"memory"`` (a note saved with ``store_memory``).
+        kind: ``"exchange"`` (a message and its reply), ``"turn"`` (one speaker's
+            message) or ``"memory"`` (a note saved with ``store_memory``).
         user_message: The text (the first speaker's message, or the note).
         assistant_reply: The reply of an exchange (empty otherwise).
         date: When it was said (UTC).
         user_id: Whose memory it is.
         thread_id: The conversation it came from, if known.
-        similarity: The knowledge base's hybrid score for the query, in [0, 1]
-            (below the memory's ``min_score`` when its cosine alone reached it).
-        score: The ranking key: ``similarity`` plus the recency, date and
-            speaker bonuses.
+        similarity: The hybrid score for the query, in [0, 1].
+        score: The ranking key: ``similarity`` plus the recency, date and speaker bonuses.
         speaker: Who said ``user_message`` (``"user"`` for a recorded turn).
         reply_speaker: Who said ``assistant_reply``.
         turn: The turn number or id given when recorded, if any.
@@ -83,20 +79,20 @@ class Episode:
 
 @dataclass(frozen=True)
 class EpisodeRecord:
-    """One episode to write with :meth:`EpisodicMemory.add_episodes` (a bulk import).
+    """One episode to write (the fields of :meth:`EpisodicMemory.record`).
 
     Attributes:
         text: What was said (or the note).
         speaker: Who said it (``"Alice"``, ``"user"``...), or ``None``.
-        reply: A reply, making it an exchange (optional).
+        reply: A reply, making it an exchange.
         reply_speaker: Who replied.
         thread_id: The conversation (session) it belongs to.
-        episode_id: Your id for it; search results return it. Derived when ``None``.
+        episode_id: Your id for it, returned by searches; derived when ``None``.
         turn: A turn number or id, kept and returned.
         date: When it was said (default: now).
         metadata: Your own metadata (scalar values), kept and returned.
-        kind: ``"turn"``, ``"exchange"`` or ``"memory"``; default: ``"exchange"``
-            when there is a reply, else ``"turn"``.
+        kind: ``"turn"``, ``"exchange"`` or ``"memory"`` (default: ``"exchange"``
+            with a reply, else ``"turn"``).
     """
 
     text: str
@@ -207,10 +203,9 @@ def from_document(doc: Document, *, user_id: str, score: float, similarity: floa
 def finished_turn(messages: Sequence[BaseMessage]) -> tuple[str, str, str] | None:
     """The finished turn at the end of ``messages``: ``(user text, final reply, turn id)``.
 
-    The turn is the current user message (the last ``HumanMessage`` that is
-    not an injection) and the last text reply after it that is not a tool
-    call, injected content stripped; ``None`` while there is no such reply.
-    The turn id is the message's id, else its position among user messages.
+    The current user message and the last text reply after it that is not a
+    tool call, injections stripped (``None`` without one); the turn id is the
+    message's id, else its position among user messages.
     """
     clean = strip_injected(messages)
     index = current_user_index(clean)

@@ -1,32 +1,18 @@
 """Episodic memory: past turns per user, recalled when they bear on the current message.
 
-Storage: a :class:`~langchain_knowledge_inject._store.knowledge_base.KnowledgeBase`
-kept for memory (by default ``<store>/episodes``, apart from your knowledge
-bases), one tenant partition per user, so a search for one user cannot reach
-another's episodes. An episode is one chunk (a single turn, an exchange, or a
-saved note) with its date, thread, speaker, turn and your own metadata
-(:mod:`~.episodes`), found by the knowledge base's hybrid search.
+The episodes live in a knowledge base kept for memory (``<store>/episodes``),
+one tenant partition per user, so a search for one user cannot reach
+another's. A search ranks the hybrid search's best :data:`MAX_K` hits of the
+question, known speakers' names and ``keyword_stopwords`` left out of it,
+with bonuses for a speaker or a date the question names and for recency
+(:mod:`~.episode_search`); the top ``k`` is always the start of a larger top
+``k``. Recording returns at once: a journal and a worker thread write the
+episode (:mod:`~.episode_recording`), and a search waits for the same user's
+pending writes.
 
-Ranking (:func:`~.episode_search.rank`): the hybrid score of the question
-without the names of known speakers (in a dialogue, "Rosa" in "What did Rosa
-cook?" would otherwise match every greeting addressed to her) and with its
-keyword side leaving out ``keyword_stopwords``; plus bonuses for a speaker the
-question names, a date it names ("last May", "two weeks ago": those episodes
-are also searched on their own), and recency unless the question asks about
-the past. The candidates are always the same
-:data:`MAX_K` best, whatever ``k``: the top 5 is the start of the top 20.
-``min_score`` is judged on the better of an episode's hybrid score and its
-cosine alone (:attr:`~.episode_search.Candidate.evidence`).
-
-Writing (:mod:`~.episode_recording`): :meth:`EpisodicMemory.record` and its
-variants return at once; the episode is appended to a local journal and a
-worker thread embeds and writes it. A search waits for the same user's
-pending writes; :meth:`~EpisodicMemory.flush` waits for all of them, and runs
-at exit.
-
-Restricted mode: snippets are the same user's own conversations, so they are
-injected (neutralized, one line each) in restricted mode too. Without a user
-id nothing is read or written. Figures: docs/memory.md.
+Restricted mode: snippets are the same user's own conversations, injected
+(neutralized, one line each) as usual. Without a user id nothing is read or
+written. Figures: docs/memory.md.
 """
 
 from __future__ import annotations
@@ -46,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from langchain_knowledge_inject._memory import temporal
+from langchain_knowledge_inject._memory import require, temporal
 from langchain_knowledge_inject._memory.episode_recording import EpisodeRecorder
 from langchain_knowledge_inject._memory.episode_search import (
     QUESTION_STOPWORDS,
@@ -99,10 +85,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_EPISODIC_MIN_SCORE = 0.14
 """Score an episode needs: its hybrid score or its cosine alone, whichever is better.
 
-The highest threshold that keeps, with the real model, the paraphrased
-questions of ``tests/integration_tests/test_memory_integration.py`` (the
-lowest: "What's my sibling's name again?" for "My sister Clara is flying
-in...", cosine 0.147).
+The highest that keeps the real-model paraphrases of ``test_memory_integration.py``.
 """
 MAX_K = 50
 """Largest ``k``: the candidate pool of every search, so results are stable in ``k``."""
@@ -119,44 +102,34 @@ _INTRO = (
 class EpisodicOptions(BaseModel):
     """How an :class:`EpisodicMemory` ranks, indexes, records and shows episodes.
 
-    Every field has a default; an invalid value raises ``ConfigurationError``
-    saying what is allowed. Frozen: derive a changed copy with ``model_copy``.
+    An invalid value raises ``ConfigurationError`` saying what is allowed.
 
     Example:
-        >>> EpisodicOptions(recency_weight=0).recency_weight
-        0.0
-        >>> try:
-        ...     EpisodicOptions(date_weight=-1)
-        ... except ConfigurationError as exc:
-        ...     print(exc)
-        date_weight=-1: Input should be greater than or equal to 0
+        >>> EpisodicOptions(date_weight=-1)  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        ConfigurationError: date_weight=-1: Input should be greater than or equal to 0
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     recency_weight: float = Field(default=0.05, ge=0)
-    """Weight of the recency bonus, ``recency_weight * 0.5 ** (age_days / half_life)``
-    counted back from the search's ``now`` (0: off)."""
+    """Recency bonus ``recency_weight * 0.5 ** (age_days / half_life)`` (0: off)."""
     recency_half_life_days: float = Field(default=30.0, gt=0)
     """Age at which the recency bonus halves."""
     current_weight: float = Field(default=0.4, ge=0)
-    """Recency weight for a question about the present ("where does she live now?"),
-    when larger than ``recency_weight``."""
+    """Recency weight for a question about the present ("where does she live now?")."""
     date_weight: float = Field(default=0.5, ge=0)
     """Bonus of episodes inside a date the question names ("last May", "in 2023")."""
     speaker_weight: float = Field(default=0.3, ge=0)
     """Bonus of episodes whose speaker the question names; those names are also left
     out of the text search (0 switches both off)."""
     keyword_stopwords: frozenset[str] = QUESTION_STOPWORDS
-    """Words the keyword side of a search leaves out (casefolded). Default: Lucene's 33
-    and the English function words ("what", "did", "you"), which short dialogue turns
-    are full of; ``None``: Lucene's 33 only, as the knowledge base."""
+    """Words the keyword side leaves out: Lucene's 33 and the English function words
+    ("what", "did", "you"); ``None``: Lucene's 33 only, as the knowledge base."""
     search_mode: SearchMode = "hybrid"
-    """The knowledge base's search: ``"hybrid"`` (dense + BM25), ``"dense"`` or
-    ``"keyword"``."""
+    """The knowledge base's search: ``"hybrid"``, ``"dense"`` or ``"keyword"``."""
     background: bool = True
-    """Write recorded episodes in a worker thread behind a write-ahead journal
-    (``False``: in the call)."""
+    """Write recorded episodes in a worker thread behind a journal (``False``: in the call)."""
     journal_fsync: bool = False
     """``fsync`` the journal on each record (survives a power loss)."""
     flush_timeout_s: float = Field(default=30.0, gt=0)
@@ -243,7 +216,7 @@ class EpisodicMemory:
         max_tokens: int | None = None,
         options: EpisodicOptions | None = None,
     ) -> None:
-        checks = [
+        require([
             ("collection_prefix", collection_prefix, bool(_NAME.fullmatch(collection_prefix)),
              "1-63 letters, digits, '.', '_' or '-', starting with a letter or digit"),
             ("k", k, _valid_k(k), f"an integer between 1 and {MAX_K}"),
@@ -252,11 +225,7 @@ class EpisodicMemory:
             ("max_tokens", max_tokens, max_tokens is None or max_tokens >= 1, "at least 1 or None"),
             ("options", options, options is None or isinstance(options, EpisodicOptions),
              "an EpisodicOptions or None"),
-        ]  # fmt: skip
-        for option, value, ok, allowed in checks:
-            if not ok:
-                msg = f"{option} must be {allowed}, got {value!r}"
-                raise ConfigurationError(msg, option=option, value=value)
+        ])  # fmt: skip
         self.options = options or EpisodicOptions()
         self.k, self.min_score, self.auto_record = k, min_score, auto_record
         self.user_id_key, self.priority, self.max_tokens = user_id_key, priority, max_tokens

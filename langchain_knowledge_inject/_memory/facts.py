@@ -1,27 +1,15 @@
-"""User facts: ``key=value`` facts per user in the LangGraph Store, injected as one line.
+"""User facts: ``key=value`` facts per user in a LangGraph store, injected as one line.
 
-Facts live in any LangGraph ``BaseStore``: ``InMemoryStore`` for tests and
-demos, ``langgraph.store.sqlite.SqliteStore`` (package
-``langgraph-checkpoint-sqlite``) or ``PostgresStore`` to keep them. Each user
-has a namespace ``(*namespace_prefix, <user id>)``, each fact is one item
-whose key is the fact's key and whose value is ``{"value": ..., "updated_at":
-...}``. The user id of a run is read from ``config["configurable"]["user_id"]``
-(the key can be changed); without one, no facts are read or written, so
-nothing can land under the wrong user.
-
-The block is the header ``[User Facts]`` and one line of facts sorted by key,
-``key=value; key=value``, identical from turn to turn while the facts do not
-change. The model sets and forgets facts with the tools of
-:mod:`~langchain_knowledge_inject._memory.tools`.
-
-Keys are normalized (lowercase, spaces and dashes become ``_``, only
-``[a-z0-9_]``, at most 64 characters); values are put on one line, neutralized
-(they cannot imitate a block header or a role label) and limited to
-``max_value_chars``.
-
-Restricted mode: facts are the same user's own data, so they are injected
-unchanged in restricted mode; only knowledge-base content goes through the safe
-summary.
+Facts live in any LangGraph ``BaseStore`` (``InMemoryStore``, ``SqliteStore``,
+``PostgresStore``...), one namespace ``(*namespace_prefix, <user id>)`` per
+user, one item per fact: ``{"value": ..., "updated_at": ...}``. The user id is
+read from ``config["configurable"]``; without one nothing is read or written.
+The block is ``[User Facts]`` and the facts sorted by key on one line, the same
+from turn to turn while they do not change. Keys are normalized
+(``[a-z0-9_]``, at most 64 characters); values are put on one line,
+neutralized (no header or role label can be imitated) and length-limited.
+The model sets and forgets facts with the tools of :mod:`~._memory.tools`.
+Restricted mode: the user's own data, injected as usual.
 """
 
 from __future__ import annotations
@@ -34,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast
 
 from langgraph.store.base import GetOp, PutOp, SearchOp
 
+from langchain_knowledge_inject._memory import require
 from langchain_knowledge_inject._turn.blocks import DEFAULT_PRIORITIES, config_user_id
 from langchain_knowledge_inject._turn.formatting import neutralize
 from langchain_knowledge_inject.errors import ConfigurationError
@@ -148,27 +137,17 @@ class UserFacts:
         style: Literal["block", "inline"] = "block",
     ) -> None:
         prefix = tuple(namespace_prefix)
-        if style not in ("block", "inline"):
-            msg = f"style must be 'block' or 'inline', got {style!r}"
-            raise ConfigurationError(msg, option="style", value=style)
-        self.style: Literal["block", "inline"] = style
-        if not prefix or not all(isinstance(p, str) and p and "." not in p for p in prefix):
-            msg = "namespace_prefix must be non-empty labels without '.'"
-            raise ConfigurationError(msg, option="namespace_prefix", value=namespace_prefix)
-        for option, value in (("max_facts", max_facts), ("max_value_chars", max_value_chars)):
-            if value < 1:
-                msg = f"{option} must be at least 1, got {value!r}"
-                raise ConfigurationError(msg, option=option, value=value)
-        if max_tokens is not None and max_tokens < 1:
-            msg = f"max_tokens must be at least 1 or None, got {max_tokens!r}"
-            raise ConfigurationError(msg, option="max_tokens", value=max_tokens)
-        self.store = store
-        self.namespace_prefix = prefix
-        self.user_id_key = user_id_key
-        self.max_facts = max_facts
-        self.max_value_chars = max_value_chars
-        self.priority = priority
-        self.max_tokens = max_tokens
+        labels = bool(prefix) and all(isinstance(p, str) and p and "." not in p for p in prefix)
+        require([
+            ("style", style, style in ("block", "inline"), "'block' or 'inline'"),
+            ("namespace_prefix", namespace_prefix, labels, "non-empty labels without '.'"),
+            ("max_facts", max_facts, max_facts >= 1, "at least 1"),
+            ("max_value_chars", max_value_chars, max_value_chars >= 1, "at least 1"),
+            ("max_tokens", max_tokens, max_tokens is None or max_tokens >= 1, "at least 1 or None"),
+        ])  # fmt: skip
+        self.store, self.namespace_prefix, self.user_id_key = store, prefix, user_id_key
+        self.max_facts, self.max_value_chars, self.style = max_facts, max_value_chars, style
+        self.priority, self.max_tokens = priority, max_tokens
 
     def namespace(self, user_id: str) -> tuple[str, ...]:
         """The store namespace of ``user_id`` (``.`` and ``%`` are percent-encoded)."""
@@ -188,9 +167,8 @@ class UserFacts:
             raise ConfigurationError(msg, option="value", value=text[:80])
         return text
 
-    # Each operation is one generator: it yields the store operations it needs and
-    # gets their results back. ``_run`` drives it with ``store.batch`` and ``_arun``
-    # with ``store.abatch``: the logic is written once, the I/O twice.
+    # Each operation is one generator yielding the store operations it needs; ``_run``
+    # runs them with ``store.batch``, ``_arun`` with ``store.abatch``.
     def _run(self, steps: Steps[T]) -> T:
         try:
             ops = next(steps)

@@ -1,18 +1,12 @@
 """Procedures: named step-by-step instructions, matched to the current message.
 
-A :class:`Procedure` is written by the application developer ("how to request
-leave": a description and numbered steps). A :class:`ProcedureLibrary` embeds
-every procedure once (its name and description, plus any example requests)
-and, each turn, compares the current user message with them by cosine
-similarity: the best procedure at or above ``threshold`` is injected, at most
-one per turn, under a ``[Procedure]`` header with its numbered steps.
-
-The default threshold, 0.45, is calibrated for the default embedding model
-(all-MiniLM-L6-v2) by ``tests/integration_tests/test_memory_integration.py``
-(figures in docs/memory.md); another model needs its own calibration.
-
-Restricted mode: procedures are the application's own text, not knowledge-base
-content, so they are injected unchanged in restricted mode too.
+A :class:`ProcedureLibrary` embeds each :class:`Procedure` once (name and
+description, and any example requests) and injects the one most similar to
+the user's message (cosine), if it reaches ``threshold``, as a ``[Procedure]``
+block with numbered steps. The default threshold, 0.45, is calibrated for the
+default model by ``tests/integration_tests/test_memory_integration.py``
+(docs/memory.md); another model needs its own. Restricted mode: procedures
+are the application's own text, injected as usual.
 """
 
 from __future__ import annotations
@@ -21,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from langchain_knowledge_inject._memory import require
 from langchain_knowledge_inject._turn.blocks import DEFAULT_PRIORITIES
 from langchain_knowledge_inject.errors import ConfigurationError
 
@@ -94,13 +89,8 @@ def format_procedure(procedure: Procedure) -> str:
     """Render a procedure as the ``[Procedure]`` block.
 
     Example:
-        >>> text = format_procedure(Procedure("Reset password", "Forgotten password",
-        ...                                   ["Open the login page", "Click 'Forgot'"]))
-        >>> lines = text.splitlines()
-        >>> lines[0], lines[2:]
-        ('[Procedure]', ['1. Open the login page', "2. Click 'Forgot'"])
-        >>> lines[1].startswith('The user') and '"Reset password"' in lines[1]
-        True
+        >>> format_procedure(Procedure("Reset", "", ["Open the login page"])).splitlines()[::2]
+        ['[Procedure]', '1. Open the login page']
     """
     description = " ".join(procedure.description.split())
     about = f" ({description})" if description else ""
@@ -147,20 +137,13 @@ class ProcedureLibrary:
     ) -> None:
         procedures = tuple(procedures)
         names = [p.name for p in procedures]
-        if len(set(names)) != len(names):
-            msg = "procedure names must be unique"
-            raise ConfigurationError(msg, option="procedures", value=names)
-        if not -1.0 <= threshold <= 1.0:
-            msg = f"threshold must be a cosine similarity in [-1, 1], got {threshold!r}"
-            raise ConfigurationError(msg, option="threshold", value=threshold)
-        if max_tokens is not None and max_tokens < 1:
-            msg = f"max_tokens must be at least 1 or None, got {max_tokens!r}"
-            raise ConfigurationError(msg, option="max_tokens", value=max_tokens)
-        self.procedures = procedures
-        self.threshold = threshold
-        self.priority = priority
-        self.max_tokens = max_tokens
-        self._embeddings = embeddings
+        require([
+            ("procedures", names, len(set(names)) == len(names), "procedures with unique names"),
+            ("threshold", threshold, -1.0 <= threshold <= 1.0, "a cosine similarity in [-1, 1]"),
+            ("max_tokens", max_tokens, max_tokens is None or max_tokens >= 1, "at least 1 or None"),
+        ])  # fmt: skip
+        self.procedures, self.threshold, self._embeddings = procedures, threshold, embeddings
+        self.priority, self.max_tokens = priority, max_tokens
         self._texts = [
             (i, text)
             for i, p in enumerate(procedures)

@@ -34,9 +34,7 @@ from datetime import datetime, timedelta, timezone
 
 __all__ = ["DateRange", "asks_about_now", "asks_about_past", "resolve"]
 
-_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august",
-           "september", "october", "november", "december"]  # fmt: skip
-_MONTH_ABBR = {m[:3]: i + 1 for i, m in enumerate(_MONTHS)} | {"sept": 9}
+_MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 _NUMBERS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
@@ -47,10 +45,7 @@ _MONTH = (
     r"(?P<month>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
     r"|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 )
-_NUM = (
-    r"(?P<n>\d{1,3}|a couple of|a couple|couple of|a few|few|several|an?|one|two|three|four"
-    r"|five|six|seven|eight|nine|ten|eleven|twelve)"
-)
+_NUM = rf"(?P<n>\d{{1,3}}|{'|'.join(sorted(_NUMBERS, key=len, reverse=True))})"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _PAST_WORDS = re.compile(
@@ -78,15 +73,12 @@ def _day(now: datetime) -> datetime:
 
 
 def _month_start(year: int, month: int) -> datetime:
-    while month < 1:
-        month, year = month + 12, year - 1
-    while month > 12:
-        month, year = month - 12, year + 1
-    return datetime(year, month, 1, tzinfo=timezone.utc)
+    """The first of ``month`` of ``year`` (a month outside 1-12 moves the year)."""
+    return datetime(year + (month - 1) // 12, (month - 1) % 12 + 1, 1, tzinfo=timezone.utc)
 
 
 def _month_number(name: str) -> int:
-    return _MONTH_ABBR[name.lower()[:4] if name.lower().startswith("sept") else name.lower()[:3]]
+    return _MONTHS.index(name.lower()[:3]) + 1
 
 
 def _count(text: str) -> int:

@@ -1,15 +1,12 @@
 """Memory tools for the model: ``store_memory``, ``set_user_fact``, ``forget_user_fact``.
 
 The model decides what is worth remembering: a note for the episodic memory
-(``store_memory``) or a ``key=value`` fact about the user (``set_user_fact``,
-``forget_user_fact``). The user is never an argument the model fills in: the
-tools read it from ``config["configurable"]["user_id"]`` (the run's config,
-injected by LangChain, hidden from the model's schema), so a model cannot
-write into another user's memory. Without a user id the tool answers with an
-error message and stores nothing. Errors (no user id, an invalid key, too many
-facts) come back to the model as the tool's answer, not as exceptions. Awaited,
-a tool runs in a worker thread (LangChain's default for a tool without a
-coroutine), so the store's I/O stays off the event loop.
+or a ``key=value`` fact about the user. The user is read from the run's
+config (hidden from the model's schema), never filled in by the model, so it
+cannot write into another user's memory; without a user id nothing is
+stored. Errors come back to the model as the tool's answer. Awaited, a tool
+runs in a worker thread (LangChain's default without a coroutine), so the
+store's I/O stays off the event loop.
 
 Example:
     >>> from langgraph.store.memory import InMemoryStore

@@ -97,7 +97,7 @@ def test_fields_are_read_once_and_dropped_when_their_episode_is_written() -> Non
         return [stored[i] for i in ids if i in stored]
 
     fields = EpisodeFields(read)
-    hits = [("c2", 0.9), ("gone", 0.8), ("c1", 0.5)]
+    hits = [("c2", 0.9, 0.0), ("gone", 0.8, 0.0), ("c1", 0.5, 0.0)]
     assert fields.candidates(hits, "u") == [
         Candidate("c2", "e2", 0.9, 2.0, "Ana"),
         Candidate("c1", "e1", 0.5, 1.0, "Ana"),
@@ -107,9 +107,15 @@ def test_fields_are_read_once_and_dropped_when_their_episode_is_written() -> Non
 
     stored["c1"] = _doc("c1", "e1", 7.0)  # written again: same chunk, a new date
     fields.wrote("u", ["e1"])
-    assert fields.candidates([("c1", 0.5)], "u")[0].ts == 7.0
-    assert fields.candidates([("c1", 0.5)], "other")[0].ts == 7.0  # users apart
+    assert fields.candidates([("c1", 0.5, 0.0)], "u")[0].ts == 7.0
+    assert fields.candidates([("c1", 0.5, 0.0)], "other")[0].ts == 7.0  # users apart
     assert reads[-2:] == [["c1"], ["c1"]]
+    assert fields.speakers("u") == {"Ana"}  # learned from what was read
+    fields.wrote("u", ["e9"], speakers=["Ben", ""])
+    assert fields.speakers("u") == {"Ana", "Ben"}
+    fields.wrote("u")  # the user deleted: nothing of theirs is kept
+    assert fields.speakers("u") == set() and fields.candidates([("c2", 0.9, 0.0)], "u")
+    assert reads[-1] == ["c2"]
 
 
 def test_the_cosine_of_a_hit_is_kept_and_min_score_is_judged_on_the_better_score() -> None:
@@ -118,7 +124,7 @@ def test_the_cosine_of_a_hit_is_kept_and_min_score_is_judged_on_the_better_score
 
     assert [(c.similarity, c.dense) for c in found] == [(0.15, 0.2), (0.4, 0.3)]
     assert [c.evidence for c in found] == [0.2, 0.4]  # the cosine alone, or the hybrid score
-    assert fields.candidates([("c1", 0.15)], "u")[0].evidence == 0.15  # no cosine given
+    assert fields.candidates([("c1", 0.15, 0.0)], "u")[0].evidence == 0.15  # keyword mode
 
 
 def test_a_read_that_overlaps_a_write_is_used_but_not_kept() -> None:
@@ -132,8 +138,8 @@ def test_a_read_that_overlaps_a_write_is_used_but_not_kept() -> None:
         return old
 
     fields = EpisodeFields(read)
-    assert fields.candidates([("c1", 0.5)], "u")[0].ts == 1.0
-    assert fields.candidates([("c1", 0.5)], "u")[0].ts == 5.0  # read again, not the old one
+    assert fields.candidates([("c1", 0.5, 0.0)], "u")[0].ts == 1.0
+    assert fields.candidates([("c1", 0.5, 0.0)], "u")[0].ts == 5.0  # read again, not the old one
 
 
 def test_at_most_max_kept_fields_are_kept() -> None:
@@ -141,10 +147,10 @@ def test_at_most_max_kept_fields_are_kept() -> None:
     reads: list[list[str]] = []
     fields = EpisodeFields(lambda ids, user: reads.append(list(ids)) or
                            [stored[i] for i in ids], max_kept=4)  # fmt: skip
-    fields.candidates([(f"c{i}", 0.5) for i in range(3)], "u")
-    fields.candidates([(f"c{i}", 0.5) for i in range(3, 6)], "v")  # 6 > 4: the rest dropped
-    fields.candidates([("c3", 0.5)], "v")  # kept
-    fields.candidates([("c0", 0.5)], "u")  # dropped: read again
+    fields.candidates([(f"c{i}", 0.5, 0.0) for i in range(3)], "u")
+    fields.candidates([(f"c{i}", 0.5, 0.0) for i in range(3, 6)], "v")  # 6 > 4: the rest dropped
+    fields.candidates([("c3", 0.5, 0.0)], "v")  # kept
+    fields.candidates([("c0", 0.5, 0.0)], "u")  # dropped: read again
     assert reads[2:] == [["c0"]]
 
 
