@@ -1,12 +1,8 @@
 """The parts of an episode search: its filter, its candidates' fields, their ranking.
 
-A search turns its arguments into one Chroma ``where`` filter (:func:`where`),
-leaves the names of known speakers out of the question (:func:`named`,
-:func:`strip_names`) and takes the knowledge base's best hits as ``(chunk id,
-score, cosine)`` triples (``KnowledgeBase.search_hits(..., with_dense=True)``).
-The fields they are ranked by are read once per chunk and kept per user
-(:class:`EpisodeFields`), so only the returned episodes are read back whole;
-:func:`rank` scores and orders them.
+The knowledge base gives ``(chunk id, score, cosine)`` hits (``search_hits(...,
+with_dense=True)``); the fields they are ranked by are read once per chunk and
+kept per user (:class:`EpisodeFields`), so only returned episodes are read whole.
 """
 
 from __future__ import annotations
@@ -67,10 +63,9 @@ _Fields = tuple[str, float, str]  # episode id, ts, speaker
 class EpisodeFields:
     """Episode id, date and speaker per chunk, and the speakers seen, kept per user.
 
-    The recorder calls :meth:`wrote` after each write, which drops what is kept
-    of the episodes written (a new date or speaker under the same id). A read
-    that overlaps a write of the same user is used but not kept, so a kept
-    field is never older than the last write.
+    :meth:`wrote` (after each write) drops what is kept of the episodes written;
+    a read that overlaps a write of the same user is used but not kept, so a
+    kept field is never older than the last write.
 
     Args:
         read: Reads chunks back: ``read(chunk_ids, user)`` (``KnowledgeBase.get_by_ids``).
@@ -155,13 +150,10 @@ def rank(
 ) -> list[tuple[float, Candidate]]:
     """Score and order the candidates of one search, best first: ``(score, candidate)`` pairs.
 
-    A candidate's score is its hybrid similarity plus: ``date_weight`` when it
-    lies inside the date range ``span`` (epoch seconds) named in the question
-    (``in_range``: the same search restricted to it, so that those episodes
-    reach the pool); ``speaker_weight`` when its speaker is ``named`` in the
-    question (casefolded); and, with ``now``, a recency bonus of
-    ``recency_weight`` halving every ``recency_half_life_days``. Ties go to the
-    newer episode, then to the smaller id, so the order never depends on ``k``.
+    The score is the similarity, plus ``date_weight`` inside the ``span`` named
+    in the question (``in_range``: the search restricted to it), ``speaker_weight``
+    for a speaker ``named`` in it, and with ``now`` a recency bonus halving every
+    ``recency_half_life_days``. Ties: newer first, then by id (stable in ``k``).
     """
     best: dict[str, Candidate] = {}
     for candidate in [*found, *(in_range or ())]:

@@ -223,26 +223,18 @@ def finished_turn(messages: Sequence[BaseMessage]) -> tuple[str, str, str] | Non
     return user_text, replies[-1], turn
 
 
-class Visible:
-    """The texts of the visible history, to leave out episodes already in it."""
+def visible_texts(messages: Sequence[BaseMessage]) -> frozenset[str]:
+    """The texts of the visible history and its tool-call arguments (a ``store_memory`` note)."""
+    clean = strip_injected(messages)
+    args = [a for m in clean if isinstance(m, AIMessage) for c in m.tool_calls
+            for a in c["args"].values() if isinstance(a, str)]  # fmt: skip
+    return frozenset(norm(t) for t in [*map(text_of, clean), *args] if t)
 
-    def __init__(self, messages: Sequence[BaseMessage]) -> None:
-        clean = strip_injected(messages)
-        self.humans = {norm(text_of(m)) for m in clean if isinstance(m, HumanMessage)}
-        self.ais = {norm(text_of(m)) for m in clean if isinstance(m, AIMessage)}
-        calls = [
-            str(c.get("args", "")) for m in clean if isinstance(m, AIMessage) for c in m.tool_calls
-        ]
-        self.blob = norm(" ".join([*self.humans, *self.ais, *calls]))
 
-    def has(self, episode: Episode) -> bool:
-        """Whether ``episode`` is already in the visible history."""
-        if episode.kind == "memory":
-            return norm(episode.user_message) in self.blob
-        if episode.kind == "turn":
-            return norm(episode.user_message) in self.humans | self.ais
-        reply = norm(episode.assistant_reply)
-        return norm(episode.user_message) in self.humans and (not reply or reply in self.ais)
+def is_visible(episode: Episode, visible: frozenset[str]) -> bool:
+    """Whether ``episode`` (its text, and its reply if any) is already in ``visible``."""
+    reply = norm(episode.assistant_reply)
+    return norm(episode.user_message) in visible and (not reply or reply in visible)
 
 
 def text_of(message: BaseMessage) -> str:

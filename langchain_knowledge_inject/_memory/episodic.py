@@ -47,11 +47,12 @@ from langchain_knowledge_inject._memory.episode_search import (
 from langchain_knowledge_inject._memory.episodes import (
     Episode,
     EpisodeRecord,
-    Visible,
     finished_turn,
     from_document,
+    is_visible,
     user_key,
     utc,
+    visible_texts,
 )
 from langchain_knowledge_inject._store.keyword import STOPWORDS
 from langchain_knowledge_inject._store.search_args import SearchMode
@@ -314,14 +315,11 @@ class EpisodicMemory:
         metadata: Mapping[str, Any] | None = None,
         kind: Literal["exchange", "turn", "memory"] | None = None,
     ) -> str | None:
-        """Record one episode: a single turn (of any speaker), or an exchange with ``reply``.
+        """Record one episode (the fields of :class:`EpisodeRecord`); returns at once.
 
-        Returns at once with the episode id (``episode_id`` when given, else one
-        derived from the content; ``None`` for an empty text); the write happens
-        in the background (see :meth:`flush`). Recording the same id again replaces it.
-
-        Raises:
-            ConfigurationError: An argument has a value that is not allowed.
+        Returns the episode id (derived from the content when not given; ``None``
+        for an empty text); the write happens in the background (see :meth:`flush`).
+        Recording the same id again replaces the episode.
         """
         record = EpisodeRecord(text=text, speaker=speaker, reply=reply, reply_speaker=reply_speaker,
                                thread_id=thread_id, episode_id=episode_id, turn=turn, date=date,
@@ -365,15 +363,11 @@ class EpisodicMemory:
         thread_id: str | None = None,
         date: datetime | None = None,
     ) -> str | None:
-        """Record the finished turn at the end of ``messages`` (returns at once).
+        """Record the finished turn at the end of ``messages``, an exchange (returns at once).
 
-        The turn is the current user message and the final text reply after it
-        (see :func:`~.episodes.finished_turn`). User and thread ids default to
-        ``config["configurable"]`` (``user_id_key``, ``thread_id``).
-
-        Returns:
-            The episode id, or ``None``: recording is off, there is no user id,
-            or the turn has no final reply yet.
+        User and thread ids default to ``config["configurable"]``. Returns the
+        episode id, or ``None``: recording is off (``auto_record``, per request
+        ``configurable["episodic_record"]``), no user id, or no final reply yet.
         """
         switch = ((config or {}).get("configurable") or {}).get("episodic_record")
         if not (self.auto_record if switch is None else bool(switch)):
@@ -389,14 +383,10 @@ class EpisodicMemory:
     def add_episodes(
         self, episodes: Sequence[EpisodeRecord | Mapping[str, Any]], *, user_id: str
     ) -> list[str]:
-        """Write many episodes now, in batches (importing old conversations).
+        """Write many episodes now, in batches (old conversations); their ids, in order.
 
-        Args:
-            episodes: :class:`EpisodeRecord` objects, or mappings of its fields.
-            user_id: Whose memory they go to.
-
-        Returns:
-            The episode id of each episode, in order (empty texts are skipped).
+        ``episodes`` are :class:`EpisodeRecord` objects or mappings of its fields;
+        empty texts are skipped.
         """
         records = []
         for item in episodes:
@@ -411,8 +401,8 @@ class EpisodicMemory:
         """Wait until every recorded episode is written.
 
         Raises:
-            MemoryWriteError: They could not be written within ``timeout``
-                (default ``flush_timeout_s``); they stay journalled and queued.
+            MemoryWriteError: Not written within ``timeout`` (default ``flush_timeout_s``);
+                they stay journalled and queued.
         """
         self.recorder.flush(timeout=timeout)
 
@@ -488,12 +478,10 @@ class EpisodicMemory:
             RetrievalError: The store failed.
         """
         k = self.k if k is None else k
-        if not _valid_k(k):
-            msg = f"k must be an integer between 1 and {MAX_K}, got {k!r}"
-            raise ConfigurationError(msg, option="k", value=k)
-        if recency not in _RECENCY:
-            msg = f"recency must be one of {', '.join(_RECENCY)}; got {recency!r}"
-            raise ConfigurationError(msg, option="recency", value=recency)
+        require([
+            ("k", k, _valid_k(k), f"an integer between 1 and {MAX_K}"),
+            ("recency", recency, recency in _RECENCY, f"one of {', '.join(_RECENCY)}"),
+        ])  # fmt: skip
         user, o = user_key(user_id), self.options
         if not query or not query.strip():
             return []
@@ -539,8 +527,8 @@ class EpisodicMemory:
     ) -> list[Episode]:  # fmt: skip
         """The best ``k`` of ``ranked`` read back as episodes, those already visible left out."""
         pool = [(score, c) for score, c in ranked if c.evidence >= self.min_score]
-        visible = Visible(exclude) if exclude else None
-        step = k if visible is None else 2 * k
+        visible = visible_texts(exclude)
+        step = 2 * k if visible else k
         kept: list[Episode] = []
         for start in range(0, len(pool), step):
             batch = pool[start : start + step]
@@ -551,7 +539,7 @@ class EpisodicMemory:
                     continue
                 episode = from_document(doc, user_id=user, score=score,
                                         similarity=candidate.similarity)  # fmt: skip
-                if visible is None or not visible.has(episode):
+                if not is_visible(episode, visible):
                     kept.append(episode)
                     if len(kept) == k:
                         return kept
@@ -569,11 +557,7 @@ class EpisodicMemory:
         messages: Sequence[BaseMessage] = (),
         config: RunnableConfig | None = None,
     ) -> str | None:
-        """The ``[Past Conversation Snippets]`` block for this turn, or ``None``.
-
-        The result is a :class:`~langchain_knowledge_inject._turn.blocks.BlockText`
-        (one item per snippet), so the token budget can drop snippets one by one.
-        """
+        """The ``[Past Conversation Snippets]`` block (one item per snippet), or ``None``."""
         user_id = config_user_id(config, key=self.user_id_key)
         if not user_id:
             return None

@@ -1,12 +1,10 @@
 """Procedures: named step-by-step instructions, matched to the current message.
 
-A :class:`ProcedureLibrary` embeds each :class:`Procedure` once (name and
-description, and any example requests) and injects the one most similar to
-the user's message (cosine), if it reaches ``threshold``, as a ``[Procedure]``
-block with numbered steps. The default threshold, 0.45, is calibrated for the
-default model by ``tests/integration_tests/test_memory_integration.py``
-(docs/memory.md); another model needs its own. Restricted mode: procedures
-are the application's own text, injected as usual.
+A :class:`ProcedureLibrary` injects the procedure most similar to the user's
+message (cosine with its name and description, or an example request), if it
+reaches ``threshold``, as a ``[Procedure]`` block with numbered steps. The
+default threshold is calibrated for the default model (docs/memory.md).
+Restricted mode: procedures are the application's own text, injected as usual.
 """
 
 from __future__ import annotations

@@ -1,28 +1,17 @@
-"""Dates in questions, resolved against a reference time (private to the episodic memory).
+"""Dates in questions, resolved against a reference time (for the episodic memory).
 
-:func:`resolve` finds the first date expression of a question ("yesterday",
+:func:`resolve` turns the first date expression of a question ("yesterday",
 "two weeks ago", "last May", "in 2023", "on March 3rd", "last weekend", ...)
-and turns it into a time range, relative to the reference time ``now``; the
-expression is also cut out of the question, so that its words ("May", "week")
-do not steer the text search. :func:`asks_about_past` tells whether a question
-is about an earlier time (a date expression, or words such as "when did",
-"used to", "originally"), in which case the newest episodes must not be
-preferred.
-
-Vague expressions get a window around the point they name: "N days ago" is
-the day +-1, "N weeks ago" +-4 days, "N months ago" +-16 days, "N years ago"
-+-6 months, because people round.
+into a time range relative to ``now`` and cuts it out of the question, so its
+words do not steer the text search. Vague ones get a window, because people
+round: "N days ago" +-1 day, weeks +-4 days, months +-16 days, years +-6 months.
+:func:`asks_about_past` and :func:`asks_about_now` tell whether newer episodes
+should be preferred.
 
 Example:
-    >>> from datetime import datetime, timezone
-    >>> now = datetime(2024, 6, 12, 15, 0, tzinfo=timezone.utc)
-    >>> found = resolve("What did I cook last May?", now=now)
+    >>> found = resolve("What did I cook last May?", now=datetime(2024, 6, 12, tzinfo=timezone.utc))
     >>> found.start.date().isoformat(), found.end.date().isoformat(), found.rest
     ('2024-05-01', '2024-06-01', 'What did I cook ?')
-    >>> resolve("What did I cook yesterday?", now=now).start.date().isoformat()
-    '2024-06-11'
-    >>> resolve("What is my dog called?", now=now) is None
-    True
 """
 
 from __future__ import annotations
@@ -191,9 +180,7 @@ def resolve(question: str, *, now: datetime) -> DateRange | None:
         question: The question.
         now: The reference time (an aware datetime; a naive one is taken as UTC).
     """
-    if now.tzinfo is None:
-        now = now.replace(tzinfo=timezone.utc)
-    now = now.astimezone(timezone.utc)
+    now = (now if now.tzinfo else now.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
     best: tuple[int, re.Match[str], _Rule] | None = None
     for pattern, rule in _COMPILED:
         found = pattern.search(question)

@@ -7,17 +7,6 @@ cannot write into another user's memory; without a user id nothing is
 stored. Errors come back to the model as the tool's answer. Awaited, a tool
 runs in a worker thread (LangChain's default without a coroutine), so the
 store's I/O stays off the event loop.
-
-Example:
-    >>> from langgraph.store.memory import InMemoryStore
-    >>> from langchain_knowledge_inject._memory.facts import UserFacts
-    >>> facts = UserFacts(InMemoryStore())
-    >>> set_fact, forget_fact = create_user_fact_tools(facts)
-    >>> set_fact.invoke({"key": "city", "value": "Porto"},
-    ...                 config={"configurable": {"user_id": "u1"}})
-    'Saved: city=Porto'
-    >>> facts.get_all("u1")
-    {'city': 'Porto'}
 """
 
 from __future__ import annotations
@@ -153,6 +142,14 @@ def create_user_fact_tools(
 
     Returns:
         ``[set_user_fact, forget_user_fact]``.
+
+    Example:
+        >>> from langgraph.store.memory import InMemoryStore
+        >>> from langchain_knowledge_inject._memory.facts import UserFacts
+        >>> facts = UserFacts(InMemoryStore())
+        >>> set_fact, _ = create_user_fact_tools(facts)
+        >>> set_fact.invoke({"key": "city", "value": "Porto"}, {"configurable": {"user_id": "u1"}})
+        'Saved: city=Porto'
     """
 
     def set_fact(key: str, value: str, config: RunnableConfig) -> str:
