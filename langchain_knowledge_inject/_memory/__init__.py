@@ -13,3 +13,10 @@ def require(checks: Iterable[tuple[str, object, bool, str]]) -> None:
         if not ok:
             msg = f"{option} must be {allowed}, got {value!r}"
             raise ConfigurationError(msg, option=option, value=value)
+
+
+def user_key(user_id: object) -> str:
+    """The user id as a non-empty string."""
+    text = "" if user_id is None else str(user_id).strip()
+    require([("user_id", user_id, bool(text), "a non-empty string")])
+    return text

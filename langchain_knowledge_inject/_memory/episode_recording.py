@@ -15,6 +15,7 @@ with a growing pause; nothing is dropped.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -75,7 +76,7 @@ class EpisodeRecorder:
         if self.writer is None:
             self._apply([entry])
         else:
-            self._last_seq[entry["user"]] = self.writer.submit([entry])
+            self._last_seq[entry["user"]] = self.writer.submit(entry)
         return str(entry["meta"]["ep_id"])
 
     def write_now(self, records: Sequence[EpisodeRecord], *, user_id: str) -> list[str]:
@@ -166,84 +167,57 @@ class EpisodeWriter:
         name: str,
         fsync: bool = False,
     ) -> None:
-        self._apply = apply
-        self._fsync = fsync
+        self._apply, self._fsync = apply, fsync
         self._cond = threading.Condition()
-        self._queue: deque[tuple[int, Entry]] = deque()
-        self._submitted = 0
-        self._applied = 0
+        self._queue: deque[Entry] = deque()  # entry n of the queue has number applied + n + 1
+        self._submitted = self._applied = 0
         self._failure: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
-        self._handle: Any = None
         self._orphans: list[tuple[Path, Any]] = []
-        self.replayed = 0
-        """Sequence number of the last entry replayed from a journal (0: none)."""
-        self.path = self._open_journal(journal_dir, name)
-
-    # -- the journal ---------------------------------------------------------------------------
-    def _open_journal(self, directory: Path, name: str) -> Path:
-        """Lock a journal of this process (the shared one, else one per pid) and replay."""
-        directory.mkdir(parents=True, exist_ok=True)
-        for mine in (directory / f"{name}.jsonl", directory / f"{name}.{os.getpid()}.jsonl"):
-            handle = mine.open("ab")
-            if _lock(handle):
-                self._handle = handle
-                break
-            handle.close()
-        else:
-            msg = f"episodic memory: cannot lock a journal in {directory}"
-            raise MemoryWriteError(msg)
-        replay = read_journal(mine)
-        for other in sorted(directory.glob(f"{name}.*.jsonl")):
-            if other == mine:
-                continue
-            handle = other.open("ab")
-            if _lock(handle):  # its process is gone: take over what it left
+        self.path, self._handle = self._lock_journal(journal_dir, name)
+        replay = [*read_journal(self.path)]
+        for other in sorted(journal_dir.glob(f"{name}.*.jsonl")):
+            handle = other.open("ab") if other != self.path else None
+            if handle is not None and _lock(handle):  # its process is gone: take over its work
                 replay += read_journal(other)
                 self._orphans.append((other, handle))
-            else:
+            elif handle is not None:
                 handle.close()
+        self._queue.extend(replay)
+        self._submitted = self.replayed = len(replay)
+        """Number of the last entry replayed from a journal (0: none)."""
         if replay:
             logger.info("episodic memory: replaying %d journalled episodes", len(replay))
-            with self._cond:
-                for entry in replay:
-                    self._submitted += 1
-                    self._queue.append((self._submitted, entry))
-                self.replayed = self._submitted
             self._start()
-        return mine
 
-    def _append(self, entry: Entry) -> None:
-        fd = self._handle.fileno()
-        os.write(fd, json.dumps(entry, separators=(",", ":")).encode() + b"\n")
-        if self._fsync:
-            os.fsync(fd)
+    @staticmethod
+    def _lock_journal(directory: Path, name: str) -> tuple[Path, Any]:
+        """The journal this process locks: the shared one, else one of its own."""
+        directory.mkdir(parents=True, exist_ok=True)
+        for path in (directory / f"{name}.jsonl", directory / f"{name}.{os.getpid()}.jsonl"):
+            handle = path.open("ab")
+            if _lock(handle):
+                return path, handle
+            handle.close()
+        msg = f"episodic memory: cannot lock a journal in {directory}"
+        raise MemoryWriteError(msg)
 
-    def _truncate_if_idle(self) -> None:
-        # Called with self._cond held: nothing can be appended meanwhile.
-        if self._applied == self._submitted and not self._queue:
-            if not self._handle.closed and os.fstat(self._handle.fileno()).st_size:
-                os.ftruncate(self._handle.fileno(), 0)
-            for path, handle in self._orphans:
-                with contextlib.suppress(OSError):
-                    path.unlink()
-                handle.close()
-            self._orphans.clear()
-
-    # -- submitting and waiting ----------------------------------------------------------------
-    def submit(self, entries: Sequence[Entry]) -> int:
-        """Journal and queue ``entries``; returns the sequence number of the last one."""
+    def submit(self, entry: Entry) -> int:
+        """Journal and queue ``entry``; returns its number (see :meth:`wait`)."""
         with self._cond:
             if self._closed:
                 msg = "episodic memory is closed; nothing more can be recorded"
                 raise MemoryWriteError(msg)
-            for entry in entries:
-                self._append(entry)
-                self._submitted += 1
-                self._queue.append((self._submitted, entry))
-            self._cond.notify_all()
+            os.write(
+                self._handle.fileno(), json.dumps(entry, separators=(",", ":")).encode() + b"\n"
+            )
+            if self._fsync:
+                os.fsync(self._handle.fileno())
+            self._queue.append(entry)
+            self._submitted += 1
             seq = self._submitted
+            self._cond.notify_all()
         self._start()  # after a fork, the child starts its own worker
         return seq
 
@@ -263,13 +237,11 @@ class EpisodeWriter:
         """Write everything queued so far.
 
         Raises:
-            MemoryWriteError: It could not be written in ``timeout`` seconds
-                (the entries stay journalled and queued).
+            MemoryWriteError: Not written in ``timeout`` seconds (they stay journalled and queued).
         """
         if not self.wait(timeout=timeout):
-            failure = self._failure
             msg = f"episodic memory: {self.pending} episodes are not written yet"
-            if failure is not None:
+            if (failure := self._failure) is not None:
                 msg += f" (last error: {type(failure).__name__}: {failure})"
             raise MemoryWriteError(msg)
 
@@ -281,11 +253,10 @@ class EpisodeWriter:
             with self._cond:
                 self._closed = True
                 self._cond.notify_all()
-            if self._thread not in (None, threading.current_thread()):
+            if self._thread is not None and self._thread is not threading.current_thread():
                 self._thread.join(timeout=1.0)
             self._handle.close()
 
-    # -- the worker ----------------------------------------------------------------------------
     def _start(self) -> None:
         with self._cond:
             if self._thread is None or not self._thread.is_alive():
@@ -297,13 +268,12 @@ class EpisodeWriter:
         pause = 0.0
         while True:
             with self._cond:
-                while not self._queue and not self._closed:
-                    self._cond.wait()
+                self._cond.wait_for(lambda: self._queue or self._closed)
                 if not self._queue:
                     return
-                batch = [self._queue[i] for i in range(min(_BATCH, len(self._queue)))]
+                batch = list(itertools.islice(self._queue, _BATCH))
             try:
-                self._apply([entry for _, entry in batch])
+                self._apply(batch)
             except Exception as exc:
                 pause = min(_MAX_PAUSE_S, max(0.05, pause * 2))
                 logger.warning(
@@ -312,15 +282,21 @@ class EpisodeWriter:
                 )  # fmt: skip
                 with self._cond:
                     self._failure = exc
-                    if self._closed:
-                        return
-                    self._cond.wait(pause)
-                continue
+                    if not self._cond.wait_for(lambda: self._closed, pause):
+                        continue
+                    return
             pause = 0.0
             with self._cond:
                 for _ in batch:
                     self._queue.popleft()
-                self._applied = batch[-1][0]
+                self._applied += len(batch)
                 self._failure = None
-                self._truncate_if_idle()
+                if self._applied == self._submitted:  # all written: empty the journals
+                    if not self._handle.closed:
+                        os.ftruncate(self._handle.fileno(), 0)
+                    for path, handle in self._orphans:
+                        with contextlib.suppress(OSError):
+                            path.unlink()
+                        handle.close()
+                    self._orphans.clear()
                 self._cond.notify_all()

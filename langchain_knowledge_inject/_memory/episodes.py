@@ -18,6 +18,7 @@ from typing import Any, Literal
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from langchain_knowledge_inject._memory import require, user_key
 from langchain_knowledge_inject._turn.placement import (
     current_user_index,
     query_text,
@@ -107,15 +108,6 @@ class EpisodeRecord:
     kind: EpisodeKind | None = None
 
 
-def user_key(user_id: object) -> str:
-    """The user id as a non-empty string."""
-    text = str(user_id).strip() if user_id is not None else ""
-    if not text:
-        msg = "a user id must be a non-empty string"
-        raise ConfigurationError(msg, option="user_id", value=user_id)
-    return text
-
-
 def utc(date: datetime, option: str = "date") -> datetime:
     """``date`` in UTC; a naive datetime is taken as UTC."""
     if not isinstance(date, datetime):
@@ -125,21 +117,15 @@ def utc(date: datetime, option: str = "date") -> datetime:
 
 
 def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    reserved = f"not starting with {_PREFIX!r} and not one of {', '.join(sorted(_KB_KEYS))}"
     for key, value in (metadata or {}).items():
-        if not isinstance(key, str) or key.startswith(_PREFIX) or key in _KB_KEYS:
-            msg = (
-                f"metadata key {key!r} is reserved: use a string key not starting with "
-                f"{_PREFIX!r} and not one of {', '.join(sorted(_KB_KEYS))}"
-            )
-            raise ConfigurationError(msg, option="metadata", value=dict(metadata or {}))
-        if value is None:
-            continue
-        if not isinstance(value, (str, int, float, bool)):
-            msg = f"metadata[{key!r}] must be a str, int, float or bool, got {type(value).__name__}"
-            raise ConfigurationError(msg, option="metadata", value=value)
-        out[key] = value
-    return out
+        ok = isinstance(key, str) and not key.startswith(_PREFIX) and key not in _KB_KEYS
+        require([
+            ("metadata", key, ok, f"a mapping of string keys {reserved}"),
+            ("metadata", value, isinstance(value, (str, int, float, bool, type(None))),
+             "a mapping to str, int, float or bool values"),
+        ])  # fmt: skip
+    return {key: value for key, value in (metadata or {}).items() if value is not None}
 
 
 def prepare(record: EpisodeRecord, *, user_id: str) -> Entry | None:

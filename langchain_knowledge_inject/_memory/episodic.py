@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from langchain_knowledge_inject._memory import require, temporal
+from langchain_knowledge_inject._memory import require, temporal, user_key
 from langchain_knowledge_inject._memory.episode_recording import EpisodeRecorder
 from langchain_knowledge_inject._memory.episode_search import (
     QUESTION_STOPWORDS,
@@ -50,7 +50,6 @@ from langchain_knowledge_inject._memory.episodes import (
     finished_turn,
     from_document,
     is_visible,
-    user_key,
     utc,
     visible_texts,
 )
@@ -71,15 +70,6 @@ if TYPE_CHECKING:
 
     from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
-__all__ = [
-    "DEFAULT_EPISODIC_MIN_SCORE",
-    "MAX_K",
-    "Episode",
-    "EpisodeRecord",
-    "EpisodicMemory",
-    "EpisodicOptions",
-    "format_episodes",
-]
 
 logger = logging.getLogger(__name__)
 

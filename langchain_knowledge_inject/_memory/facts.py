@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast
 
 from langgraph.store.base import GetOp, PutOp, SearchOp
 
-from langchain_knowledge_inject._memory import require
+from langchain_knowledge_inject._memory import require, user_key
 from langchain_knowledge_inject._turn.blocks import DEFAULT_PRIORITIES, config_user_id
 from langchain_knowledge_inject._turn.formatting import neutralize
 from langchain_knowledge_inject.errors import ConfigurationError
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     Steps: TypeAlias = Generator[list[Op], list[Any], "T"]
     """An operation on the store, as a generator of batches of store operations."""
 
-__all__ = ["UserFact", "UserFacts", "format_user_facts", "normalize_fact_key"]
 
 _KEY_CHARS = re.compile(r"[^a-z0-9_]+")
 _MAX_KEY_CHARS = 64
@@ -151,20 +150,16 @@ class UserFacts:
 
     def namespace(self, user_id: str) -> tuple[str, ...]:
         """The store namespace of ``user_id`` (``.`` and ``%`` are percent-encoded)."""
-        label = str(user_id).strip()
-        if not label:
-            msg = "a user id must be a non-empty string"
-            raise ConfigurationError(msg, option="user_id", value=user_id)
+        label = user_key(user_id)
         return (*self.namespace_prefix, label.replace("%", "%25").replace(".", "%2E"))
 
     def _clean_value(self, value: str) -> str:
         text = " ".join(neutralize(str(value)).split())
-        if not text:
-            msg = "a fact value cannot be empty (use forget to remove a fact)"
-            raise ConfigurationError(msg, option="value", value=value)
-        if len(text) > self.max_value_chars:
-            msg = f"a fact value has at most {self.max_value_chars} characters, got {len(text)}"
-            raise ConfigurationError(msg, option="value", value=text[:80])
+        require([
+            ("value", value, bool(text), "a non-empty text (use forget to remove a fact)"),
+            ("value", text[:80], len(text) <= self.max_value_chars,
+             f"at most {self.max_value_chars} characters"),
+        ])  # fmt: skip
         return text
 
     # Each operation is one generator yielding the store operations it needs; ``_run``

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from langchain_knowledge_inject._memory import require
 from langchain_knowledge_inject._turn.blocks import DEFAULT_PRIORITIES
-from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -23,13 +22,6 @@ if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
     from langchain_core.runnables import RunnableConfig
 
-__all__ = [
-    "DEFAULT_PROCEDURE_THRESHOLD",
-    "Procedure",
-    "ProcedureLibrary",
-    "ProcedureMatch",
-    "format_procedure",
-]
 
 DEFAULT_PROCEDURE_THRESHOLD = 0.45
 """Cosine similarity a message needs to match a procedure (all-MiniLM-L6-v2)."""
@@ -45,12 +37,6 @@ class Procedure:
         steps: The steps, in order (rendered numbered).
         examples: Optional example requests that should select this procedure
             (each is matched too; the best similarity counts).
-
-    Example:
-        >>> p = Procedure("Request leave", "How to ask for paid leave",
-        ...               ["Open the HR portal", "Pick the dates", "Submit"])
-        >>> p.steps[0]
-        'Open the HR portal'
     """
 
     name: str
@@ -60,12 +46,10 @@ class Procedure:
 
     def __post_init__(self) -> None:
         steps = tuple(" ".join(str(s).split()) for s in self.steps)
-        if not self.name.strip():
-            msg = "a procedure needs a non-empty name"
-            raise ConfigurationError(msg, option="name", value=self.name)
-        if not steps or not all(steps):
-            msg = f"procedure {self.name!r} needs at least one step, and no empty step"
-            raise ConfigurationError(msg, option="steps", value=self.steps)
+        require([
+            ("name", self.name, bool(self.name.strip()), "a non-empty string"),
+            ("steps", self.steps, bool(steps) and all(steps), "at least one step, none empty"),
+        ])  # fmt: skip
         object.__setattr__(self, "steps", steps)
         object.__setattr__(self, "examples", tuple(e for e in self.examples if e.strip()))
 

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from langchain_knowledge_inject._memory.episodic import EpisodicMemory
     from langchain_knowledge_inject._memory.facts import UserFacts
 
-__all__ = ["create_memory_tools", "create_store_memory_tool", "create_user_fact_tools"]
 
 _NO_USER = "No user id is configured for this conversation; nothing was stored."
 
