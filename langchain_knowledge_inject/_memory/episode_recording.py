@@ -43,12 +43,8 @@ BULK_BATCH = 512
 class EpisodeRecorder:
     """Writes a memory's episodes: in a worker thread behind a journal, or at once.
 
-    Args:
-        store: Opens the memory's knowledge base (on first use).
-        fields: The memory's kept fields, told about each write.
-        options: The memory's options (``background``, ``journal_fsync``, ``flush_timeout_s``).
-        journal_dir: Where the journal lives.
-        name: Base name of the journal file.
+    ``store`` opens the memory's knowledge base; ``fields`` is told about each
+    write; of ``options``, ``background``, ``journal_fsync`` and ``flush_timeout_s``.
     """
 
     def __init__(
@@ -150,13 +146,9 @@ def read_journal(path: Path) -> list[Entry]:
 
 
 class EpisodeWriter:
-    """A journal plus a worker thread that applies queued episodes in batches.
+    """A journal plus a worker thread that ``apply``-s queued episodes in batches.
 
-    Args:
-        apply: Writes a batch of entries (raises on failure; must be idempotent).
-        journal_dir: Where the journal lives.
-        name: Base name of the journal file.
-        fsync: ``fsync`` the journal after each append.
+    ``apply`` raises on failure and must be idempotent (a batch may be retried).
     """
 
     def __init__(

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from langchain_knowledge_inject._memory import require
 from langchain_knowledge_inject._memory.episodes import utc
 from langchain_knowledge_inject._store.keyword import STOPWORDS
 from langchain_knowledge_inject._turn.query import FUNCTION_WORDS
-from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document
@@ -48,11 +48,10 @@ class Candidate(NamedTuple):
 
     @property
     def evidence(self) -> float:
-        """What ``min_score`` is judged on: the better of the hybrid score and the cosine alone.
+        """What ``min_score`` is judged on: the better of the hybrid score and the cosine.
 
-        A hybrid score is ``0.75 * cosine + 0.25 * keyword``, so a paraphrase that
-        shares no word with the question keeps only three quarters of its cosine;
-        judged on the better of the two, a keyword match can only help.
+        A paraphrase without a word of the question keeps only 0.75 of its cosine in
+        the hybrid score (``0.75 * cosine + 0.25 * keyword``).
         """
         return max(self.similarity, self.dense)
 
@@ -210,20 +209,18 @@ def where(
     filter: Mapping[str, Any] | None,
 ) -> dict[str, Any] | None:
     """The Chroma ``where`` filter of one memory search (thread, dates, speaker, metadata)."""
-    if filter is not None and not isinstance(filter, Mapping):
-        msg = f"filter must be a mapping (Chroma's where language), got {type(filter).__name__}"
-        raise ConfigurationError(msg, option="filter", value=filter)
-    if filter and any(k == "tenant_id" or k.startswith("ep_") for k in filter):
-        msg = "filter is for your own metadata; use user_id, thread_id, since, until, speaker"
-        raise ConfigurationError(msg, option="filter", value=dict(filter))
+    own = isinstance(filter, Mapping) and not any(
+        k == "tenant_id" or k[:3] == "ep_" for k in filter
+    )
+    threads = [thread_id] if isinstance(thread_id, str) else [str(t) for t in thread_id or ()]
+    require([
+        ("filter", filter, filter is None or own, "a mapping on your own metadata (Chroma's "
+         "where language); use user_id, thread_id, since, until and speaker for the rest"),
+        ("thread_id", thread_id, thread_id is None or bool(threads),
+         "a thread id, a non-empty list of them, or None"),
+    ])  # fmt: skip
     clauses: list[Mapping[str, Any] | None] = [filter]
-    if isinstance(thread_id, str):
-        clauses.append({"ep_thread": {"$eq": thread_id}})
-    elif thread_id is not None:
-        threads = [str(t) for t in thread_id]
-        if not threads:
-            msg = "thread_id must be a thread id, a non-empty list of them, or None"
-            raise ConfigurationError(msg, option="thread_id", value=thread_id)
+    if threads:
         clauses.append({"ep_thread": {"$in": threads}})
     if since is not None:
         clauses.append({"ep_ts": {"$gte": utc(since, "since").timestamp()}})

@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -81,7 +81,7 @@ The highest that keeps the real-model paraphrases of ``test_memory_integration.p
 MAX_K = 50
 """Largest ``k``: the candidate pool of every search, so results are stable in ``k``."""
 Recency = Literal["auto", "on", "off"]
-_RECENCY = ("auto", "on", "off")
+_RECENCY = get_args(Recency)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 HEADER = "[Past Conversation Snippets]"
 _INTRO = (
@@ -143,14 +143,13 @@ class EpisodicOptions(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            error = exc.errors()[0]
-            option = ".".join(str(p) for p in error["loc"])
+            error, names = exc.errors()[0], ", ".join(type(self).model_fields)
+            option, value = ".".join(map(str, error["loc"])), error.get("input")
+            message = str(error["msg"]).removeprefix("Value error, ")
             if error["type"] == "extra_forbidden":
-                msg = f"unknown option {option!r}; options: {', '.join(type(self).model_fields)}"
-            else:
-                message = str(error["msg"]).removeprefix("Value error, ")
-                msg = f"{option}={error.get('input')!r}: {message}"
-            raise ConfigurationError(msg, option=option, value=error.get("input")) from None
+                message = f"unknown option; options: {names}"
+            msg = f"{option}={value!r}: {message}"
+            raise ConfigurationError(msg, option=option, value=value) from None
 
 
 class EpisodicMemory:
@@ -333,17 +332,6 @@ class EpisodicMemory:
                            thread_id=thread_id, turn=turn, date=date, metadata=metadata,
                            kind="exchange")  # fmt: skip
 
-    def remember(
-        self,
-        content: str,
-        *,
-        user_id: str,
-        thread_id: str | None = None,
-        date: datetime | None = None,
-    ) -> str | None:
-        """Store a note worth keeping (what the ``store_memory`` tool calls)."""
-        return self.record(content, user_id=user_id, thread_id=thread_id, date=date, kind="memory")
-
     def record_turn(
         self,
         messages: Sequence[BaseMessage],
@@ -408,10 +396,6 @@ class EpisodicMemory:
         """Async twin of :meth:`record_exchange` (in a worker thread)."""
         record = self.record_exchange
         return await asyncio.to_thread(record, user_message, assistant_reply, **kwargs)
-
-    async def aremember(self, content: str, **kwargs: Any) -> str | None:
-        """Async twin of :meth:`remember` (in a worker thread)."""
-        return await asyncio.to_thread(self.remember, content, **kwargs)
 
     async def arecord_turn(self, messages: Sequence[BaseMessage], **kwargs: Any) -> str | None:
         """Async twin of :meth:`record_turn` (in a worker thread)."""
@@ -569,12 +553,8 @@ class EpisodicMemory:
 def format_episodes(episodes: Sequence[Episode], *, max_chars: int = 300) -> str | None:
     """Render episodes as the ``[Past Conversation Snippets]`` block (``None`` if none).
 
-    Example:
-        >>> from datetime import datetime, timezone
-        >>> ep = Episode("e1", "exchange", "My dog is Rex.", "Nice name!",
-        ...              datetime(2024, 5, 2, tzinfo=timezone.utc), "u1")
-        >>> print(format_episodes([ep]).splitlines()[-1])
-        - 2024-05-02 · user: My dog is Rex. · assistant: Nice name!
+    One line each: ``- 2024-05-02 · user: My dog is Rex. · assistant: Nice name!``,
+    texts neutralized and cut to ``max_chars``.
     """
     from langchain_knowledge_inject._turn.formatting import neutralize
 

@@ -1,15 +1,11 @@
 """User facts: ``key=value`` facts per user in a LangGraph store, injected as one line.
 
-Facts live in any LangGraph ``BaseStore`` (``InMemoryStore``, ``SqliteStore``,
-``PostgresStore``...), one namespace ``(*namespace_prefix, <user id>)`` per
-user, one item per fact: ``{"value": ..., "updated_at": ...}``. The user id is
-read from ``config["configurable"]``; without one nothing is read or written.
-The block is ``[User Facts]`` and the facts sorted by key on one line, the same
-from turn to turn while they do not change. Keys are normalized
-(``[a-z0-9_]``, at most 64 characters); values are put on one line,
-neutralized (no header or role label can be imitated) and length-limited.
-The model sets and forgets facts with the tools of :mod:`~._memory.tools`.
-Restricted mode: the user's own data, injected as usual.
+Any LangGraph ``BaseStore`` holds them: one namespace ``(*namespace_prefix, <user
+id>)`` per user, one item ``{"value", "updated_at"}`` per fact. Without a user id
+in ``config["configurable"]`` nothing is read or written. The block is
+``[User Facts]`` and the facts sorted by key on one line; values are put on one
+line and neutralized (no header or role label can be imitated). Restricted
+mode: the user's own data, injected as usual.
 """
 
 from __future__ import annotations
@@ -46,13 +42,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class UserFact:
-    """One stored fact.
-
-    Attributes:
-        key: The normalized key.
-        value: The value (one line).
-        updated_at: When it was last set (UTC).
-    """
+    """One stored fact: its normalized key, its value (one line), when it was set (UTC)."""
 
     key: str
     value: str

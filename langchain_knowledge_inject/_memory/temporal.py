@@ -218,14 +218,10 @@ _BEFORE_WORDS = re.compile(
 
 
 def asks_about_now(question: str) -> bool:
-    """Whether ``question`` asks for the present state of something that may have changed.
-
-    A question that also looks back ("before the current job") does not.
+    """Whether ``question`` asks for the present state of something (and does not look back).
 
     Example:
         >>> asks_about_now("Where does Ana live now?"), asks_about_now("Where did Ana live?")
         (True, False)
-        >>> asks_about_now("What was her job before the current one?")
-        False
     """
     return bool(_NOW_WORDS.search(question)) and not _BEFORE_WORDS.search(question)

@@ -27,9 +27,6 @@ if TYPE_CHECKING:
     from langchain_knowledge_inject._memory.facts import UserFacts
 
 
-_NO_USER = "No user id is configured for this conversation; nothing was stored."
-
-
 class StoreMemoryInput(BaseModel):
     """Arguments of ``store_memory``."""
 
@@ -63,7 +60,8 @@ class ForgetUserFactInput(BaseModel):
 def _user_id(config: RunnableConfig, key: str) -> str:
     user_id = config_user_id(config, key=key)
     if not user_id:
-        raise ToolException(_NO_USER)
+        msg = "No user id is configured for this conversation; nothing was stored."
+        raise ToolException(msg)
     return user_id
 
 
@@ -120,7 +118,7 @@ def create_store_memory_tool(
     def store_memory(content: str, config: RunnableConfig) -> str:
         user_id = _user_id(config, memory.user_id_key)
         thread_id = config_user_id(config, key="thread_id")
-        memory.remember(content, user_id=user_id, thread_id=thread_id)
+        memory.record(content, user_id=user_id, thread_id=thread_id, kind="memory")
         return "Saved to memory."
 
     return _tool(store_memory, name=name, description=description, args_schema=StoreMemoryInput)
@@ -177,12 +175,7 @@ def create_user_fact_tools(
 def create_memory_tools(
     *, memory: EpisodicMemory | None = None, facts: UserFacts | None = None
 ) -> list[BaseTool]:
-    """Every memory tool for the given stores: ``store_memory`` and/or the two fact tools.
-
-    Example:
-        >>> create_memory_tools()
-        []
-    """
+    """Every memory tool for the given stores: ``store_memory`` and/or the two fact tools."""
     tools: list[BaseTool] = []
     if memory is not None:
         tools.append(create_store_memory_tool(memory))

@@ -318,7 +318,7 @@ def test_the_same_question_answered_differently_elsewhere_is_kept(memory) -> Non
 
 
 def test_a_note_saved_in_the_visible_history_is_left_out(memory) -> None:
-    memory.remember("Prefers aisle seats.", user_id="u1")
+    memory.record("Prefers aisle seats.", user_id="u1", kind="memory")
     call = AIMessage("", tool_calls=[{"name": "store_memory", "id": "1",
                                       "args": {"content": "Prefers aisle seats."}}])  # fmt: skip
     visible = [HumanMessage("Book me a flight"), call, ToolMessage("Saved.", tool_call_id="1")]
@@ -429,7 +429,7 @@ def test_format_clips_long_messages_and_shows_notes_and_turns() -> None:
 
 async def test_async_twins(memory) -> None:
     eid = await memory.arecord_exchange("My dog is Rex.", "Nice!", user_id="u1")
-    note = await memory.aremember("Likes jazz.", user_id="u1")
+    note = await memory.arecord("Likes jazz.", user_id="u1", kind="memory")
     turn = await memory.arecord_turn([HumanMessage("I am Ana."), AIMessage("Hi Ana")], config=cfg())
     single = await memory.arecord("Ben: hi", user_id="u1", speaker="Ben")
     await memory.aflush()
@@ -524,7 +524,7 @@ def test_invalid_arguments_are_refused_saying_what_is_allowed(kwargs, allowed) -
     [({"recency_weight": -0.1}, "greater than or equal to 0"),
      ({"recency_half_life_days": 0}, "greater than 0"), ({"date_weight": -1}, "greater than or"),
      ({"flush_timeout_s": 0}, "greater than 0"), ({"max_snippet_chars": 5}, "at least 20|20"),
-     ({"search_mode": "fuzzy"}, "hybrid"), ({"k": 3}, "unknown option 'k'; options: recency")],
+     ({"search_mode": "fuzzy"}, "hybrid"), ({"k": 3}, "k=3: unknown option; options: recency")],
 )  # fmt: skip
 def test_invalid_options_are_refused_saying_what_is_allowed(fields, allowed) -> None:
     with pytest.raises(ConfigurationError, match=allowed) as raised:

@@ -24,7 +24,7 @@ def test_the_indexed_text_is_the_text_and_the_reply(new_memory) -> None:
     memory = new_memory(options=EpisodicOptions(background=False))
     memory.record("What's your dog called?", user_id="u", thread_id="t", speaker="Ben")
     memory.record_exchange("My dog is Rex.", "Nice!", user_id="u", thread_id="t")
-    memory.remember("Ana likes tea.", user_id="u", thread_id="t")
+    memory.record("Ana likes tea.", user_id="u", thread_id="t", kind="memory")
     docs = memory.knowledge_base.search("dog Rex tea", k=10, min_score=0.0, tenant_id="u")
     texts = sorted(d.page_content for d in docs)
     assert texts == sorted(["What's your dog called?", "My dog is Rex.\nNice!", "Ana likes tea."])
