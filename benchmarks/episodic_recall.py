@@ -36,23 +36,7 @@ hybrid score and its cosine alone; the table after the recall figures gives,
 per threshold, the evidence hits of the default top 10 still returned and the
 off-topic questions that recall nothing (searched again at each threshold).
 
-Figures (``OMP_NUM_THREADS=1 python benchmarks/episodic_recall.py [--seed 7]``,
-2 shared cores, question stopwords and the cosine-or-hybrid threshold the
-defaults): seed 11 R@5/R@10 **0.725 / 0.803** and 0.725 / 0.801 in two runs
-(Lucene's 33 stopwords only, the earlier default: 0.707 / 0.769 and 0.707 /
-0.767; plain KnowledgeBase hybrid 0.529 / 0.573), min_score 0.14 keeps 100% of
-the 502-503 evidence hits of the top 10 and 19% of the off-topic questions
-recall nothing (earlier defaults: 99.0% / 17%); episode search 0.97x / 0.97x
-a plain knowledge-base search (cached / new questions; load 4.1-4.5, mypy
-running beside it) and 0.79x / 0.95x (load 1.9 falling to 0.7). Seed 7:
-0.772 / 0.840 (Lucene's 33 only 0.733 / 0.795), 99.8% / 22% (earlier
-defaults 99.6% / 17%), 0.80x / 0.95x (load 2.8).
-Judged on the hybrid score alone, question stopwords need ``min_score`` 0.11
-to keep the paraphrase "What's my sibling's name again?" (0.111) of
-``test_memory_integration.py``: 100% / 25% on seed 11, 99.8% / 28% on seed 7,
-a margin of 0.001; judged on the better score, 0.14 keeps it (cosine 0.147).
-Question stopwords only when at least 3 content words are left (Lucene's 33
-otherwise): R@5/R@10 0.720 / 0.797 on seed 11, 0.759 / 0.827 on seed 7.
+Figures and their history: docs/memory.md.
 
 Run: ``python benchmarks/episodic_recall.py [--seed 11] [--levers]`` (several
 minutes on 2 cores; vectors are cached under /tmp).
@@ -82,9 +66,12 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_knowledge_inject._memory.episodic import EpisodeRecord, EpisodicMemory
+from langchain_knowledge_inject._memory.episodic import (
+    EpisodeRecord,
+    EpisodicMemory,
+    EpisodicOptions,
+)
 from langchain_knowledge_inject._store.embeddings import default_embeddings
-from langchain_knowledge_inject._store.keyword import STOPWORDS
 from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
 KS = (5, 10)
@@ -190,40 +177,24 @@ class Recall:
         return sum(vals) / max(len(vals), 1)
 
 
-# name -> (constructor options, search-time attributes, search options); defaults first
-DEFAULTS: dict[str, object] = {}
-LEVERS: dict[str, tuple[dict, dict, dict]] = {
-    "  recency off": ({}, {}, {"recency": "off"}),
-    "  no date resolution": ({}, {}, {"resolve_dates": False}),
-    "  no speaker handling": ({}, {"speaker_weight": 0.0}, {}),
-    "  previous turn off": ({"context_turn": False}, {}, {}),
-    "  session weight 0": ({}, {"session_weight": 0.0}, {}),
-    "  current weight 0": ({}, {"current_weight": 0.0}, {}),
-    "  search_mode='dense'": ({}, {"search_mode": "dense"}, {}),
-    "  Lucene's 33 stopwords only": ({}, {"keyword_stopwords": STOPWORDS}, {}),
+# name -> (EpisodicOptions fields, search options); defaults first
+LEVERS: dict[str, tuple[dict, dict]] = {
+    "  recency off": ({}, {"recency": "off"}),
+    "  no date resolution": ({}, {"resolve_dates": False}),
+    "  no speaker handling": ({"speaker_weight": 0.0}, {}),
+    "  current weight 0": ({"current_weight": 0.0}, {}),
+    "  search_mode='dense'": ({"search_mode": "dense"}, {}),
+    "  Lucene's 33 stopwords only": ({"keyword_stopwords": None}, {}),
 }
-_BEFORE = ({"context_turn": False}, {"session_weight": 0.0, "current_weight": 0.0,
-                                     "speaker_weight": 0.1, "keyword_stopwords": STOPWORDS},
-           {})  # fmt: skip
-SWEEP: dict[str, tuple[dict, dict, dict]] = {  # the development seed's sweep (--levers)
+SWEEP: dict[str, tuple[dict, dict]] = {  # the development seed's sweep (--levers)
     "  bare (all levers off)": (
-        {"context_turn": False, "speaker_in_text": False},
-        {"session_weight": 0.0, "current_weight": 0.0, "speaker_weight": 0.0,
-         "keyword_stopwords": STOPWORDS},
+        {"current_weight": 0.0, "speaker_weight": 0.0, "keyword_stopwords": None},
         {"recency": "off", "resolve_dates": False},
     ),
-    "  previous ranking": _BEFORE,
-    "  previous + session 0.3": (_BEFORE[0], {**_BEFORE[1], "session_weight": 0.3}, {}),
-    "  previous + speaker 0.3": (_BEFORE[0], {**_BEFORE[1], "speaker_weight": 0.3}, {}),
-    "  previous + current 0.4": (_BEFORE[0], {**_BEFORE[1], "current_weight": 0.4}, {}),
-    "  previous + question context": ({}, _BEFORE[1], {}),
-    "  previous, recency 0": (_BEFORE[0], {**_BEFORE[1], "recency_weight": 0.0}, {}),
-    "  speaker in text": ({"speaker_in_text": True}, {}, {}),
-    **{f"  session weight {w}": ({}, {"session_weight": w}, {}) for w in (0.1, 0.2, 0.5)},
-    **{f"  speaker weight {w}": ({}, {"speaker_weight": w}, {}) for w in (0.1, 0.2)},
-    **{f"  current weight {w}": ({}, {"current_weight": w}, {}) for w in (0.2, 0.8)},
-    **{f"  recency weight {w}": ({}, {"recency_weight": w}, {}) for w in (0.0, 0.1)},
-}
+    **{f"  speaker weight {w}": ({"speaker_weight": w}, {}) for w in (0.1, 0.2)},
+    **{f"  current weight {w}": ({"current_weight": w}, {}) for w in (0.2, 0.8)},
+    **{f"  recency weight {w}": ({"recency_weight": w}, {}) for w in (0.0, 0.1)},
+}  # fmt: skip
 
 
 def _cached_kb_search(memory: EpisodicMemory) -> None:
@@ -232,7 +203,8 @@ def _cached_kb_search(memory: EpisodicMemory) -> None:
     seen: dict[tuple, list] = {}
 
     def search(text: str, user: str, where: object) -> list:
-        key = (text, user, repr(where), memory.search_mode, memory.keyword_stopwords)
+        options = memory.options
+        key = (text, user, repr(where), options.search_mode, options.keyword_stopwords)
         if key not in seen:
             seen[key] = inner(text, user, where)  # type: ignore[arg-type]
         return list(seen[key])  # candidates are tuples: nothing to copy
@@ -263,35 +235,23 @@ def main() -> None:
           f"({', '.join(f'{k} {sum(q.kind == k for c in convs for q in c.questions)}' for k in kinds)})")  # fmt: skip  # noqa: E501
     embeddings = CachedEmbeddings(default_embeddings())
     tmp = Path(tempfile.mkdtemp(prefix="episodic-recall-"))
-    variants = {"EpisodicMemory (defaults)": ({}, {}, {}), **LEVERS}
+    variants = {"EpisodicMemory (defaults)": ({}, {}), **LEVERS}
     if args.levers:
         variants.update(SWEEP)
-    memories: dict[str, EpisodicMemory] = {}  # one per constructor configuration
-
-    def memory_for(options: dict) -> EpisodicMemory:
-        key = repr(sorted(options.items()))
-        if key not in memories:
-            memory = EpisodicMemory(path=tmp / f"m{len(memories)}", embeddings=embeddings,
-                                    min_score=0.0, **options)  # fmt: skip
-            for conv in convs:
-                memory.add_episodes(
-                    [EpisodeRecord(t.text, speaker=t.speaker,
-                                   thread_id=f"{conv.conv_id}:s{t.session}", episode_id=t.turn_id,
-                                   date=t.date, metadata={"session": t.session})
-                     for t in conv.turns], user_id=conv.conv_id)  # fmt: skip
-            _cached_kb_search(memory)
-            memories[key] = memory
-        return memories[key]
-
     t0 = time.perf_counter()
-    for ctor, _, _ in variants.values():
-        memory_for(ctor)
+    memory = EpisodicMemory(path=tmp / "memory", embeddings=embeddings, min_score=0.0)
+    for conv in convs:
+        memory.add_episodes(
+            [EpisodeRecord(t.text, speaker=t.speaker, thread_id=f"{conv.conv_id}:s{t.session}",
+                           episode_id=t.turn_id, date=t.date, metadata={"session": t.session})
+             for t in conv.turns], user_id=conv.conv_id)  # fmt: skip
+    _cached_kb_search(memory)
     plain = KnowledgeBase("plain-turns", path=tmp / "plain", embeddings=embeddings)
     for conv in convs:
         plain.add_documents(
             [Document(f"{t.speaker}: {t.text}", metadata={"source": t.turn_id})
              for t in conv.turns], tenant_id=conv.conv_id)  # fmt: skip
-    print(f"indexed {len(memories)} memories and the plain knowledge base in "
+    print(f"indexed the memory and the plain knowledge base in "
           f"{time.perf_counter() - t0:.0f} s")
     baselines = ("kb hybrid", "dense", "bm25", "rrf")
     arms = {name: Recall() for name in [*variants, *baselines]}
@@ -309,14 +269,9 @@ def main() -> None:
                 arms[name].add(q.kind, [ids[i] for i in order[:10]], q.evidence)
             docs = plain.search(q.text, k=10, min_score=0.0, tenant_id=conv.conv_id)
             arms["kb hybrid"].add(q.kind, [d.metadata["source"] for d in docs], q.evidence)
-            for name, (ctor, attrs, opts) in variants.items():
-                memory = memory_for(ctor)
-                saved = {a: getattr(memory, a) for a in attrs}
-                for a, v in attrs.items():
-                    setattr(memory, a, v)
-                found = memory.search(q.text, user_id=conv.conv_id, k=10, now=q.now, **opts)
-                for a, v in saved.items():
-                    setattr(memory, a, v)
+            for name, (options, search) in variants.items():
+                memory.options = EpisodicOptions(**options)  # ranking options: no re-index
+                found = memory.search(q.text, user_id=conv.conv_id, k=10, now=q.now, **search)
                 arms[name].add(q.kind, [e.episode_id for e in found], q.evidence)
                 if name == "EpisodicMemory (defaults)":
                     hits.append((conv.conv_id, q, {e.episode_id for e in found} & set(q.evidence)))
@@ -334,14 +289,13 @@ def main() -> None:
           f"{arms['kb hybrid'].mean(10):.3f} ({mine - arms['kb hybrid'].mean(10):+.3f}); best "
           f"plain baseline ({best}) {arms[best].mean(10):.3f}: {mine - arms[best].mean(10):+.3f} "
           "(target >= +0.10)")  # fmt: skip
-    _thresholds(memory_for({}), hits, convs)
+    memory.options = EpisodicOptions()
+    _thresholds(memory, hits, convs)
     embeddings.save()
     if not args.no_speed:
-        default = memory_for({})
-        _latency(default, plain, convs[0], embeddings)
+        _latency(memory, plain, convs[0], embeddings)
         _recording(tmp, embeddings, convs[0])
-    for memory in memories.values():
-        memory.close()
+    memory.close()
     plain.close()
     shutil.rmtree(tmp, ignore_errors=True)
 
@@ -392,7 +346,7 @@ def _latency(
     questions = conv.questions[:80]
     dated = sum(1 for q in questions if _resolves(q.text, q.now))
     print(f"\nsearch latency, k=10, {len(conv.turns)} turns, {len(questions)} questions "
-          f"({dated} with a date: two searches), alternating:")  # fmt: skip
+          f"({dated} with a date: two searches), alternating; load {_load()}:")  # fmt: skip
     for label, suffix in (("asked before (search only)", None), ("new (with embedding)", "")):
         ep, kbt = [], []
         for i, q in enumerate(questions * 2):
@@ -418,6 +372,10 @@ def _resolves(question: str, now: object) -> bool:
     return temporal.resolve(question, now=now) is not None  # type: ignore[arg-type]
 
 
+def _load() -> str:
+    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def _ms(xs: list[float], q: float = 0.5) -> float:
     return sorted(xs)[int(q * (len(xs) - 1))] * 1000
 
@@ -426,7 +384,7 @@ def _recording(tmp: Path, embeddings: CachedEmbeddings, conv: data.Conversation)
     """Recording cost on the caller's thread: the background writer against writing at once."""
     live = EpisodicMemory(path=tmp / "live", embeddings=embeddings.inner, min_score=0.0)
     sync = EpisodicMemory(path=tmp / "sync", embeddings=embeddings.inner, min_score=0.0,
-                          background=False)  # fmt: skip
+                          options=EpisodicOptions(background=False))  # fmt: skip
     live.knowledge_base, sync.knowledge_base  # noqa: B018 - open both before timing
     turns = conv.turns[:120]
     bg, fg = [], []
@@ -440,7 +398,7 @@ def _recording(tmp: Path, embeddings: CachedEmbeddings, conv: data.Conversation)
     live.flush()
     print(f"recording a turn on the caller's thread ({len(turns)} turns, real model): "
           f"background median {_ms(bg):.2f} ms, p95 {_ms(bg, 0.95):.2f} ms; written at once "
-          f"median {_ms(fg):.1f} ms (target <= 2 ms)")  # fmt: skip
+          f"median {_ms(fg):.1f} ms (target <= 2 ms); load {_load()}")  # fmt: skip
     live.close()
     sync.close()
 

@@ -305,9 +305,10 @@ def variants(kb, k: int = 4, *, condenser: Any = None) -> dict:
     from langchain_knowledge_inject import KnowledgeInjector
     from langchain_knowledge_inject._turn.placement import is_follow_up
 
-    def injector(window: int):
-        inj = KnowledgeInjector(kb, top_k=k, query_window=window)
-        return lambda turn: inj.retrieve(_messages(turn), inj.settings).documents
+    def injector(window: int | None):
+        options = {} if window is None else {"query_window": window}
+        inj = KnowledgeInjector(kb, top_k=k, **options)
+        return lambda turn: inj.prepare(_messages(turn)).documents
 
     def always(window: int):  # the window added to every query, follow-up or not
         return lambda turn: kb.search("\n".join([*turn.earlier[-window:], turn.question]), k=k)
@@ -318,6 +319,7 @@ def variants(kb, k: int = 4, *, condenser: Any = None) -> dict:
         return kb.search("\n".join(parts), k=k)
 
     rows = {
+        "the default (query_window=3, follow-ups only)": injector(None),
         "current turn only (query_window=0)": injector(0),
         "window 1, every query": always(1),
         "previous heuristic: earlier turn prepended": previous,

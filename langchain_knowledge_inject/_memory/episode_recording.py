@@ -1,355 +1,294 @@
-"""Recording episodes for :class:`~.episodic.EpisodicMemory`: record, record_turn, flush.
+"""Recording episodes off the turn's critical path: a recorder, a journal, a worker thread.
 
-What a turn records (:meth:`~RecordingMixin.record_turn`), the journal entry
-of an episode with the question it answers (``context_turn``), the hand-off to
-the background writer (:mod:`~.episode_journal`) and the write into the
-knowledge base, the bulk import (``add_episodes``, ``import_legacy``), and a
-search's wait for the same user's pending writes.
+:class:`EpisodeRecorder` turns an :class:`~.episodes.EpisodeRecord` into a
+journal entry and writes it at once or hands it to :class:`EpisodeWriter`,
+which appends it to a local journal (one JSON line, one ``os.write`` on an
+``O_APPEND`` file: microseconds, and what a crash of the process cannot lose)
+and queues it for a worker thread that writes batches into the knowledge base.
+The journal is emptied when all is written, and replayed on the next open if
+the process died (writing an episode is idempotent). Each journal is
+``flock``-ed by its process; a second process gets its own, and journals of
+dead processes are replayed and removed. A failing write is logged and retried
+with a growing pause; nothing is dropped.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
+import itertools
+import json
 import logging
-from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Literal
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-
-from langchain_knowledge_inject._memory.episode_store import (
-    EpisodeRecord,
-    prepare,
-    question_answered,
-    text_of,
-    to_document,
-    user_key,
-    with_stored_context,
-)
-from langchain_knowledge_inject._turn.blocks import config_user_id
-from langchain_knowledge_inject._turn.placement import (
-    current_user_index,
-    query_text,
-    strip_injected,
-)
-from langchain_knowledge_inject.errors import ConfigurationError
+from langchain_knowledge_inject._memory.episodes import Entry, EpisodeRecord, prepare, to_document
+from langchain_knowledge_inject.errors import MemoryWriteError
 
 if TYPE_CHECKING:
-    import threading
     from pathlib import Path
 
-    from langchain_core.runnables import RunnableConfig
-
-    from langchain_knowledge_inject._memory.episode_fields import EpisodeFields
-    from langchain_knowledge_inject._memory.episode_journal import EpisodeWriter
+    from langchain_knowledge_inject._memory.episode_search import EpisodeFields
+    from langchain_knowledge_inject._memory.episodic import EpisodicOptions
     from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
-# the logger of the class it is part of: log records keep the name they had
-logger = logging.getLogger("langchain_knowledge_inject._memory.episodic")
+logger = logging.getLogger(__name__)
 
-_PREVIOUS_CAP = 10_000
-"""Threads whose last turn is remembered (the context of the next turn's indexed text)."""
+BULK_BATCH = 512
+"""Episodes per knowledge-base write of a bulk import."""
 
 
-class RecordingMixin:
-    """The recording side of ``EpisodicMemory`` (a part of its class, not used alone)."""
+class EpisodeRecorder:
+    """Writes a memory's episodes: in a worker thread behind a journal, or at once.
 
-    if TYPE_CHECKING:  # what it uses of the facade
-        path: Path
-        auto_record: bool
-        context_turn: bool
-        speaker_in_text: bool
-        user_id_key: str
-        flush_timeout_s: float
-        _writer: EpisodeWriter | None
-        _fields: EpisodeFields
-        _last_seq: dict[str, int]
-        _speakers: dict[str, set[str]]
-        _previous: dict[tuple[str, str], tuple[str, str]]
-        _previous_lock: threading.Lock
+    ``store`` opens the memory's knowledge base; ``fields`` is told about each
+    write; of ``options``, ``background``, ``journal_fsync`` and ``flush_timeout_s``.
+    """
 
-        @property
-        def knowledge_base(self) -> KnowledgeBase: ...
-
-    def record(
+    def __init__(
         self,
-        text: str,
+        store: Callable[[], KnowledgeBase],
+        fields: EpisodeFields,
+        options: EpisodicOptions,
         *,
-        user_id: str,
-        speaker: str | None = None,
-        reply: str = "",
-        reply_speaker: str | None = None,
-        thread_id: str | None = None,
-        episode_id: str | None = None,
-        turn: str | int | None = None,
-        date: datetime | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        kind: Literal["exchange", "turn", "memory"] | None = None,
-    ) -> str | None:
-        """Record one episode: a single turn (of any speaker), or an exchange with ``reply``.
+        journal_dir: Path,
+        name: str,
+    ) -> None:
+        self._store, self._fields, self._timeout = store, fields, options.flush_timeout_s
+        self._last_seq: dict[str, int] = {}
+        self.writer: EpisodeWriter | None = None
+        if options.background:
+            self.writer = EpisodeWriter(
+                self._apply, journal_dir=journal_dir, name=name, fsync=options.journal_fsync
+            )
 
-        Returns at once with the episode id (``episode_id`` when given, else one
-        derived from the content; ``None`` for an empty text); the write happens
-        in the background (see :meth:`flush`). Recording the same id again replaces it.
-
-        Raises:
-            ConfigurationError: An argument has a value that is not allowed.
-        """
-        record = EpisodeRecord(text=text, speaker=speaker, reply=reply, reply_speaker=reply_speaker,
-                               thread_id=thread_id, episode_id=episode_id, turn=turn, date=date,
-                               metadata=metadata, kind=kind)  # fmt: skip
-        entry = self._prepare(record, user_id=user_id)
+    def record(self, record: EpisodeRecord, *, user_id: str) -> str | None:
+        """Journal and queue one episode (or write it at once); its id, ``None`` if empty."""
+        entry = prepare(record, user_id=user_id)
         if entry is None:
             return None
-        self._submit([entry])
+        if self.writer is None:
+            self._apply([entry])
+        else:
+            self._last_seq[entry["user"]] = self.writer.submit(entry)
         return str(entry["meta"]["ep_id"])
 
-    async def arecord(self, text: str, **kwargs: Any) -> str | None:
-        """Async twin of :meth:`record` (it does not block either way)."""
-        return self.record(text, **kwargs)
-
-    def record_exchange(
-        self,
-        user_message: str,
-        assistant_reply: str = "",
-        *,
-        user_id: str,
-        thread_id: str | None = None,
-        turn: str | int | None = None,
-        date: datetime | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> str | None:
-        """Record a user message and the assistant's reply (see :meth:`record`)."""
-        return self.record(user_message, user_id=user_id, speaker="user", reply=assistant_reply,
-                           reply_speaker="assistant" if assistant_reply.strip() else None,
-                           thread_id=thread_id, turn=turn, date=date, metadata=metadata,
-                           kind="exchange")  # fmt: skip
-
-    async def arecord_exchange(
-        self, user_message: str, assistant_reply: str = "", **kwargs: Any
-    ) -> str | None:
-        """Async twin of :meth:`record_exchange`."""
-        return self.record_exchange(user_message, assistant_reply, **kwargs)
-
-    def remember(
-        self,
-        content: str,
-        *,
-        user_id: str,
-        thread_id: str | None = None,
-        date: datetime | None = None,
-    ) -> str | None:
-        """Store a note worth keeping (what the ``store_memory`` tool calls)."""
-        return self.record(content, user_id=user_id, thread_id=thread_id, date=date, kind="memory")
-
-    async def aremember(self, content: str, **kwargs: Any) -> str | None:
-        """Async twin of :meth:`remember`."""
-        return self.remember(content, **kwargs)
-
-    def add_episodes(
-        self, episodes: Sequence[EpisodeRecord | Mapping[str, Any]], *, user_id: str
-    ) -> list[str]:
-        """Write many episodes now, in batches (importing old conversations).
-
-        Args:
-            episodes: :class:`EpisodeRecord` objects, or mappings of its fields.
-            user_id: Whose memory they go to.
-
-        Returns:
-            The episode id of each episode, in order (empty texts are skipped).
-        """
-        entries = []
-        for item in episodes:
-            if isinstance(item, Mapping):
-                fields = dict(item)
-                try:
-                    item = EpisodeRecord(**fields)
-                except TypeError as exc:
-                    msg = f"an episode takes the fields of EpisodeRecord: {exc}"
-                    raise ConfigurationError(msg, option="episodes", value=fields) from exc
-            entry = self._prepare(item, user_id=user_id)
-            if entry is not None:
-                entries.append(entry)
+    def write_now(self, records: Sequence[EpisodeRecord], *, user_id: str) -> list[str]:
+        """Write ``records`` now, in batches, after what is queued; their ids (empty skipped)."""
+        entries = [e for r in records if (e := prepare(r, user_id=user_id)) is not None]
         self.flush()
-        for start in range(0, len(entries), 512):
-            self._apply(entries[start : start + 512])
+        for start in range(0, len(entries), BULK_BATCH):
+            self._apply(entries[start : start + BULK_BATCH])
         return [str(e["meta"]["ep_id"]) for e in entries]
 
-    async def aadd_episodes(
-        self, episodes: Sequence[EpisodeRecord | Mapping[str, Any]], *, user_id: str
-    ) -> list[str]:
-        """Async twin of :meth:`add_episodes` (runs in a worker thread)."""
-        return await asyncio.to_thread(self.add_episodes, episodes, user_id=user_id)
-
-    def record_turn(
-        self,
-        messages: Sequence[BaseMessage],
-        *,
-        config: RunnableConfig | None = None,
-        user_id: str | None = None,
-        thread_id: str | None = None,
-        date: datetime | None = None,
-    ) -> str | None:
-        """Record the finished turn at the end of ``messages`` (returns at once).
-
-        The turn is the current user message (the last ``HumanMessage`` that is
-        not an injection) and the last text reply after it that is not a tool
-        call, injected content stripped. User and thread ids default to
-        ``config["configurable"]`` (``user_id_key``, ``thread_id``).
-
-        Returns:
-            The episode id, or ``None``: recording is off, there is no user id,
-            or the turn has no final reply yet.
-        """
-        turn = self._turn(messages, config, user_id, thread_id)
-        if turn is None:
-            return None
-        return self.record_exchange(turn[0], turn[1], user_id=turn[2], thread_id=turn[3],
-                                    turn=turn[4], date=date)  # fmt: skip
-
-    async def arecord_turn(self, messages: Sequence[BaseMessage], **kwargs: Any) -> str | None:
-        """Async twin of :meth:`record_turn`."""
-        return self.record_turn(messages, **kwargs)
+    def wait_for(self, user: str) -> None:
+        """Wait (up to ``flush_timeout_s``) for ``user``'s pending writes and a journal replay."""
+        if self.writer is None:
+            return
+        seq = max(self._last_seq.get(user, 0), self.writer.replayed)
+        if seq and not self.writer.wait(seq, timeout=self._timeout):
+            logger.warning("episodic memory: searching without %d pending episodes",
+                           self.writer.pending)  # fmt: skip
 
     def flush(self, *, timeout: float | None = None) -> None:
-        """Wait until every recorded episode is written.
+        """Wait until every recorded episode is written (see ``EpisodeWriter.flush``)."""
+        if self.writer is not None:
+            self.writer.flush(timeout=self._timeout if timeout is None else timeout)
+
+    def close(self) -> None:
+        """Flush and stop the writer (what is not written stays in the journal)."""
+        if self.writer is not None:
+            self.writer.close(timeout=self._timeout)
+
+    def _apply(self, entries: Sequence[Entry]) -> None:
+        """Write a batch into the knowledge base (idempotent: the writer may retry it)."""
+        by_user: dict[str, dict[str, Entry]] = {}
+        for entry in entries:  # the last write of an episode wins
+            by_user.setdefault(entry["user"], {})[entry["meta"]["ep_id"]] = entry
+        kb = self._store()
+        for user, items in by_user.items():
+            kb.add_documents([to_document(e) for e in items.values()], tenant_id=user)
+            speakers = (e["meta"].get("ep_speaker") or "" for e in items.values())
+            self._fields.wrote(user, items, speakers)  # after the write: a search reads them again
+
+
+_BATCH = 64
+_MAX_PAUSE_S = 30.0
+
+
+def _lock(handle: Any) -> bool:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: one process per store, documented
+        return True
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def read_journal(path: Path) -> list[Entry]:
+    """The entries of a journal file; a torn line (a crash mid-write) is skipped."""
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError:  # gone since it was listed
+        return []
+    entries = []
+    for line in lines:
+        try:
+            entries.append(dict(json.loads(line)))
+        except (ValueError, TypeError):
+            logger.warning("episodic memory: skipped a torn journal line in %s", path)
+    return entries
+
+
+class EpisodeWriter:
+    """A journal plus a worker thread that ``apply``-s queued episodes in batches.
+
+    ``apply`` raises on failure and must be idempotent (a batch may be retried).
+    """
+
+    def __init__(
+        self,
+        apply: Callable[[Sequence[Entry]], None],
+        *,
+        journal_dir: Path,
+        name: str,
+        fsync: bool = False,
+    ) -> None:
+        self._apply, self._fsync = apply, fsync
+        self._cond = threading.Condition()
+        self._queue: deque[Entry] = deque()  # entry n of the queue has number applied + n + 1
+        self._submitted = self._applied = 0
+        self._failure: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._orphans: list[tuple[Path, Any]] = []
+        self.path, self._handle = self._lock_journal(journal_dir, name)
+        replay = [*read_journal(self.path)]
+        for other in sorted(journal_dir.glob(f"{name}.*.jsonl")):
+            handle = other.open("ab") if other != self.path else None
+            if handle is not None and _lock(handle):  # its process is gone: take over its work
+                replay += read_journal(other)
+                self._orphans.append((other, handle))
+            elif handle is not None:
+                handle.close()
+        self._queue.extend(replay)
+        self._submitted = self.replayed = len(replay)
+        """Number of the last entry replayed from a journal (0: none)."""
+        if replay:
+            logger.info("episodic memory: replaying %d journalled episodes", len(replay))
+            self._start()
+
+    @staticmethod
+    def _lock_journal(directory: Path, name: str) -> tuple[Path, Any]:
+        """The journal this process locks: the shared one, else one of its own."""
+        directory.mkdir(parents=True, exist_ok=True)
+        for path in (directory / f"{name}.jsonl", directory / f"{name}.{os.getpid()}.jsonl"):
+            handle = path.open("ab")
+            if _lock(handle):
+                return path, handle
+            handle.close()
+        msg = f"episodic memory: cannot lock a journal in {directory}"
+        raise MemoryWriteError(msg)
+
+    def submit(self, entry: Entry) -> int:
+        """Journal and queue ``entry``; returns its number (see :meth:`wait`)."""
+        with self._cond:
+            if self._closed:
+                msg = "episodic memory is closed; nothing more can be recorded"
+                raise MemoryWriteError(msg)
+            os.write(
+                self._handle.fileno(), json.dumps(entry, separators=(",", ":")).encode() + b"\n"
+            )
+            if self._fsync:
+                os.fsync(self._handle.fileno())
+            self._queue.append(entry)
+            self._submitted += 1
+            seq = self._submitted
+            self._cond.notify_all()
+        self._start()  # after a fork, the child starts its own worker
+        return seq
+
+    @property
+    def pending(self) -> int:
+        """Entries queued and not yet written."""
+        with self._cond:
+            return self._submitted - self._applied
+
+    def wait(self, seq: int | None = None, *, timeout: float | None = None) -> bool:
+        """Wait until entry ``seq`` (default: every entry so far) is written; False on timeout."""
+        with self._cond:
+            target = self._submitted if seq is None else seq
+            return self._cond.wait_for(lambda: self._applied >= target, timeout)
+
+    def flush(self, *, timeout: float | None = None) -> None:
+        """Write everything queued so far.
 
         Raises:
-            MemoryWriteError: They could not be written within ``timeout``
-                (default ``flush_timeout_s``); they stay journalled and queued.
+            MemoryWriteError: Not written in ``timeout`` seconds (they stay journalled and queued).
         """
-        if self._writer is not None:
-            self._writer.flush(timeout=self.flush_timeout_s if timeout is None else timeout)
+        if not self.wait(timeout=timeout):
+            msg = f"episodic memory: {self.pending} episodes are not written yet"
+            if (failure := self._failure) is not None:
+                msg += f" (last error: {type(failure).__name__}: {failure})"
+            raise MemoryWriteError(msg)
 
-    async def aflush(self, *, timeout: float | None = None) -> None:
-        """Async twin of :meth:`flush`."""
-        await asyncio.to_thread(self.flush, timeout=timeout)
+    def close(self, *, timeout: float | None = None) -> None:
+        """Flush, then stop the worker and close the journal (entries not written stay in it)."""
+        try:
+            self.flush(timeout=timeout)
+        finally:
+            with self._cond:
+                self._closed = True
+                self._cond.notify_all()
+            if self._thread is not None and self._thread is not threading.current_thread():
+                self._thread.join(timeout=1.0)
+            self._handle.close()
 
-    def import_legacy(self, *, prefix: str = "kinject-episodes") -> int:
-        """Import the episodes of the store used before 0.2 (``<store>/episodes/chroma.sqlite3``).
+    def _start(self) -> None:
+        with self._cond:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="kinject-episodic-writer",
+                                                daemon=True)  # fmt: skip
+                self._thread.start()
 
-        Earlier versions kept one Chroma collection per user named
-        ``<prefix>-<hash>``; this copies their exchanges and notes (texts,
-        dates, threads, ids) into this memory. Idempotent; the old store is
-        left as it is, for you to delete.
-
-        Returns:
-            How many episodes were imported (0 when there is no old store).
-        """
-        legacy = self.path / "chroma.sqlite3"
-        if not legacy.is_file():
-            return 0
-        import chromadb
-
-        client = chromadb.PersistentClient(path=str(self.path))
-        total = 0
-        for collection in client.list_collections():
-            name = getattr(collection, "name", collection)
-            if not str(name).startswith(f"{prefix}-"):
-                continue
-            legacy_where: Any = {"rec": {"$in": ["x", "m"]}}
-            got = client.get_collection(str(name)).get(where=legacy_where, include=["metadatas"])
-            by_user: dict[str, list[EpisodeRecord]] = {}
-            for found in got["metadatas"] or []:
-                meta: dict[str, Any] = dict(found)
-                kind: Literal["memory", "exchange"] = (
-                    "memory" if meta.get("kind") == "memory" else "exchange"
-                )
-                by_user.setdefault(str(meta["user_id"]), []).append(
-                    EpisodeRecord(
-                        text=str(meta.get("user_message", "")),
-                        speaker=None if kind == "memory" else "user",
-                        reply=str(meta.get("assistant_reply", "")),
-                        reply_speaker="assistant" if meta.get("assistant_reply") else None,
-                        thread_id=meta.get("thread_id") or None,
-                        episode_id=str(meta["episode_id"]),
-                        date=datetime.fromtimestamp(float(meta["ts"]), timezone.utc),
-                        kind=kind,
-                    )
-                )
-            for user, records in by_user.items():
-                total += len(self.add_episodes(records, user_id=user))
-        return total
-
-    def _prepare(self, record: EpisodeRecord, *, user_id: str) -> dict[str, Any] | None:
-        """The journal entry of ``record``; with ``context_turn``, the question it answers.
-
-        The context is the previous single turn of the same thread when that
-        turn is a question of another speaker ("How was the holiday?" before
-        "Just got back from Porto"). The first turn of a thread in this
-        process is marked, and its context looked up in the store when it is
-        written (``episode_store.with_stored_context``), off the caller's thread.
-        """
-        key = (user_key(user_id), record.thread_id or "")
-        single = record.kind in (None, "turn") and not (record.reply or "").strip()
-        with self._previous_lock:
-            previous = self._previous.get(key)
-            looked_up = self.context_turn and bool(key[1]) and single
-            context = question_answered(previous, record.speaker) if looked_up else ""
-            entry = prepare(record, user_id=user_id, context=context,
-                            speaker_in_text=self.speaker_in_text)  # fmt: skip
-            if entry is not None and key[1] and single:
-                if looked_up and previous is None:
-                    entry["context_from_store"] = True
-                if len(self._previous) >= _PREVIOUS_CAP and key not in self._previous:
-                    self._previous.pop(next(iter(self._previous)))
-                self._previous[key] = (record.speaker or "", str(entry["meta"]["ep_text"]))
-            return entry
-
-    def _submit(self, entries: list[dict[str, Any]]) -> None:
-        if self._writer is None:
-            self._apply(entries)
-            return
-        seq = self._writer.submit(entries)
-        for entry in entries:
-            self._last_seq[entry["user"]] = seq
-
-    def _apply(self, entries: Sequence[dict[str, Any]]) -> None:
-        by_user: dict[str, dict[str, dict[str, Any]]] = {}
-        earlier: dict[tuple[str, str], tuple[str, str]] = {}  # single turns of this batch
-        for entry in entries:  # the last write of an episode wins
-            entry = with_stored_context(entry, earlier, self.knowledge_base)
-            by_user.setdefault(entry["user"], {})[entry["meta"]["ep_id"]] = entry
-        kb = self.knowledge_base
-        for user, items in by_user.items():
-            speakers = {e["meta"].get("ep_speaker") or "" for e in items.values()} - {""}
-            self._speakers.setdefault(user, set()).update(speakers)
-            kb.add_documents([to_document(e) for e in items.values()], tenant_id=user)
-            self._fields.forget(user, items)  # after the write: a search reads them again
-
-    def _wait_for(self, user: str) -> None:
-        if self._writer is None:
-            return
-        seq = max(self._last_seq.get(user, 0), self._writer.replayed)
-        if not seq:
-            return
-        if not self._writer.wait(seq, timeout=self.flush_timeout_s):
-            logger.warning("episodic memory: searching without %d pending episodes",
-                           self._writer.pending)  # fmt: skip
-
-    def _turn(
-        self,
-        messages: Sequence[BaseMessage],
-        config: RunnableConfig | None,
-        user_id: str | None,
-        thread_id: str | None,
-    ) -> tuple[str, str, str, str | None, str] | None:
-        switch = ((config or {}).get("configurable") or {}).get("episodic_record")
-        if not (self.auto_record if switch is None else bool(switch)):
-            return None
-        user_id = user_id or config_user_id(config, key=self.user_id_key)
-        thread_id = thread_id or config_user_id(config, key="thread_id")
-        clean = strip_injected(messages)
-        index = current_user_index(clean)
-        if not user_id or index is None:
-            return None
-        human = clean[index]
-        replies = [
-            text_of(m) for m in clean[index + 1 :]
-            if isinstance(m, AIMessage) and not m.tool_calls and text_of(m)
-        ]  # fmt: skip
-        user_text = query_text(human)
-        if not replies or not user_text:
-            return None
-        turn = human.id or str(sum(isinstance(m, HumanMessage) for m in clean[: index + 1]))
-        return user_text, replies[-1], user_id, thread_id, turn
+    def _run(self) -> None:
+        pause = 0.0
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._queue or self._closed)
+                if not self._queue:
+                    return
+                batch = list(itertools.islice(self._queue, _BATCH))
+            try:
+                self._apply(batch)
+            except Exception as exc:
+                pause = min(_MAX_PAUSE_S, max(0.05, pause * 2))
+                logger.warning(
+                    "episodic memory: writing %d episodes failed (%s: %s); kept in the "
+                    "journal, retrying in %.2f s", len(batch), type(exc).__name__, exc, pause,
+                )  # fmt: skip
+                with self._cond:
+                    self._failure = exc
+                    if not self._cond.wait_for(lambda: self._closed, pause):
+                        continue
+                    return
+            pause = 0.0
+            with self._cond:
+                for _ in batch:
+                    self._queue.popleft()
+                self._applied += len(batch)
+                self._failure = None
+                if self._applied == self._submitted:  # all written: empty the journals
+                    if not self._handle.closed:
+                        os.ftruncate(self._handle.fileno(), 0)
+                    for path, handle in self._orphans:
+                        with contextlib.suppress(OSError):
+                            path.unlink()
+                        handle.close()
+                    self._orphans.clear()
+                self._cond.notify_all()

@@ -1,27 +1,11 @@
-"""User facts: ``key=value`` facts per user in the LangGraph Store, injected as one line.
+"""User facts: ``key=value`` facts per user in a LangGraph store, injected as one line.
 
-Facts live in any LangGraph ``BaseStore``: ``InMemoryStore`` for tests and
-demos, ``langgraph.store.sqlite.SqliteStore`` (package
-``langgraph-checkpoint-sqlite``) or ``PostgresStore`` to keep them. Each user
-has a namespace ``(*namespace_prefix, <user id>)``, each fact is one item
-whose key is the fact's key and whose value is ``{"value": ..., "updated_at":
-...}``. The user id of a run is read from ``config["configurable"]["user_id"]``
-(the key can be changed); without one, no facts are read or written, so
-nothing can land under the wrong user.
-
-The block is the header ``[User Facts]`` and one line of facts sorted by key,
-``key=value; key=value``, identical from turn to turn while the facts do not
-change. The model sets and forgets facts with the tools of
-:mod:`~langchain_knowledge_inject._memory.tools`.
-
-Keys are normalized (lowercase, spaces and dashes become ``_``, only
-``[a-z0-9_]``, at most 64 characters); values are put on one line, neutralized
-(they cannot imitate a block header or a role label) and limited to
-``max_value_chars``.
-
-Restricted mode: facts are the same user's own data, so they are injected
-unchanged in restricted mode; only knowledge-base content goes through the safe
-summary.
+Any LangGraph ``BaseStore`` holds them: one namespace ``(*namespace_prefix, <user
+id>)`` per user, one item ``{"value", "updated_at"}`` per fact. Without a user id
+in ``config["configurable"]`` nothing is read or written. The block is
+``[User Facts]`` and the facts sorted by key on one line; values are put on one
+line and neutralized (no header or role label can be imitated). Restricted
+mode: the user's own data, injected as usual.
 """
 
 from __future__ import annotations
@@ -30,33 +14,35 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast
 
+from langgraph.store.base import GetOp, PutOp, SearchOp
+
+from langchain_knowledge_inject._memory import require, user_key
 from langchain_knowledge_inject._turn.blocks import DEFAULT_PRIORITIES, config_user_id
 from langchain_knowledge_inject._turn.formatting import neutralize
 from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from collections.abc import Generator
+
     from langchain_core.messages import BaseMessage
     from langchain_core.runnables import RunnableConfig
-    from langgraph.store.base import BaseStore, Item
+    from langgraph.store.base import BaseStore, Op
 
-__all__ = ["UserFact", "UserFacts", "format_user_facts", "normalize_fact_key"]
+    Steps: TypeAlias = Generator[list[Op], list[Any], "T"]
+    """An operation on the store, as a generator of batches of store operations."""
+
 
 _KEY_CHARS = re.compile(r"[^a-z0-9_]+")
 _MAX_KEY_CHARS = 64
 _LIST_LIMIT = 1000
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class UserFact:
-    """One stored fact.
-
-    Attributes:
-        key: The normalized key.
-        value: The value (one line).
-        updated_at: When it was last set (UTC).
-    """
+    """One stored fact: its normalized key, its value (one line), when it was set (UTC)."""
 
     key: str
     value: str
@@ -140,128 +126,127 @@ class UserFacts:
         style: Literal["block", "inline"] = "block",
     ) -> None:
         prefix = tuple(namespace_prefix)
-        if style not in ("block", "inline"):
-            msg = f"style must be 'block' or 'inline', got {style!r}"
-            raise ConfigurationError(msg, option="style", value=style)
-        self.style: Literal["block", "inline"] = style
-        if not prefix or not all(isinstance(p, str) and p and "." not in p for p in prefix):
-            msg = "namespace_prefix must be non-empty labels without '.'"
-            raise ConfigurationError(msg, option="namespace_prefix", value=namespace_prefix)
-        for option, value in (("max_facts", max_facts), ("max_value_chars", max_value_chars)):
-            if value < 1:
-                msg = f"{option} must be at least 1, got {value!r}"
-                raise ConfigurationError(msg, option=option, value=value)
-        if max_tokens is not None and max_tokens < 1:
-            msg = f"max_tokens must be at least 1 or None, got {max_tokens!r}"
-            raise ConfigurationError(msg, option="max_tokens", value=max_tokens)
-        self.store = store
-        self.namespace_prefix = prefix
-        self.user_id_key = user_id_key
-        self.max_facts = max_facts
-        self.max_value_chars = max_value_chars
-        self.priority = priority
-        self.max_tokens = max_tokens
+        labels = bool(prefix) and all(isinstance(p, str) and p and "." not in p for p in prefix)
+        require([
+            ("style", style, style in ("block", "inline"), "'block' or 'inline'"),
+            ("namespace_prefix", namespace_prefix, labels, "non-empty labels without '.'"),
+            ("max_facts", max_facts, max_facts >= 1, "at least 1"),
+            ("max_value_chars", max_value_chars, max_value_chars >= 1, "at least 1"),
+            ("max_tokens", max_tokens, max_tokens is None or max_tokens >= 1, "at least 1 or None"),
+        ])  # fmt: skip
+        self.store, self.namespace_prefix, self.user_id_key = store, prefix, user_id_key
+        self.max_facts, self.max_value_chars, self.style = max_facts, max_value_chars, style
+        self.priority, self.max_tokens = priority, max_tokens
 
     def namespace(self, user_id: str) -> tuple[str, ...]:
         """The store namespace of ``user_id`` (``.`` and ``%`` are percent-encoded)."""
-        label = str(user_id).strip()
-        if not label:
-            msg = "a user id must be a non-empty string"
-            raise ConfigurationError(msg, option="user_id", value=user_id)
+        label = user_key(user_id)
         return (*self.namespace_prefix, label.replace("%", "%25").replace(".", "%2E"))
 
     def _clean_value(self, value: str) -> str:
         text = " ".join(neutralize(str(value)).split())
-        if not text:
-            msg = "a fact value cannot be empty (use forget to remove a fact)"
-            raise ConfigurationError(msg, option="value", value=value)
-        if len(text) > self.max_value_chars:
-            msg = f"a fact value has at most {self.max_value_chars} characters, got {len(text)}"
-            raise ConfigurationError(msg, option="value", value=text[:80])
+        require([
+            ("value", value, bool(text), "a non-empty text (use forget to remove a fact)"),
+            ("value", text[:80], len(text) <= self.max_value_chars,
+             f"at most {self.max_value_chars} characters"),
+        ])  # fmt: skip
         return text
 
-    # -- reading -------------------------------------------------------------------------
-    def get_all(self, user_id: str) -> dict[str, str]:
-        """Every fact of ``user_id``, as ``{key: value}``."""
-        items = self.store.search(self.namespace(user_id), limit=_LIST_LIMIT)
-        return self._as_dict(user_id, items)
+    # Each operation is one generator yielding the store operations it needs; ``_run``
+    # runs them with ``store.batch``, ``_arun`` with ``store.abatch``.
+    def _run(self, steps: Steps[T]) -> T:
+        try:
+            ops = next(steps)
+            while True:
+                ops = steps.send(self.store.batch(ops))
+        except StopIteration as done:
+            return cast("T", done.value)
 
-    async def aget_all(self, user_id: str) -> dict[str, str]:
-        """Async twin of :meth:`get_all`."""
-        items = await self.store.asearch(self.namespace(user_id), limit=_LIST_LIMIT)
-        return self._as_dict(user_id, items)
+    async def _arun(self, steps: Steps[T]) -> T:
+        try:
+            ops = next(steps)
+            while True:
+                ops = steps.send(await self.store.abatch(ops))
+        except StopIteration as done:
+            return cast("T", done.value)
 
-    def _as_dict(self, user_id: str, items: Sequence[Item]) -> dict[str, str]:
+    def _get_all(self, user_id: str) -> Steps[dict[str, str]]:
         namespace = self.namespace(user_id)
+        [items] = yield [SearchOp(namespace, limit=_LIST_LIMIT)]
         return {
             item.key: str(item.value.get("value", ""))
             for item in items
             if tuple(item.namespace) == namespace and item.value.get("value")
         }
 
-    # -- writing -------------------------------------------------------------------------
+    def _set(self, user_id: str, key: str, value: str) -> Steps[UserFact]:
+        namespace = self.namespace(user_id)
+        fact = UserFact(
+            normalize_fact_key(key), self._clean_value(value), datetime.now(timezone.utc)
+        )
+        existing = yield from self._get_all(user_id)
+        if fact.key not in existing and len(existing) >= self.max_facts:
+            msg = f"at most {self.max_facts} facts are kept per user; forget one first"
+            raise ConfigurationError(msg, option="max_facts", value=self.max_facts)
+        stamp = fact.updated_at.isoformat() if fact.updated_at else ""
+        yield [PutOp(namespace, fact.key, {"value": fact.value, "updated_at": stamp})]
+        return fact
+
+    def _forget(self, user_id: str, key: str) -> Steps[bool]:
+        namespace, normalized = self.namespace(user_id), normalize_fact_key(key)
+        found, _ = yield [GetOp(namespace, normalized), PutOp(namespace, normalized, None)]
+        return found is not None
+
+    def _clear(self, user_id: str) -> Steps[int]:
+        namespace = self.namespace(user_id)
+        keys = list((yield from self._get_all(user_id)))
+        if keys:
+            yield [PutOp(namespace, key, None) for key in keys]
+        return len(keys)
+
+    def get_all(self, user_id: str) -> dict[str, str]:
+        """Every fact of ``user_id``, as ``{key: value}``."""
+        return self._run(self._get_all(user_id))
+
+    async def aget_all(self, user_id: str) -> dict[str, str]:
+        """Async twin of :meth:`get_all`."""
+        return await self._arun(self._get_all(user_id))
+
     def set(self, user_id: str, key: str, value: str) -> UserFact:
         """Set (or replace) a fact of ``user_id``.
 
         Raises:
             ConfigurationError: Invalid key or value, or ``max_facts`` reached.
         """
-        fact, namespace = self._prepare(user_id, key, value)
-        existing = self.get_all(user_id)
-        if fact.key not in existing and len(existing) >= self.max_facts:
-            raise self._full()
-        self.store.put(namespace, fact.key, _as_value(fact))
-        return fact
+        return self._run(self._set(user_id, key, value))
 
     async def aset(self, user_id: str, key: str, value: str) -> UserFact:
         """Async twin of :meth:`set`."""
-        fact, namespace = self._prepare(user_id, key, value)
-        existing = await self.aget_all(user_id)
-        if fact.key not in existing and len(existing) >= self.max_facts:
-            raise self._full()
-        await self.store.aput(namespace, fact.key, _as_value(fact))
-        return fact
+        return await self._arun(self._set(user_id, key, value))
 
     def forget(self, user_id: str, key: str) -> bool:
         """Remove a fact; ``True`` when it existed."""
-        namespace, normalized = self.namespace(user_id), normalize_fact_key(key)
-        existed = self.store.get(namespace, normalized) is not None
-        if existed:
-            self.store.delete(namespace, normalized)
-        return existed
+        return self._run(self._forget(user_id, key))
 
     async def aforget(self, user_id: str, key: str) -> bool:
         """Async twin of :meth:`forget`."""
-        namespace, normalized = self.namespace(user_id), normalize_fact_key(key)
-        existed = await self.store.aget(namespace, normalized) is not None
-        if existed:
-            await self.store.adelete(namespace, normalized)
-        return existed
+        return await self._arun(self._forget(user_id, key))
 
     def clear(self, user_id: str) -> int:
         """Remove every fact of ``user_id``; returns how many there were."""
-        keys = list(self.get_all(user_id))
-        for key in keys:
-            self.store.delete(self.namespace(user_id), key)
-        return len(keys)
+        return self._run(self._clear(user_id))
 
     async def aclear(self, user_id: str) -> int:
         """Async twin of :meth:`clear`."""
-        keys = list(await self.aget_all(user_id))
-        for key in keys:
-            await self.store.adelete(self.namespace(user_id), key)
-        return len(keys)
-
-    def _prepare(self, user_id: str, key: str, value: str) -> tuple[UserFact, tuple[str, ...]]:
-        namespace = self.namespace(user_id)
-        now = datetime.now(timezone.utc)
-        return UserFact(normalize_fact_key(key), self._clean_value(value), now), namespace
-
-    def _full(self) -> ConfigurationError:
-        msg = f"at most {self.max_facts} facts are kept per user; forget one first"
-        return ConfigurationError(msg, option="max_facts", value=self.max_facts)
+        return await self._arun(self._clear(user_id))
 
     # -- the block -------------------------------------------------------------------------
+    def _block(self, config: RunnableConfig | None) -> Steps[str | None]:
+        user_id = config_user_id(config, key=self.user_id_key)
+        if not user_id:
+            return None
+        return format_user_facts((yield from self._get_all(user_id)), style=self.style)
+
     def render(
         self,
         *,
@@ -270,8 +255,7 @@ class UserFacts:
         config: RunnableConfig | None = None,
     ) -> str | None:
         """The ``[User Facts]`` block of the run's user, or ``None`` (no user id, no facts)."""
-        user_id = config_user_id(config, key=self.user_id_key)
-        return format_user_facts(self.get_all(user_id), style=self.style) if user_id else None
+        return self._run(self._block(config))
 
     async def arender(
         self,
@@ -281,12 +265,4 @@ class UserFacts:
         config: RunnableConfig | None = None,
     ) -> str | None:
         """Async twin of :meth:`render`."""
-        user_id = config_user_id(config, key=self.user_id_key)
-        if not user_id:
-            return None
-        return format_user_facts(await self.aget_all(user_id), style=self.style)
-
-
-def _as_value(fact: UserFact) -> dict[str, str]:
-    stamp = fact.updated_at.isoformat() if fact.updated_at else ""
-    return {"value": fact.value, "updated_at": stamp}
+        return await self._arun(self._block(config))

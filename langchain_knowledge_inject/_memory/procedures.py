@@ -1,48 +1,27 @@
 """Procedures: named step-by-step instructions, matched to the current message.
 
-A :class:`Procedure` is written by the application developer ("how to request
-leave": a description and numbered steps). A :class:`ProcedureLibrary` embeds
-every procedure once (its name and description, plus any example requests)
-and, each turn, compares the current user message with them by cosine
-similarity: the best procedure at or above ``threshold`` is injected, at most
-one per turn, under a ``[Procedure]`` header with its numbered steps.
-
-The default threshold, 0.45, was calibrated with the default embedding model
-(all-MiniLM-L6-v2) on 8 procedures, 40 requests that should select one and 40
-messages that should not (``tests/integration_tests/test_memory_integration.py``):
-at 0.45 every request selects its procedure and no off-topic message selects
-one, while 6 of 16 questions on a procedure's topic that do not ask for it
-("How many days of annual leave do I get?") still do, which costs a few tokens
-but misleads nothing. At 0.55, 20% of requests are missed. Another embedding
-model needs its own calibration.
-
-Restricted mode: procedures are the application's own text, not knowledge-base
-content, so they are injected unchanged in restricted mode too.
+A :class:`ProcedureLibrary` injects the procedure most similar to the user's
+message (cosine with its name and description, or an example request), if it
+reaches ``threshold``, as a ``[Procedure]`` block with numbered steps. The
+default threshold is calibrated for the default model (docs/memory.md).
+Restricted mode: procedures are the application's own text, injected as usual.
 """
 
 from __future__ import annotations
 
-import math
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from langchain_knowledge_inject._memory import require
 from langchain_knowledge_inject._turn.blocks import DEFAULT_PRIORITIES
-from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    import numpy as np
     from langchain_core.embeddings import Embeddings
     from langchain_core.messages import BaseMessage
     from langchain_core.runnables import RunnableConfig
 
-__all__ = [
-    "DEFAULT_PROCEDURE_THRESHOLD",
-    "Procedure",
-    "ProcedureLibrary",
-    "ProcedureMatch",
-    "format_procedure",
-]
 
 DEFAULT_PROCEDURE_THRESHOLD = 0.45
 """Cosine similarity a message needs to match a procedure (all-MiniLM-L6-v2)."""
@@ -58,12 +37,6 @@ class Procedure:
         steps: The steps, in order (rendered numbered).
         examples: Optional example requests that should select this procedure
             (each is matched too; the best similarity counts).
-
-    Example:
-        >>> p = Procedure("Request leave", "How to ask for paid leave",
-        ...               ["Open the HR portal", "Pick the dates", "Submit"])
-        >>> p.steps[0]
-        'Open the HR portal'
     """
 
     name: str
@@ -73,12 +46,10 @@ class Procedure:
 
     def __post_init__(self) -> None:
         steps = tuple(" ".join(str(s).split()) for s in self.steps)
-        if not self.name.strip():
-            msg = "a procedure needs a non-empty name"
-            raise ConfigurationError(msg, option="name", value=self.name)
-        if not steps or not all(steps):
-            msg = f"procedure {self.name!r} needs at least one step, and no empty step"
-            raise ConfigurationError(msg, option="steps", value=self.steps)
+        require([
+            ("name", self.name, bool(self.name.strip()), "a non-empty string"),
+            ("steps", self.steps, bool(steps) and all(steps), "at least one step, none empty"),
+        ])  # fmt: skip
         object.__setattr__(self, "steps", steps)
         object.__setattr__(self, "examples", tuple(e for e in self.examples if e.strip()))
 
@@ -100,13 +71,8 @@ def format_procedure(procedure: Procedure) -> str:
     """Render a procedure as the ``[Procedure]`` block.
 
     Example:
-        >>> text = format_procedure(Procedure("Reset password", "Forgotten password",
-        ...                                   ["Open the login page", "Click 'Forgot'"]))
-        >>> lines = text.splitlines()
-        >>> lines[0], lines[2:]
-        ('[Procedure]', ['1. Open the login page', "2. Click 'Forgot'"])
-        >>> lines[1].startswith('The user') and '"Reset password"' in lines[1]
-        True
+        >>> format_procedure(Procedure("Reset", "", ["Open the login page"])).splitlines()[::2]
+        ['[Procedure]', '1. Open the login page']
     """
     description = " ".join(procedure.description.split())
     about = f" ({description})" if description else ""
@@ -153,22 +119,20 @@ class ProcedureLibrary:
     ) -> None:
         procedures = tuple(procedures)
         names = [p.name for p in procedures]
-        if len(set(names)) != len(names):
-            msg = "procedure names must be unique"
-            raise ConfigurationError(msg, option="procedures", value=names)
-        if not -1.0 <= threshold <= 1.0:
-            msg = f"threshold must be a cosine similarity in [-1, 1], got {threshold!r}"
-            raise ConfigurationError(msg, option="threshold", value=threshold)
-        if max_tokens is not None and max_tokens < 1:
-            msg = f"max_tokens must be at least 1 or None, got {max_tokens!r}"
-            raise ConfigurationError(msg, option="max_tokens", value=max_tokens)
-        self.procedures = procedures
-        self.threshold = threshold
-        self.priority = priority
-        self.max_tokens = max_tokens
-        self._embeddings = embeddings
-        self._vectors: list[tuple[int, list[float]]] | None = None
-        self._lock = threading.Lock()
+        require([
+            ("procedures", names, len(set(names)) == len(names), "procedures with unique names"),
+            ("threshold", threshold, -1.0 <= threshold <= 1.0, "a cosine similarity in [-1, 1]"),
+            ("max_tokens", max_tokens, max_tokens is None or max_tokens >= 1, "at least 1 or None"),
+        ])  # fmt: skip
+        self.procedures, self.threshold, self._embeddings = procedures, threshold, embeddings
+        self.priority, self.max_tokens = priority, max_tokens
+        self._texts = [
+            (i, text)
+            for i, p in enumerate(procedures)
+            for text in (f"{p.name}: {p.description}".strip(" :"), *p.examples)
+        ]
+        """What is matched: each procedure's name and description, and its examples."""
+        self._matrix: np.ndarray | None = None
 
     @property
     def embeddings(self) -> Embeddings:
@@ -179,54 +143,31 @@ class ProcedureLibrary:
             self._embeddings = default_embeddings()
         return self._embeddings
 
-    def _texts(self) -> list[tuple[int, str]]:
-        out = []
-        for i, p in enumerate(self.procedures):
-            out.append((i, f"{p.name}: {p.description}".strip(" :")))
-            out += [(i, example) for example in p.examples]
-        return out
-
-    def _index(self) -> list[tuple[int, list[float]]]:
-        with self._lock:
-            if self._vectors is None:
-                texts = self._texts()
-                vectors = self.embeddings.embed_documents([t for _, t in texts]) if texts else []
-                self._vectors = [(i, _unit(v)) for (i, _), v in zip(texts, vectors, strict=True)]
-            return self._vectors
-
-    async def _aindex(self) -> list[tuple[int, list[float]]]:
-        if self._vectors is None:
-            texts = self._texts()
-            docs = [t for _, t in texts]
-            vectors = await self.embeddings.aembed_documents(docs) if docs else []
-            with self._lock:
-                if self._vectors is None:
-                    pairs = zip(texts, vectors, strict=True)
-                    self._vectors = [(i, _unit(v)) for (i, _), v in pairs]
-        return self._vectors
-
+    # scores / ascores are the only I/O (the embedding calls); the rest is shared.
     def scores(self, query: str) -> list[ProcedureMatch]:
         """Every procedure with its similarity to ``query``, best first."""
         if not query.strip() or not self.procedures:
             return []
-        return self._rank(self._index(), self.embeddings.embed_query(query))
+        if self._matrix is None:
+            self._matrix = _unit_rows(self.embeddings.embed_documents([t for _, t in self._texts]))
+        return self._rank(self.embeddings.embed_query(query))
 
     async def ascores(self, query: str) -> list[ProcedureMatch]:
-        """Async twin of :meth:`scores`."""
+        """Async twin of :meth:`scores` (the embedding model's async calls)."""
         if not query.strip() or not self.procedures:
             return []
-        index = await self._aindex()
-        return self._rank(index, await self.embeddings.aembed_query(query))
+        if self._matrix is None:
+            texts = [t for _, t in self._texts]
+            self._matrix = _unit_rows(await self.embeddings.aembed_documents(texts))
+        return self._rank(await self.embeddings.aembed_query(query))
 
     def match(self, query: str) -> ProcedureMatch | None:
         """The best procedure for ``query`` if it reaches the threshold, else ``None``."""
-        ranked = self.scores(query)
-        return ranked[0] if ranked and ranked[0].score >= self.threshold else None
+        return self._best(self.scores(query))
 
     async def amatch(self, query: str) -> ProcedureMatch | None:
         """Async twin of :meth:`match`."""
-        ranked = await self.ascores(query)
-        return ranked[0] if ranked and ranked[0].score >= self.threshold else None
+        return self._best(await self.ascores(query))
 
     def render(
         self,
@@ -250,18 +191,22 @@ class ProcedureLibrary:
         found = await self.amatch(query)
         return format_procedure(found.procedure) if found else None
 
-    def _rank(
-        self, index: list[tuple[int, list[float]]], query: list[float]
-    ) -> list[ProcedureMatch]:
-        q = _unit(query)
+    def _best(self, ranked: list[ProcedureMatch]) -> ProcedureMatch | None:
+        return ranked[0] if ranked and ranked[0].score >= self.threshold else None
+
+    def _rank(self, query: list[float]) -> list[ProcedureMatch]:
+        assert self._matrix is not None
+        similarities = self._matrix @ _unit_rows([query])[0]
         best: dict[int, float] = {}
-        for i, vector in index:
-            score = sum(a * b for a, b in zip(q, vector, strict=True))
+        for (i, _), score in zip(self._texts, similarities.tolist(), strict=True):
             best[i] = max(best.get(i, -1.0), score)
         ranked = sorted(best.items(), key=lambda item: -item[1])
         return [ProcedureMatch(self.procedures[i], round(s, 6)) for i, s in ranked]
 
 
-def _unit(vector: Sequence[float]) -> list[float]:
-    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
-    return [x / norm for x in vector]
+def _unit_rows(vectors: Sequence[Sequence[float]]) -> np.ndarray:
+    """The vectors as rows of a matrix, each scaled to length 1."""
+    import numpy as np
+
+    matrix = np.asarray(vectors, dtype=float)
+    return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)

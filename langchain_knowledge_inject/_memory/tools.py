@@ -1,29 +1,19 @@
 """Memory tools for the model: ``store_memory``, ``set_user_fact``, ``forget_user_fact``.
 
 The model decides what is worth remembering: a note for the episodic memory
-(``store_memory``) or a ``key=value`` fact about the user (``set_user_fact``,
-``forget_user_fact``). The user is never an argument the model fills in: the
-tools read it from ``config["configurable"]["user_id"]`` (the run's config,
-injected by LangChain, hidden from the model's schema), so a model cannot
-write into another user's memory. Without a user id the tool answers with an
-error message and stores nothing. Errors (no user id, an invalid key, too many
-facts) come back to the model as the tool's answer, not as exceptions.
-
-Example:
-    >>> from langgraph.store.memory import InMemoryStore
-    >>> from langchain_knowledge_inject._memory.facts import UserFacts
-    >>> facts = UserFacts(InMemoryStore())
-    >>> set_fact, forget_fact = create_user_fact_tools(facts)
-    >>> set_fact.invoke({"key": "city", "value": "Porto"},
-    ...                 config={"configurable": {"user_id": "u1"}})
-    'Saved: city=Porto'
-    >>> facts.get_all("u1")
-    {'city': 'Porto'}
+or a ``key=value`` fact about the user. The user is read from the run's
+config (hidden from the model's schema), never filled in by the model, so it
+cannot write into another user's memory; without a user id nothing is
+stored. Errors come back to the model as the tool's answer. Awaited, a tool
+runs in a worker thread (LangChain's default without a coroutine), so the
+store's I/O stays off the event loop.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
@@ -35,10 +25,6 @@ from langchain_knowledge_inject.errors import ConfigurationError
 if TYPE_CHECKING:
     from langchain_knowledge_inject._memory.episodic import EpisodicMemory
     from langchain_knowledge_inject._memory.facts import UserFacts
-
-__all__ = ["create_memory_tools", "create_store_memory_tool", "create_user_fact_tools"]
-
-_NO_USER = "No user id is configured for this conversation; nothing was stored."
 
 
 class StoreMemoryInput(BaseModel):
@@ -74,8 +60,26 @@ class ForgetUserFactInput(BaseModel):
 def _user_id(config: RunnableConfig, key: str) -> str:
     user_id = config_user_id(config, key=key)
     if not user_id:
-        raise ToolException(_NO_USER)
+        msg = "No user id is configured for this conversation; nothing was stored."
+        raise ToolException(msg)
     return user_id
+
+
+def _tool(func: Callable[..., str], **kwargs: Any) -> BaseTool:
+    """A tool over ``func``; a refused value comes back to the model as the tool's answer.
+
+    No coroutine is given: LangChain runs ``func`` in a worker thread when the
+    tool is awaited, so its store I/O never blocks the event loop.
+    """
+
+    @functools.wraps(func)
+    def run(*args: Any, **call: Any) -> str:
+        try:
+            return func(*args, **call)
+        except ConfigurationError as exc:
+            raise ToolException(str(exc)) from exc
+
+    return StructuredTool.from_function(func=run, handle_tool_error=True, **kwargs)
 
 
 def create_store_memory_tool(
@@ -101,9 +105,10 @@ def create_store_memory_tool(
     Example:
         >>> import tempfile
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
-        >>> from langchain_knowledge_inject._memory.episodic import EpisodicMemory
-        >>> memory = EpisodicMemory(path=tempfile.mkdtemp(), background=False,
-        ...                         embeddings=DeterministicFakeEmbedding(size=16))
+        >>> from langchain_knowledge_inject._memory.episodic import EpisodicMemory, EpisodicOptions
+        >>> memory = EpisodicMemory(path=tempfile.mkdtemp(),
+        ...                         embeddings=DeterministicFakeEmbedding(size=16),
+        ...                         options=EpisodicOptions(background=False))
         >>> tool = create_store_memory_tool(memory)
         >>> tool.invoke({"content": "Prefers aisle seats."},
         ...             config={"configurable": {"user_id": "u1"}})
@@ -113,19 +118,10 @@ def create_store_memory_tool(
     def store_memory(content: str, config: RunnableConfig) -> str:
         user_id = _user_id(config, memory.user_id_key)
         thread_id = config_user_id(config, key="thread_id")
-        memory.remember(content, user_id=user_id, thread_id=thread_id)
+        memory.record(content, user_id=user_id, thread_id=thread_id, kind="memory")
         return "Saved to memory."
 
-    async def astore_memory(content: str, config: RunnableConfig) -> str:
-        user_id = _user_id(config, memory.user_id_key)
-        thread_id = config_user_id(config, key="thread_id")
-        await memory.aremember(content, user_id=user_id, thread_id=thread_id)
-        return "Saved to memory."
-
-    return StructuredTool.from_function(
-        func=store_memory, coroutine=astore_memory, name=name, description=description,
-        args_schema=StoreMemoryInput, handle_tool_error=True,
-    )  # fmt: skip
+    return _tool(store_memory, name=name, description=description, args_schema=StoreMemoryInput)
 
 
 def create_user_fact_tools(
@@ -143,49 +139,35 @@ def create_user_fact_tools(
 
     Returns:
         ``[set_user_fact, forget_user_fact]``.
+
+    Example:
+        >>> from langgraph.store.memory import InMemoryStore
+        >>> from langchain_knowledge_inject._memory.facts import UserFacts
+        >>> facts = UserFacts(InMemoryStore())
+        >>> set_fact, _ = create_user_fact_tools(facts)
+        >>> set_fact.invoke({"key": "city", "value": "Porto"}, {"configurable": {"user_id": "u1"}})
+        'Saved: city=Porto'
     """
 
-    def _set(key: str, value: str, config: RunnableConfig) -> str:
-        try:
-            fact = facts.set(_user_id(config, facts.user_id_key), key, value)
-        except ConfigurationError as exc:
-            raise ToolException(str(exc)) from exc
+    def set_fact(key: str, value: str, config: RunnableConfig) -> str:
+        fact = facts.set(_user_id(config, facts.user_id_key), key, value)
         return f"Saved: {fact.key}={fact.value}"
 
-    async def _aset(key: str, value: str, config: RunnableConfig) -> str:
-        try:
-            fact = await facts.aset(_user_id(config, facts.user_id_key), key, value)
-        except ConfigurationError as exc:
-            raise ToolException(str(exc)) from exc
-        return f"Saved: {fact.key}={fact.value}"
-
-    def _forget(key: str, config: RunnableConfig) -> str:
-        try:
-            existed = facts.forget(_user_id(config, facts.user_id_key), key)
-        except ConfigurationError as exc:
-            raise ToolException(str(exc)) from exc
+    def forget_fact(key: str, config: RunnableConfig) -> str:
+        existed = facts.forget(_user_id(config, facts.user_id_key), key)
         return f"Forgot {key}." if existed else f"There was no fact named {key}."
 
-    async def _aforget(key: str, config: RunnableConfig) -> str:
-        try:
-            existed = await facts.aforget(_user_id(config, facts.user_id_key), key)
-        except ConfigurationError as exc:
-            raise ToolException(str(exc)) from exc
-        return f"Forgot {key}." if existed else f"There was no fact named {key}."
-
-    set_tool = StructuredTool.from_function(
-        func=_set, coroutine=_aset, name=set_name, args_schema=SetUserFactInput,
+    set_tool = _tool(
+        set_fact, name=set_name, args_schema=SetUserFactInput,
         description=(
             "Remember a lasting fact about the user as key=value (their name, city, "
             "preferences, ...). Setting an existing key replaces its value. Shown to you at "
             "the start of later turns under [User Facts]."
         ),
-        handle_tool_error=True,
     )  # fmt: skip
-    forget_tool = StructuredTool.from_function(
-        func=_forget, coroutine=_aforget, name=forget_name, args_schema=ForgetUserFactInput,
+    forget_tool = _tool(
+        forget_fact, name=forget_name, args_schema=ForgetUserFactInput,
         description="Remove a fact about the user that is wrong or that they asked you to forget.",
-        handle_tool_error=True,
     )  # fmt: skip
     return [set_tool, forget_tool]
 
@@ -193,12 +175,7 @@ def create_user_fact_tools(
 def create_memory_tools(
     *, memory: EpisodicMemory | None = None, facts: UserFacts | None = None
 ) -> list[BaseTool]:
-    """Every memory tool for the given stores: ``store_memory`` and/or the two fact tools.
-
-    Example:
-        >>> create_memory_tools()
-        []
-    """
+    """Every memory tool for the given stores: ``store_memory`` and/or the two fact tools."""
     tools: list[BaseTool] = []
     if memory is not None:
         tools.append(create_store_memory_tool(memory))

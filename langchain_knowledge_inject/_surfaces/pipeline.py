@@ -31,7 +31,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -195,34 +195,48 @@ class _Context:
     request: Request
 
 
-class _Ledger:
-    """The summaries released per thread (bounded), so the guard judges fragments together."""
+class _Recent:
+    """What recent turns left behind, per conversation: a bounded map (oldest dropped first).
 
-    def __init__(self) -> None:
-        self._threads: OrderedDict[str, deque[str]] = OrderedDict()
+    Two things live here: the summaries released in a thread (so the leak guard judges
+    fragments together) and the chunk ids injected in a turn (so the search tool skips
+    them). Both belong to this process; a turn served by another process starts afresh.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._items: OrderedDict[str, Any] = OrderedDict()
+        self._size = size
         self._lock = threading.Lock()
 
-    def earlier(self, thread: str | None) -> list[str]:
-        if thread is None:
-            return []
+    def get(self, key: str | None, default: Any) -> Any:
         with self._lock:
-            return list(self._threads.get(thread, ()))
+            return self._items.get(key, default) if key is not None else default
 
-    def add(self, thread: str | None, released: Released | None) -> None:
-        if thread is None or released is None or released.summary.decision != "answer":
+    def put(self, key: str | None, value: Any) -> None:
+        if key is None:
             return
-        text = f"{released.summary.summary}\n{released.summary.answer_guidance}"
         with self._lock:
-            turns = self._threads.setdefault(thread, deque(maxlen=_LEDGER_TURNS))
-            turns.append(text)
-            self._threads.move_to_end(thread)
-            while len(self._threads) > _LEDGER_THREADS:
-                self._threads.popitem(last=False)
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
 
 
-_LEDGER = _Ledger()
-_SHOWN: OrderedDict[str, frozenset[str]] = OrderedDict()
-_SHOWN_LOCK = threading.Lock()
+_RECENT = _Recent(_LEDGER_THREADS)
+
+
+def released_earlier(thread: str | None) -> list[str]:
+    """The summaries released earlier in ``thread`` (at most the last 32)."""
+    return list(_RECENT.get(f"released:{thread}" if thread else None, ()))
+
+
+def remember_released(thread: str | None, released: Released | None) -> None:
+    """Add an ``answer`` to what ``thread`` has released."""
+    if thread is None or released is None or released.summary.decision != "answer":
+        return
+    earlier = released_earlier(thread)[-(_LEDGER_TURNS - 1) :]
+    summary = released.summary
+    _RECENT.put(f"released:{thread}", (*earlier, f"{summary.summary}\n{summary.answer_guidance}"))
 
 
 def _turn_key(config: RunnableConfig | None, messages: Sequence[BaseMessage]) -> str | None:
@@ -233,30 +247,21 @@ def _turn_key(config: RunnableConfig | None, messages: Sequence[BaseMessage]) ->
         return None
     current = messages[index]
     text = str(current.id or current.content)
-    return f"{thread}#" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+    return f"shown:{thread}#" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
 def remember_shown(
     config: RunnableConfig | None, messages: Sequence[BaseMessage], ids: Sequence[str]
 ) -> None:
     """Remember the chunk ids injected this turn (the search tool skips them)."""
-    key = _turn_key(config, messages)
-    if key is None:
-        return
-    with _SHOWN_LOCK:
-        _SHOWN[key] = frozenset(ids)
-        _SHOWN.move_to_end(key)
-        while len(_SHOWN) > _LEDGER_THREADS:
-            _SHOWN.popitem(last=False)
+    _RECENT.put(_turn_key(config, messages), frozenset(ids))
 
 
 def shown_this_turn(
     config: RunnableConfig | None, messages: Sequence[BaseMessage]
 ) -> frozenset[str]:
     """The chunk ids injected this turn in this process (see :func:`remember_shown`)."""
-    key = _turn_key(config, messages)
-    with _SHOWN_LOCK:
-        return _SHOWN.get(key, frozenset()) if key is not None else frozenset()
+    return _RECENT.get(_turn_key(config, messages), frozenset())
 
 
 def thread_key(config: RunnableConfig | None, messages: Sequence[BaseMessage] = ()) -> str | None:
@@ -456,7 +461,7 @@ class KnowledgePipeline:
         return {
             "model": model,
             "sensitive_sources": request.sensitive_sources,
-            "earlier": _LEDGER.earlier(thread),
+            "earlier": released_earlier(thread),
             "max_tokens": max_tokens,
             "counter": self.token_counter,
             "config": request.config,
@@ -486,7 +491,7 @@ class KnowledgePipeline:
                     found.documents,
                     **self._released_args(request, thread, settings.max_tokens),
                 )
-                _LEDGER.add(thread, released)
+                remember_released(thread, released)
         rendered = self._render(settings, how.query, clean, request.config)
         return self._assemble(how, found, scores, released, rendered, request)
 
@@ -511,7 +516,7 @@ class KnowledgePipeline:
                     **self._released_args(request, thread, settings.max_tokens),
                 )
                 released, rendered = await asyncio.gather(summary, rendering)
-                _LEDGER.add(thread, released)
+                remember_released(thread, released)
                 return self._assemble(how, found, scores, released, rendered, request)
         return self._assemble(how, found, scores, released, await rendering, request)
 
@@ -765,7 +770,7 @@ class KnowledgePipeline:
             released = release(
                 query, docs, **self._released_args(request, thread, request.settings.max_tokens)
             )
-            _LEDGER.add(thread, released)
+            remember_released(thread, released)
         return Found(docs, released, found)
 
     async def asearch(
@@ -788,7 +793,7 @@ class KnowledgePipeline:
             released = await arelease(
                 query, docs, **self._released_args(request, thread, request.settings.max_tokens)
             )
-            _LEDGER.add(thread, released)
+            remember_released(thread, released)
         return Found(docs, released, found)
 
     # -- recording the finished turn -----------------------------------------------------------

@@ -6,7 +6,7 @@ The data of a turn flows through these modules in order: ``query`` (what to sear
 dynamic_context text, then placement and manifest: a ``PreparedTurn``), ``placement``
 (where the message goes) and ``manifest`` (what was injected). Every step is a plain
 function over plain data; the configured pipeline that calls them is
-``integrations.engine``. Text tools (``tokens``, ``neutralize``, ``textfold``,
+``integrations.engine``. Text tools (``tokens``, ``neutralize``,
 ``model_call``) are used by restricted mode too; nothing here imports restricted mode.
 
 Words: "context" is the dynamic_context message only; a "context block" is one block of

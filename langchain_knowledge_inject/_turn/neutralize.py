@@ -1,20 +1,33 @@
 r"""Neutralizing untrusted text: nothing in it may pose as one of the package's markers.
 
 Chunk text, metadata and model-written summaries are untrusted. Anything in
-them that imitates a marker the package writes is rewritten, after Unicode
-folding (:mod:`._textfold`: zero-width characters, NBSP and other spaces,
-fullwidth and Cyrillic/Greek look-alikes), so a disguised marker is caught
-like a plain one. The rewrite is applied to the original text, span by span;
-text that matches nothing is left byte for byte.
+them that imitates a marker the package writes is rewritten. Rules are matched
+on a folded view of the text, where every character that looks like an ASCII
+character is that character, so a disguised marker is caught like a plain one:
+
+1. NFKC (fullwidth and compatibility forms, ligatures, NBSP become plain);
+2. format characters (category ``Cf``: zero-width space and joiners, soft
+   hyphen, BOM, bidi controls, tag characters) are dropped, every space
+   separator becomes an ASCII space, digits of every script become ASCII;
+3. a character Unicode lists as confusable with an ASCII one (Unicode TR39
+   confusables: Cyrillic DZE for "S", Greek RHO for "P", the colons U+A789,
+   U+2236 and U+02D0) becomes that ASCII character, with the TR39 data shipped
+   by the ``confusable-homoglyphs`` package (the table is loaded on the first
+   non-ASCII text); any other opening or closing bracket (U+3010, U+27E6,
+   U+3014...) becomes ``[`` or ``]``;
+4. combining marks are dropped.
+
+The rewrite is applied to the original text, span by span; text that matches
+nothing is left byte for byte.
 
 What is rewritten:
 
 - chat-template tokens: ``<|im_start|>`` becomes ``<im_start>``, ``[INST]``
   becomes ``(INST)``, ``<<SYS>>`` becomes ``(SYS)``;
-- the package's block headers anywhere, opening or closing
-  (``[Retrieved Knowledge]``, ``[/Retrieved Knowledge]``, ``[End of ...]``,
-  ``[Restricted Knowledge Summary]``, ...), and any line that is only a
-  ``[Header]``, become ``(...)``;
+- the package's block headers anywhere, opening or closing, in square, curly
+  or angle brackets (``[Retrieved Knowledge]``, ``{/Retrieved Knowledge}``,
+  ``[End of ...]``, ``[Restricted Knowledge Summary]``, ...), and any line
+  that is only a ``[Header]``, become ``(...)``;
 - separator lines (``---``, ``===``, ``***``, em-dash and box-drawing rules,
   ``<hr>``) become ``(---)``;
 - lines starting with a block field or a role label, bare or decorated
@@ -31,12 +44,11 @@ What is rewritten:
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-from langchain_knowledge_inject._turn.textfold import fold_with_map
-
-__all__ = ["PACKAGE_MARKER_LINES", "neutralize", "neutralize_line"]
+__all__ = ["PACKAGE_MARKER_LINES", "neutralize", "neutralize_line", "skeleton"]
 
 PACKAGE_MARKER_LINES: tuple[str, ...] = (
     "If the answer is not in the information above, say so honestly.",
@@ -60,14 +72,16 @@ _TEMPLATE_TOKENS = re.compile(
     re.IGNORECASE,
 )
 _KNOWN_HEADERS = re.compile(
-    r"\[\s*(/?\s*(?:retrieved\s+knowledge|system(?:\s+prompt)?|knowledge\s+bases?|procedure"
+    r"[\[{<]\s*(/?\s*(?:retrieved\s+knowledge|system(?:\s+prompt)?|knowledge\s+bases?|procedure"
     r"|past\s+conversation\s+snippets|user\s+facts|(?:restricted\s+)?knowledge\s+summary"
     r"|restricted\s+knowledge\s+bases?|knowledge\s+base\s+search\s+results|instructions?"
     r"|dynamic\s+context|context|documents?|assistant|user|human|developer"
-    r"|end\s+of\s+[a-z ]{1,40})\s*)\]",
+    r"|end\s+of\s+[a-z ]{1,40})\s*)[\]}>]",
     re.IGNORECASE,
 )
-_HEADER_LINE = re.compile(r"^([ \t]*)\[(/?[A-Za-z][A-Za-z0-9 _-]{0,58})\][ \t]*$", re.MULTILINE)
+_HEADER_LINE = re.compile(
+    r"^([ \t]*)[\[{](/?[A-Za-z][A-Za-z0-9 _-]{0,58})[\]}][ \t]*$", re.MULTILINE
+)
 _DASHES = "\u2010-\u2015\u2212\u2500\u2501\u2504-\u250b\u2550\u2e3a\u2e3b\ufe58\ufe63\u23af\u2017"
 _LONG_DASHES = "\u2014\u2015\u2e3a\u2e3b\u2500\u2501\u2550\u23af"
 _RULE_LINE = re.compile(
@@ -119,7 +133,7 @@ class _Rewriter:
             self.text = pattern.sub(replace, self.text)
             return
         if self._view is None:
-            self._view = fold_with_map(self.text)
+            self._view = _fold_with_map(self.text)
         folded, starts = self._view
         pieces: list[str] = []
         last = 0
@@ -222,3 +236,66 @@ def neutralize_line(text: str) -> str:
     text = " ".join(neutralize(text).split())
     text = text.replace("[", "(").replace("]", ")").replace("---", "-")
     return _sub_folded(_INLINE_FIELDS, lambda m: f"{m.group('label')} -", text)
+
+
+# --- the folded view ------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _ascii_lookalikes() -> dict[str, str]:
+    """Each non-ASCII character that TR39 lists as confusable with one ASCII character."""
+    from confusable_homoglyphs.confusables import confusables_data
+
+    table: dict[str, str] = {}
+    for char, entries in confusables_data.items():
+        targets = [e["c"].strip("\u200e\u200f") for e in entries]
+        ascii_targets = [t for t in targets if len(t) == 1 and t.isascii() and t.isprintable()]
+        if len(char) == 1 and not char.isascii() and ascii_targets:
+            table[char] = ascii_targets[0]
+    return table
+
+
+@lru_cache(maxsize=65536)
+def _fold_char(char: str) -> str:
+    out = []
+    for piece in unicodedata.normalize("NFKC", char):
+        category = unicodedata.category(piece)
+        if piece.isascii():
+            out.append(piece)
+        elif category == "Zs":
+            out.append(" ")
+        elif category == "Nd":
+            out.append(str(unicodedata.decimal(piece)))
+        elif category in ("Ps", "Pe"):
+            out.append("[" if category == "Ps" else "]")
+        elif category not in ("Cf", "Mn", "Me", "Mc"):
+            decomposed = unicodedata.normalize("NFD", piece)
+            base = "".join(c for c in decomposed if not unicodedata.combining(c))
+            out.append(_ascii_lookalikes().get(piece) or base)
+    return "".join(out)
+
+
+def _fold_with_map(text: str) -> tuple[str, list[int]]:
+    """The folded view of ``text`` and, per folded character, the index it came from.
+
+    ``starts`` has one extra entry, ``len(text)``, so a folded span ``[a, b)`` is
+    the original span ``[starts[a], starts[b])``.
+    """
+    chars: list[str] = []
+    starts: list[int] = []
+    for index, char in enumerate(text):
+        piece = char if char.isascii() else _fold_char(char)
+        chars.append(piece)
+        starts.extend([index] * len(piece))
+    starts.append(len(text))
+    return "".join(chars), starts
+
+
+def skeleton(text: str) -> str:
+    """The folded view of ``text`` that the rules are matched on (case kept).
+
+    Example:
+        >>> skeleton("\uff33\u0443\u0455\u200btem\ua789 \u3010x\u3011 \u0664\u0662 caf\u00e9")
+        'System: [x] 42 cafe'
+    """
+    return _fold_with_map(text)[0]

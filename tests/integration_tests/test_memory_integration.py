@@ -285,9 +285,8 @@ def test_paraphrased_questions_recall_turns_that_share_no_word_with_them(
     missed = []
     for fact, questions in PARAPHRASES:
         for question in questions:
-            shared = set(query_terms(question, memory.keyword_stopwords)) & set(
-                query_terms(fact, memory.keyword_stopwords)
-            )
+            stopwords = memory.options.keyword_stopwords
+            shared = set(query_terms(question, stopwords)) & set(query_terms(fact, stopwords))
             assert not shared, (question, shared)  # a true paraphrase
             found = memory.search(question, user_id="ana", now=start + timedelta(days=30))
             top = [e.episode_id for e in found]

@@ -1,6 +1,7 @@
 """Running one restricted turn on each surface and collecting everything it exposes.
 
-Shared by ``test_restricted_adversarial.py`` (every smuggling case x 4 surfaces) and
+Shared by ``test_restricted_adversarial.py`` (every smuggling case x 5 surfaces, and
+secrets split over the turns of a thread: :func:`run_thread`) and
 ``test_restricted_matrix.py`` (where restriction is set x surface x tool origin).
 
 A turn's *channels* are every place a caller or an end user can read:
@@ -32,6 +33,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
 from pydantic import BaseModel
 
 from langchain_knowledge_inject import (
@@ -40,10 +42,11 @@ from langchain_knowledge_inject import (
     create_knowledge_base_search_tool,
     create_knowledge_graph,
 )
+from langchain_knowledge_inject._surfaces.node import create_knowledge_node
 from tests.unit_tests.fakes import RecordingChatModel
 from tests.unit_tests.restricted_fixtures import ScriptedSummarizer, count_raw_passages
 
-SURFACES = ("injector", "graph", "middleware", "tool")
+SURFACES = ("injector", "graph", "node", "middleware", "tool")
 STREAM_MODES = ("values", "updates", "messages", "custom", "debug")
 CHANNELS = ("main_model", "output", "checkpoint", *STREAM_MODES, "events", "logs")
 TOOL_NAME = "knowledge_base_search"
@@ -149,7 +152,8 @@ _INCIDENTAL = re.compile(
     r"|sha256 [0-9a-f]+"
     r"|\b\d{4}-\d{2}-\d{2}T[\d:.+\-Z]+"
     r"|\b\d+ (?:chars|characters|chunks|tokens|words)\b"
-    r"|max_tokens=\d+",
+    r"|max_tokens=\d+"
+    r"|\b(?:tokens|query_chars|history_removed|ms)=\d+(?:\.\d+)?",  # the turn log's counts
     re.IGNORECASE,
 )
 
@@ -230,6 +234,54 @@ def _stream_graph(graph: Any, inp: Any, config: dict[str, Any], turn: Turn) -> N
         turn.channels[mode].append(chunk)
 
 
+def _node_graph(
+    model: Any, kb: Any, summarizer: Any, flag: dict[str, Any], saver: InMemorySaver
+) -> Any:
+    """A one-node ``MessagesState`` graph around :func:`create_knowledge_node`."""
+    builder = StateGraph(MessagesState)
+    node = create_knowledge_node(model, kb, summarizer_model=summarizer, **flag)
+    builder.add_node("answer", node)
+    builder.add_edge(START, "answer")
+    builder.add_edge("answer", END)
+    return builder.compile(checkpointer=saver)
+
+
+def run_thread(surface: str, *, kb: Any, questions: list[str], summarizer: Any) -> list[Turn]:
+    """Several turns of one thread (``surface="tool"``: several calls of one tool).
+
+    Restriction is set on the surface. Each returned :class:`Turn` has the
+    ``main_model`` channel of its turn and the reason codes shown to the main model.
+    """
+    config: dict[str, Any] = {"configurable": {"thread_id": "t-thread"}}
+    model = RecordingChatModel()
+    turns: list[Turn] = []
+    if surface == "tool":
+        tool = create_knowledge_base_search_tool(kb, summarizer_model=summarizer, restricted=True)
+        for i, question in enumerate(questions):
+            call = {"name": TOOL_NAME, "args": {"query": question}, "id": f"c-{i}",
+                    "type": "tool_call"}  # fmt: skip
+            texts = [tool.invoke(call, config).text]
+            turns.append(Turn(channels={"main_model": texts}, reasons=_reasons(texts)))
+        return turns
+    saver = InMemorySaver()
+    flag = {"restricted": True}
+    if surface == "node":
+        runnable = _node_graph(model, kb, summarizer, flag, saver)
+    elif surface == "graph":
+        runnable = create_knowledge_graph(
+            model, kb, summarizer_model=summarizer, checkpointer=saver, **flag
+        )
+    else:
+        middleware = KnowledgeInjectionMiddleware(kb, summarizer_model=summarizer, **flag)
+        runnable = create_agent(model, tools=[], middleware=[middleware], checkpointer=saver)
+    for question in questions:
+        seen = len(model.received)
+        runnable.invoke({"messages": [HumanMessage(question)]}, config)
+        texts = [m.text for r in model.received[seen:] for m in r if m.text != question]
+        turns.append(Turn(channels={"main_model": texts}, reasons=_reasons(texts)[-1:]))
+    return turns
+
+
 def run_surface(
     surface: str,
     *,
@@ -244,14 +296,14 @@ def run_surface(
     """One turn of ``surface`` over ``kb`` with restriction set at ``where``.
 
     Args:
-        surface: ``injector``, ``graph``, ``middleware`` or ``tool``.
+        surface: ``injector``, ``graph``, ``node``, ``middleware`` or ``tool``.
         kb: The knowledge base (its stored flag counts when ``where == "kb"``).
         question: The user's question.
         summarizer: The secondary model.
         where: ``"kb"`` (the knowledge base's flag must already be on), ``"surface"``
             (``restricted=True``) or ``"request"`` (``configurable["restricted"]``).
-        tool_origin: For graph and middleware: ``None`` (no tool), ``"surface"`` (built
-            with the surface's settings) or ``"separate"`` (a plain
+        tool_origin: For graph and middleware (the node has none): ``None`` (no
+            tool), ``"surface"`` (built with the surface's settings) or ``"separate"`` (a plain
             ``create_knowledge_base_search_tool(kb)``, no summarizer of its own).
         events: Also run ``astream_events`` (a second turn, on a fresh thread).
         search: ``min_score`` / ``mode`` for every surface and tool.
@@ -287,7 +339,9 @@ def run_surface(
         tools = []
         if tool_origin == "separate":
             tools = [create_knowledge_base_search_tool(kb, **search)]
-        if surface == "graph":
+        if surface == "node":
+            runnable = _node_graph(model, kb, summarizer, flag, saver)
+        elif surface == "graph":
             if tool_origin == "surface":
                 tools = [create_knowledge_base_search_tool(kb, summarizer_model=summarizer, **flag)]
             runnable = create_knowledge_graph(

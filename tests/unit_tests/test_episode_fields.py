@@ -8,8 +8,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from langchain_core.documents import Document
 
-from langchain_knowledge_inject._memory.episode_fields import Candidate, EpisodeFields
-from langchain_knowledge_inject._memory.episodic import EpisodeRecord
+from langchain_knowledge_inject._memory.episode_search import Candidate, EpisodeFields
+from langchain_knowledge_inject._memory.episodic import EpisodeRecord, EpisodicOptions
 from langchain_knowledge_inject.errors import RetrievalError
 
 NOW = datetime(2024, 6, 12, 12, 0, tzinfo=timezone.utc)
@@ -18,7 +18,9 @@ JUNE, MAY = NOW - timedelta(days=2), datetime(2024, 5, 10, tzinfo=timezone.utc)
 
 @pytest.fixture
 def new_memory(make_episodic_memory):
-    return functools.partial(make_episodic_memory, min_score=0.0, background=False)
+    return functools.partial(
+        make_episodic_memory, min_score=0.0, options=EpisodicOptions(background=False)
+    )
 
 
 def _spy(memory, monkeypatch) -> list[list[str]]:
@@ -54,7 +56,9 @@ def test_a_search_reads_back_only_the_episodes_it_returns(new_memory, monkeypatc
 
 
 def test_an_episode_written_again_is_ranked_by_its_new_date(new_memory) -> None:
-    memory = new_memory(recency_weight=0.0, session_weight=0.0)
+    memory = new_memory(
+        options=EpisodicOptions(background=False, recency_weight=0)
+    )
     memory.record("We planted tomatoes.", user_id="u", episode_id="a", date=JUNE)
     memory.record("We planted tomatoes and basil.", user_id="u", episode_id="b", date=MAY)
     before = memory.search("What did we plant in May?", user_id="u", k=2, now=NOW)
@@ -93,19 +97,25 @@ def test_fields_are_read_once_and_dropped_when_their_episode_is_written() -> Non
         return [stored[i] for i in ids if i in stored]
 
     fields = EpisodeFields(read)
-    hits = [("c2", 0.9), ("gone", 0.8), ("c1", 0.5)]
+    hits = [("c2", 0.9, 0.0), ("gone", 0.8, 0.0), ("c1", 0.5, 0.0)]
     assert fields.candidates(hits, "u") == [
-        Candidate("c2", "e2", 0.9, 2.0, "t", "Ana"),
-        Candidate("c1", "e1", 0.5, 1.0, "t", "Ana"),
+        Candidate("c2", "e2", 0.9, 2.0, "Ana"),
+        Candidate("c1", "e1", 0.5, 1.0, "Ana"),
     ]  # a chunk deleted since the search is left out
     fields.candidates(hits, "u")
     assert reads == [["c2", "gone", "c1"], ["gone"]]  # kept, only the missing one read again
 
     stored["c1"] = _doc("c1", "e1", 7.0)  # written again: same chunk, a new date
-    fields.forget("u", ["e1"])
-    assert fields.candidates([("c1", 0.5)], "u")[0].ts == 7.0
-    assert fields.candidates([("c1", 0.5)], "other")[0].ts == 7.0  # users apart
+    fields.wrote("u", ["e1"])
+    assert fields.candidates([("c1", 0.5, 0.0)], "u")[0].ts == 7.0
+    assert fields.candidates([("c1", 0.5, 0.0)], "other")[0].ts == 7.0  # users apart
     assert reads[-2:] == [["c1"], ["c1"]]
+    assert fields.speakers("u") == {"Ana"}  # learned from what was read
+    fields.wrote("u", ["e9"], speakers=["Ben", ""])
+    assert fields.speakers("u") == {"Ana", "Ben"}
+    fields.wrote("u")  # the user deleted: nothing of theirs is kept
+    assert fields.speakers("u") == set() and fields.candidates([("c2", 0.9, 0.0)], "u")
+    assert reads[-1] == ["c2"]
 
 
 def test_the_cosine_of_a_hit_is_kept_and_min_score_is_judged_on_the_better_score() -> None:
@@ -114,7 +124,7 @@ def test_the_cosine_of_a_hit_is_kept_and_min_score_is_judged_on_the_better_score
 
     assert [(c.similarity, c.dense) for c in found] == [(0.15, 0.2), (0.4, 0.3)]
     assert [c.evidence for c in found] == [0.2, 0.4]  # the cosine alone, or the hybrid score
-    assert fields.candidates([("c1", 0.15)], "u")[0].evidence == 0.15  # no cosine given
+    assert fields.candidates([("c1", 0.15, 0.0)], "u")[0].evidence == 0.15  # keyword mode
 
 
 def test_a_read_that_overlaps_a_write_is_used_but_not_kept() -> None:
@@ -124,12 +134,12 @@ def test_a_read_that_overlaps_a_write_is_used_but_not_kept() -> None:
     def read(ids, user):
         old = [stored[i] for i in ids]
         stored["c1"] = _doc("c1", "e1", 5.0)  # the writer writes it meanwhile
-        fields.forget(user, ["e1"])
+        fields.wrote(user, ["e1"])
         return old
 
     fields = EpisodeFields(read)
-    assert fields.candidates([("c1", 0.5)], "u")[0].ts == 1.0
-    assert fields.candidates([("c1", 0.5)], "u")[0].ts == 5.0  # read again, not the old one
+    assert fields.candidates([("c1", 0.5, 0.0)], "u")[0].ts == 1.0
+    assert fields.candidates([("c1", 0.5, 0.0)], "u")[0].ts == 5.0  # read again, not the old one
 
 
 def test_at_most_max_kept_fields_are_kept() -> None:
@@ -137,10 +147,10 @@ def test_at_most_max_kept_fields_are_kept() -> None:
     reads: list[list[str]] = []
     fields = EpisodeFields(lambda ids, user: reads.append(list(ids)) or
                            [stored[i] for i in ids], max_kept=4)  # fmt: skip
-    fields.candidates([(f"c{i}", 0.5) for i in range(3)], "u")
-    fields.candidates([(f"c{i}", 0.5) for i in range(3, 6)], "v")  # 6 > 4: the rest dropped
-    fields.candidates([("c3", 0.5)], "v")  # kept
-    fields.candidates([("c0", 0.5)], "u")  # dropped: read again
+    fields.candidates([(f"c{i}", 0.5, 0.0) for i in range(3)], "u")
+    fields.candidates([(f"c{i}", 0.5, 0.0) for i in range(3, 6)], "v")  # 6 > 4: the rest dropped
+    fields.candidates([("c3", 0.5, 0.0)], "v")  # kept
+    fields.candidates([("c0", 0.5, 0.0)], "u")  # dropped: read again
     assert reads[2:] == [["c0"]]
 
 

@@ -17,6 +17,7 @@ from langchain_knowledge_inject._memory.episodic import (
     Episode,
     EpisodeRecord,
     EpisodicMemory,
+    EpisodicOptions,
     format_episodes,
 )
 from langchain_knowledge_inject._turn.blocks import BlockText
@@ -149,7 +150,7 @@ def test_filters_by_thread_date_speaker_and_own_metadata(memory) -> None:
 def test_recency_is_a_per_search_option_with_a_reference_time(new_memory) -> None:
     q, old, new = "Where do I live now?", "I live in Lisbon.", "I live in Porto."
     emb = TableEmbeddings({q: [1, 0, 0], old: [0.9, 0.436, 0], new: [0.85, 0, 0.527]})
-    memory = new_memory(embeddings=emb, min_score=0.0, recency_weight=0.2)
+    memory = new_memory(embeddings=emb, min_score=0.0, options=EpisodicOptions(recency_weight=0.2))
     memory.record(old, user_id="u1", date=NOW - timedelta(days=60))
     memory.record(new, user_id="u1", date=NOW)
 
@@ -170,7 +171,7 @@ def test_recency_is_off_when_the_question_asks_about_the_past(new_memory) -> Non
     q = "When did I live in Lisbon?"
     old, new = "I lived in Lisbon for years.", "I live in Lisbon again."
     emb = TableEmbeddings({q: [1, 0, 0], old: [0.9, 0.436, 0], new: [0.85, 0, 0.527]})
-    memory = new_memory(embeddings=emb, min_score=0.0, recency_weight=0.2)
+    memory = new_memory(embeddings=emb, min_score=0.0, options=EpisodicOptions(recency_weight=0.2))
     memory.record(old, user_id="u1", date=NOW - timedelta(days=60))
     memory.record(new, user_id="u1", date=NOW)
 
@@ -223,7 +224,9 @@ def test_a_named_speaker_is_matched_by_metadata_not_by_greetings(new_memory) -> 
     found = memory.search("Which course did Rosa's enrol in? Rosa", user_id="c", k=3, recency="off")
 
     assert found[0].episode_id == "fact"
-    assert found[0].score - found[0].similarity == pytest.approx(memory.speaker_weight, abs=1e-6)
+    assert found[0].score - found[0].similarity == pytest.approx(
+        memory.options.speaker_weight, abs=1e-6
+    )
 
 
 def test_another_user_never_gets_my_episodes(memory) -> None:
@@ -236,7 +239,6 @@ def test_another_user_never_gets_my_episodes(memory) -> None:
     assert {e.text for e in memory.search("dog Rex cat Tom", user_id="u2", k=10)} == {
         "My cat is Tom."
     }
-    assert memory.collection_name("u1") != memory.collection_name("u2")
     assert memory.count("u1") == 1 and memory.count("u2") == 1 and memory.count("u3") == 0
 
 
@@ -254,7 +256,9 @@ def test_min_score_judges_a_paraphrase_on_its_cosine(new_memory) -> None:
     # no word in common: the keyword side finds nothing, the hybrid score is 0.75 * cosine
     q, fact, other = "Which city am I based in?", "I live in Porto now.", "Pasta for dinner."
     table = {q: [1.0, 0.0, 0.0], fact: [0.2, 0.98, 0.0], other: [0.0, 0.0, 1.0]}
-    memory = new_memory(embeddings=TableEmbeddings(table), min_score=0.18, background=False)
+    memory = new_memory(
+        embeddings=TableEmbeddings(table), min_score=0.18, options=EpisodicOptions(background=False)
+    )
     memory.record(fact, user_id="u1", episode_id="fact")
     memory.record(other, user_id="u1", episode_id="other")
 
@@ -314,7 +318,7 @@ def test_the_same_question_answered_differently_elsewhere_is_kept(memory) -> Non
 
 
 def test_a_note_saved_in_the_visible_history_is_left_out(memory) -> None:
-    memory.remember("Prefers aisle seats.", user_id="u1")
+    memory.record("Prefers aisle seats.", user_id="u1", kind="memory")
     call = AIMessage("", tool_calls=[{"name": "store_memory", "id": "1",
                                       "args": {"content": "Prefers aisle seats."}}])  # fmt: skip
     visible = [HumanMessage("Book me a flight"), call, ToolMessage("Saved.", tool_call_id="1")]
@@ -425,7 +429,7 @@ def test_format_clips_long_messages_and_shows_notes_and_turns() -> None:
 
 async def test_async_twins(memory) -> None:
     eid = await memory.arecord_exchange("My dog is Rex.", "Nice!", user_id="u1")
-    note = await memory.aremember("Likes jazz.", user_id="u1")
+    note = await memory.arecord("Likes jazz.", user_id="u1", kind="memory")
     turn = await memory.arecord_turn([HumanMessage("I am Ana."), AIMessage("Hi Ana")], config=cfg())
     single = await memory.arecord("Ben: hi", user_id="u1", speaker="Ben")
     await memory.aflush()
@@ -474,7 +478,9 @@ def test_a_given_knowledge_base_and_chroma_client_can_hold_the_memory(tmp_path) 
         embeddings=emb,
         text_splitter=None,
     )
-    memory = EpisodicMemory(knowledge_base=kb, min_score=0, background=False)
+    memory = EpisodicMemory(
+        knowledge_base=kb, min_score=0, options=EpisodicOptions(background=False)
+    )
     memory.record("hello there", user_id="u1")
 
     assert memory.knowledge_base is kb and kb.count(tenant_id="u1") == 1
@@ -490,8 +496,9 @@ def test_a_failing_store_raises_retrieval_error(tmp_path) -> None:
 
         get_or_create_collection = get_collection
 
-    memory = EpisodicMemory(client=Broken(), path=tmp_path, background=False,
-                            embeddings=DeterministicFakeEmbedding(size=8))  # fmt: skip
+    emb = DeterministicFakeEmbedding(size=8)
+    memory = EpisodicMemory(client=Broken(), path=tmp_path, embeddings=emb,
+                            options=EpisodicOptions(background=False))  # fmt: skip
 
     with pytest.raises(RetrievalError, match="could not be opened"):
         memory.search("q", user_id="u1")
@@ -499,45 +506,32 @@ def test_a_failing_store_raises_retrieval_error(tmp_path) -> None:
 
 
 @pytest.mark.parametrize(
-    "kwargs",
-    [{"k": 0}, {"k": MAX_K + 1}, {"min_score": 2}, {"recency_weight": -0.1},
-     {"recency_half_life_days": 0}, {"date_weight": -1}, {"flush_timeout_s": 0},
-     {"max_snippet_chars": 5}, {"max_tokens": 0}, {"collection_prefix": "-bad"},
-     {"collection_prefix": "has space"}],
+    ("kwargs", "allowed"),
+    [({"k": 0}, "between 1 and 50"), ({"k": MAX_K + 1}, "between 1 and 50"),
+     ({"k": 2.5}, "integer"), ({"min_score": 2}, r"\[-1, 1\]"), ({"max_tokens": 0}, "at least 1"),
+     ({"collection_prefix": "-bad"}, "starting with a letter"),
+     ({"collection_prefix": "has space"}, "letters, digits"),
+     ({"options": {"k": 3}}, "EpisodicOptions")],
 )  # fmt: skip
-def test_invalid_options_are_refused(kwargs) -> None:
-    with pytest.raises(ConfigurationError):
+def test_invalid_arguments_are_refused_saying_what_is_allowed(kwargs, allowed) -> None:
+    with pytest.raises(ConfigurationError, match=allowed) as raised:
         EpisodicMemory(embeddings=DeterministicFakeEmbedding(size=8), **kwargs)
+    assert raised.value.option == next(iter(kwargs))
+
+
+@pytest.mark.parametrize(
+    ("fields", "allowed"),
+    [({"recency_weight": -0.1}, "greater than or equal to 0"),
+     ({"recency_half_life_days": 0}, "greater than 0"), ({"date_weight": -1}, "greater than or"),
+     ({"flush_timeout_s": 0}, "greater than 0"), ({"max_snippet_chars": 5}, "at least 20|20"),
+     ({"search_mode": "fuzzy"}, "hybrid"), ({"k": 3}, "k=3: unknown option; options: recency")],
+)  # fmt: skip
+def test_invalid_options_are_refused_saying_what_is_allowed(fields, allowed) -> None:
+    with pytest.raises(ConfigurationError, match=allowed) as raised:
+        EpisodicOptions(**fields)
+    assert raised.value.option == next(iter(fields))
 
 
 def test_docstring_examples() -> None:
     result = doctest.testmod(episodic_module)
     assert result.attempted > 0 and result.failed == 0
-
-
-def test_episodes_of_the_old_store_can_be_imported(tmp_path) -> None:
-    old = chromadb.PersistentClient(path=str(tmp_path / "episodes"))
-    col = old.get_or_create_collection("kinject-episodes-0123", embedding_function=None)
-    head = {"user_id": "u1", "thread_id": "t1", "kind": "exchange", "ts": NOW.timestamp()}
-    col.add(
-        ids=["e1:x", "e1:s0", "e2:x"],
-        embeddings=[[0.1, 0.2], [0.2, 0.1], [0.3, 0.3]],
-        documents=["User: I like tea.\nAssistant: Noted.", "I like tea.", "Aisle seats."],
-        metadatas=[
-            {**head, "episode_id": "e1", "rec": "x", "user_message": "I like tea.",
-             "assistant_reply": "Noted."},
-            {**head, "episode_id": "e1", "rec": "s"},
-            {**head, "episode_id": "e2", "rec": "m", "kind": "memory",
-             "user_message": "Aisle seats.", "assistant_reply": ""},
-        ],
-    )  # fmt: skip
-    memory = EpisodicMemory(path=tmp_path, embeddings=DeterministicFakeEmbedding(size=32),
-                            min_score=0)  # fmt: skip
-
-    assert memory.import_legacy() == 2 and memory.import_legacy() == 2  # idempotent
-    found = {e.episode_id: e for e in memory.search("tea", user_id="u1", k=5)}
-    assert found["e1"].assistant_reply == "Noted." and found["e1"].thread_id == "t1"
-    assert found["e1"].date == NOW and found["e2"].kind == "memory"
-    assert memory.count("u1") == 2
-    assert EpisodicMemory(path=tmp_path / "none").import_legacy() == 0
-    memory.close()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
-from langchain_knowledge_inject._memory.episodic import EpisodicMemory
+from langchain_knowledge_inject._memory.episodic import EpisodicMemory, EpisodicOptions
 from langchain_knowledge_inject.errors import MemoryWriteError
 
 
@@ -67,12 +67,14 @@ def test_record_returns_before_the_write_and_a_search_waits_for_it(tmp_path) -> 
 
     assert eid == "t1"  # returned while the writer is blocked in the embedding model
     assert emb.entered.wait(10)
-    assert memory._writer.pending == 1
+    assert memory.recorder.writer.pending == 1
     assert [e["meta"]["ep_id"] for e in journal_lines(tmp_path)] == ["t1"]  # journalled first
     emb.gate.set()
     assert [e.episode_id for e in memory.search("cat", user_id="u1")] == ["t1"]
     memory.flush()
-    assert memory._writer.pending == 0 and journal_lines(tmp_path) == []  # emptied when idle
+    assert (
+        memory.recorder.writer.pending == 0 and journal_lines(tmp_path) == []
+    )  # emptied when idle
     memory.close()
 
 
@@ -93,7 +95,7 @@ async def test_aflush(tmp_path) -> None:
     memory = EpisodicMemory(path=tmp_path, embeddings=DeterministicFakeEmbedding(size=32))
     await memory.arecord("hello", user_id="u1")
     await memory.aflush()
-    assert memory._writer.pending == 0 and memory.count("u1") == 1
+    assert memory.recorder.writer.pending == 0 and memory.count("u1") == 1
     memory.close()
 
 
@@ -114,7 +116,9 @@ def test_a_failing_write_is_logged_kept_and_retried(tmp_path, caplog) -> None:
 def test_flush_raises_when_the_writes_keep_failing_and_nothing_is_lost(tmp_path) -> None:
     # flush_timeout_s bounds close() too (default 30 s): the writes never succeed here
     memory = EpisodicMemory(
-        path=tmp_path, embeddings=FlakyEmbeddings(failures=10**6), flush_timeout_s=3
+        path=tmp_path,
+        embeddings=FlakyEmbeddings(failures=10**6),
+        options=EpisodicOptions(flush_timeout_s=3),
     )
     memory.record("I like tea.", user_id="u1", episode_id="tea")
 
@@ -169,7 +173,7 @@ def test_a_crash_loses_nothing_recorded_the_journal_is_replayed_on_open(tmp_path
 
 def test_a_torn_last_line_is_skipped_and_the_rest_replayed(tmp_path) -> None:
     first = EpisodicMemory(path=tmp_path, embeddings=DeterministicFakeEmbedding(size=32),
-                           background=False)  # fmt: skip
+                           options=EpisodicOptions(background=False))  # fmt: skip
     first.knowledge_base  # noqa: B018
     first.close()
     journal = tmp_path / "episodes" / "journal"
@@ -189,7 +193,7 @@ def test_a_second_memory_on_the_same_store_gets_its_own_journal(tmp_path) -> Non
     first = EpisodicMemory(path=tmp_path, embeddings=emb)
     second = EpisodicMemory(path=tmp_path, embeddings=emb)
 
-    assert first._writer.path != second._writer.path
+    assert first.recorder.writer.path != second.recorder.writer.path
     first.record("a", user_id="u1")
     first.close()
     second.close()
@@ -197,9 +201,9 @@ def test_a_second_memory_on_the_same_store_gets_its_own_journal(tmp_path) -> Non
 
 def test_without_background_the_write_happens_in_the_call(tmp_path) -> None:
     memory = EpisodicMemory(path=tmp_path, embeddings=DeterministicFakeEmbedding(size=32),
-                            background=False)  # fmt: skip
+                            options=EpisodicOptions(background=False))  # fmt: skip
     memory.record("hello", user_id="u1")
 
-    assert memory._writer is None and memory.knowledge_base.count(tenant_id="u1") == 1
+    assert memory.recorder.writer is None and memory.knowledge_base.count(tenant_id="u1") == 1
     assert not (tmp_path / "episodes" / "journal").exists()
     memory.close()

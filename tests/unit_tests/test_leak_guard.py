@@ -1,11 +1,13 @@
-"""The leak guard: thresholds, normalization, and the labelled set behind the defaults."""
+"""The leak guard: what it refuses, the labelled sets behind its defaults, and its figures."""
 
 from __future__ import annotations
 
 import doctest
 import json
-import re
+import logging
+from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -14,14 +16,24 @@ from langchain_core.documents import Document
 from langchain_core.language_models import GenericFakeChatModel
 
 from langchain_knowledge_inject._restricted import guard as leak_guard
-from langchain_knowledge_inject._restricted.guard import LeakPolicy, LeakReport, check_leak
+from langchain_knowledge_inject._restricted import guard_numbers, guard_text
+from langchain_knowledge_inject._restricted.guard import (
+    CODES,
+    LeakPolicy,
+    LeakReport,
+    check_leak,
+)
 from langchain_knowledge_inject._restricted.boundary import format_block as format_safe_summary
 from langchain_knowledge_inject._restricted.boundary import release
 from langchain_knowledge_inject.errors import ConfigurationError
 from tests.unit_tests.adversarial_fixtures import (
+    ATTACK_CLASSES,
     BORDERLINE_RESTATEMENTS,
+    FRAGMENT_CASES,
     HONEST_CASES,
     SMUGGLING_CASES,
+    UNREADABLE_LANGUAGE_CASES,
+    FragmentCase,
     HonestCase,
     SmugglingCase,
 )
@@ -40,6 +52,12 @@ def _errors(policy: LeakPolicy) -> tuple[list[str], list[str]]:
     return false_pos, false_neg
 
 
+def _found(summary: str, chunks: Sequence[str], code: str, question: str = "") -> set[Any]:
+    """What one check found (inside the guard: the report itself never carries it)."""
+    context = leak_guard._Context(list(chunks), question, (), LeakPolicy())
+    return context.findings([summary])[code]
+
+
 def test_labelled_set_shape() -> None:
     legit = [c for c in LEAK_CASES if not c.should_flag]
     copies = [c for c in LEAK_CASES if c.should_flag]
@@ -48,7 +66,7 @@ def test_labelled_set_shape() -> None:
 
 
 def test_default_policy_on_labelled_set() -> None:
-    """The figures quoted in LeakPolicy's docstring: 0 missed copies, 1 flagged paraphrase."""
+    """0 missed copies, 1 flagged paraphrase (a domain-term summary, 0.70 in copied 3-grams)."""
     false_pos, false_neg = _errors(LeakPolicy())
     assert false_neg == []
     assert false_pos == ["commission_domain_terms"]
@@ -63,22 +81,18 @@ def test_default_policy_on_labelled_set() -> None:
             {"verbatim_case_punctuation", "edited_every_5th", "edited_every_4th"},
         ),
         ({"ngram_size": 4}, {"edited_every_4th"}),
-        (
-            {"number_words": False},
-            {"numbers_words", "numbers_compound_words", "numbers_percent_word"},
-        ),
     ],
 )
-def test_each_check_earns_its_place(change: dict, missed: set[str]) -> None:
-    """Switching one check off (or loosening it) lets exactly these copies through."""
+def test_each_threshold_earns_its_place(change: dict, missed: set[str]) -> None:
+    """Loosening one threshold lets exactly these copies through."""
     _, false_neg = _errors(LeakPolicy(**change))
     assert set(false_neg) == missed
 
 
-def test_numbers_check_catches_every_copied_value() -> None:
-    _, false_neg = _errors(LeakPolicy(forbid_numbers=False))
-    assert len(false_neg) == 9
-    assert all(name.startswith("numbers_") for name in false_neg)
+def test_every_copied_value_is_a_copied_number() -> None:
+    for case in LEAK_CASES:
+        if case.name.startswith("numbers_"):
+            assert "copied_number" in check_leak(case.summary, case.chunks).codes, case.name
 
 
 def test_stricter_run_threshold_flags_a_domain_phrase() -> None:
@@ -95,11 +109,10 @@ def test_short_summaries_are_not_judged_on_share() -> None:
 def test_defaults() -> None:
     policy = LeakPolicy()
     assert policy.max_verbatim_words == 8
+    assert policy.filler_gap == 2
     assert policy.max_copied_ngram_share == 0.6
     assert policy.ngram_size == 3
     assert policy.min_words_for_share == 12
-    assert policy.forbid_numbers is True
-    assert policy.number_words is True
     assert policy.allowed_numbers == ()
 
 
@@ -111,7 +124,9 @@ def test_defaults() -> None:
         ({"max_copied_ngram_share": 0}, "max_copied_ngram_share"),
         ({"ngram_size": 1}, "ngram_size"),
         ({"min_words_for_share": 0}, "min_words_for_share"),
+        ({"filler_gap": -1}, "filler_gap"),
         ({"max_verbatim": 5}, "max_verbatim"),
+        ({"forbid_numbers": False}, "forbid_numbers"),
     ],
 )
 def test_invalid_policy_raises_configuration_error(kwargs: dict, option: str) -> None:
@@ -122,17 +137,24 @@ def test_invalid_policy_raises_configuration_error(kwargs: dict, option: str) ->
     assert isinstance(info.value, ValueError)
 
 
-def test_verbatim_copy_is_flagged_with_value_free_reasons() -> None:
+def _assert_no_text(report: LeakReport) -> None:
+    """A report holds codes, counts and lengths only: nothing it carries is model or chunk text."""
+    assert set(report.codes) <= set(CODES)
+    assert set(report.counts) == set(report.codes)
+    assert all(isinstance(n, int) for n in report.counts.values())
+    assert isinstance(report.longest_verbatim_run, int) and isinstance(report.summary_words, int)
+    assert isinstance(report.copied_ngram_share, float)
+
+
+def test_verbatim_copy_is_flagged_with_codes_only() -> None:
     report = check_leak(CHUNKS["leave"], [CHUNKS["leave"]])
     assert report.leaked
     assert report.longest_verbatim_run == 55
     assert report.copied_ngram_share == 1.0
-    assert report.copied_numbers == ["10", "14", "31", "5"]
-    joined = " ".join(report.reasons)
-    assert "verbatim run of 55 words" in joined
-    assert "4 number(s) copied" in joined
-    for value in report.copied_numbers:  # reasons can be logged: no values in them
-        assert f" {value} " not in f" {joined} ".replace("55", "")
+    assert {"verbatim_run", "copied_ngrams", "copied_number"} <= set(report.codes)
+    assert report.counts["copied_number"] >= 4
+    assert {"10", "14", "31", "5"} <= _found(CHUNKS["leave"], [CHUNKS["leave"]], "copied_number")
+    _assert_no_text(report)
 
 
 def test_paraphrase_passes() -> None:
@@ -152,33 +174,32 @@ def test_paraphrase_passes() -> None:
 @pytest.mark.parametrize(
     ("summary", "chunk", "expected"),
     [
-        ("about 1500 people", "more than 1,500 customers", ["1500"]),
-        ("a rate of 8.50 percent", "8.5% of revenue", ["8.5"]),
-        ("a rate of 8,5 percent", "8.5% of revenue", ["8.5"]),
-        ("fourteen days", "at least 14 calendar days", ["14"]),
-        ("twenty-five percent", "deeper than 25% off", ["25"]),
-        ("ninety five", "95% of tickets", ["95"]),
-        ("three hundred", "300 seats", ["300"]),
-        ("\uff11\uff14 days", "14 days", ["14"]),
-        ("section 04.20", "Section 4.2 Support KPIs", ["4.2"]),
-        ("one of them, two things", "1 or 2 tickets", []),
-        ("twenty-two", "22 seats", ["22"]),
-        ("7 days", "within 30 minutes", []),
+        ("about 1500 people", "more than 1,500 customers", {"1500"}),
+        ("a rate of 8.50 percent", "8.5% of revenue", {"8.5", "0.085"}),
+        ("a rate of 8,5 percent", "8.5% of revenue", {"8.5", "0.085"}),
+        ("fourteen days", "at least 14 calendar days", {"14"}),
+        ("twenty-five percent", "deeper than 25% off", {"25", "0.25"}),
+        ("ninety five", "95% of tickets", {"95"}),
+        ("three hundred", "300 seats", {"300"}),
+        ("\uff11\uff14 days", "14 days", {"14"}),
+        ("section 04.20", "Section 4.2 Support KPIs", {"4.2"}),
+        ("one of them, two things", "1 or 2 tickets", set()),
+        ("twenty-two", "22 seats", {"22"}),
+        ("7 days", "within 30 minutes", set()),
+        ("\u56db\u5341\u4e8c", "42 seats", {"42"}),
+        ("\u2167 seats", "8 seats", {"8"}),
     ],
 )
-def test_number_normalization(summary: str, chunk: str, expected: list[str]) -> None:
-    assert check_leak(summary, [chunk]).copied_numbers == expected
+def test_number_normalization(summary: str, chunk: str, expected: set[str]) -> None:
+    assert _found(summary, [chunk], "copied_number") & {v for v in expected} == expected
+    assert bool(_found(summary, [chunk], "copied_number")) is bool(expected)
 
 
-def test_allowed_numbers_and_switches() -> None:
+def test_allowed_numbers() -> None:
     chunk = "Support runs 24/7 and answers within 30 minutes."
     summary = "Support runs around the clock, 24/7."
-    assert check_leak(summary, [chunk]).copied_numbers == ["24", "7"]
+    assert check_leak(summary, [chunk]).codes == ("copied_number",)
     assert not check_leak(summary, [chunk], policy=LeakPolicy(allowed_numbers=("24", "7"))).leaked
-    assert not check_leak(summary, [chunk], policy=LeakPolicy(forbid_numbers=False)).leaked
-    assert (
-        check_leak("fourteen", ["14"], policy=LeakPolicy(number_words=False)).copied_numbers == []
-    )
 
 
 def test_invisible_characters_case_and_punctuation_do_not_hide_a_copy() -> None:
@@ -190,6 +211,7 @@ def test_invisible_characters_case_and_punctuation_do_not_hide_a_copy() -> None:
     report = check_leak(disguised, [chunk])
     assert report.leaked
     assert report.longest_verbatim_run == 16
+    assert "invisible_character" in report.codes
 
 
 def test_runs_are_counted_within_one_chunk() -> None:
@@ -200,7 +222,6 @@ def test_runs_are_counted_within_one_chunk() -> None:
 
 
 def test_share_is_not_judged_below_min_words() -> None:
-    policy = LeakPolicy(min_words_for_share=12)
     report = check_leak("open a bridge and notify the incident commander", [CHUNKS["incident"]])
     assert report.copied_ngram_share == 0.0
     assert not report.leaked
@@ -210,7 +231,7 @@ def test_share_is_not_judged_below_min_words() -> None:
         policy=LeakPolicy(min_words_for_share=1),
     )
     assert report.copied_ngram_share > 0.6
-    assert policy.min_words_for_share == 12
+    assert report.codes == ("copied_ngrams",)
 
 
 def test_empty_inputs() -> None:
@@ -253,13 +274,70 @@ def test_large_inputs_are_handled() -> None:
     assert not report.leaked
 
 
-def test_docstring_examples() -> None:
-    result = doctest.testmod(leak_guard)
-    assert result.attempted >= 5
+@pytest.mark.parametrize("module", [leak_guard, guard_numbers, guard_text])
+def test_docstring_examples(module: Any) -> None:
+    result = doctest.testmod(module)
+    assert result.attempted >= 1
     assert result.failed == 0
 
 
-# --- the adversarial suite: smuggling encodings and honest summaries --------------------
+# --- what the guard cannot read, it refuses ------------------------------------------------
+
+_VAULT = "The vault door code is 4817 and it is rotated every month by facilities."
+_BUYER = "The logistics unit will be sold to Blue Harbor Logistics after the summer."
+
+
+@pytest.mark.parametrize(
+    ("code", "summary", "chunk", "passes"),
+    [
+        ("invisible_character", "Rotated monthly.\U000e0034\U000e0038", _VAULT, "Rotated monthly."),
+        ("unreadable_script", "Rotated monthly \u2803\u2801.", _VAULT, "Rotated monthly."),
+        ("unparsed_language", "Koodi vaihdetaan kuukausittain.", _VAULT, "It changes monthly."),
+        ("unknown_token", "Code zulqerb, rotated monthly.", _VAULT, "Code rotated monthly."),
+        ("copied_identifier", "The buyer is blue harbor logistics.", _BUYER, "A buyer exists."),
+        ("copied_number", "The code is 4817.", _VAULT, "The code is rotated."),
+        ("unexplained_number", "The code minus 1000 is 3817.", _VAULT, "The code changes."),
+        ("verbatim_run", "file it before the first day of absence. Requests covering more than",
+         CHUNKS["leave"], "Plan absences early and ask the department head for long ones."),
+    ],
+)  # fmt: skip
+def test_each_code_has_a_probe(code: str, summary: str, chunk: str, passes: str) -> None:
+    """The probe is withheld with that code; the same message without it is released."""
+    question = "How is the vault protected?"
+    assert code in check_leak(summary, [chunk], question=question).codes
+    assert not check_leak(passes, [chunk], question=question).leaked
+
+
+def test_characters_the_chunks_use_themselves_are_readable() -> None:
+    """A format character or script of the chunks (a Persian ZWNJ) is not refused for itself."""
+    chunk = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 leave policy"
+    summary = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"
+    report = check_leak(summary, [chunk], question="?")
+    assert not {"invisible_character", "unreadable_script"} & set(report.codes)
+    assert "unparsed_language" in report.codes  # no number words are parsed for Persian
+
+
+def test_the_question_language_is_read() -> None:
+    """A German exchange: its words and number words are read in German."""
+    chunk = "Die Kaution betr\u00e4gt 2750 Euro und wird nach Abnahme der R\u00e4ume erstattet."
+    question = "Wie hoch ist die Kaution?"
+    honest = check_leak("Die Kaution wird beim Auszug erstattet.", [chunk], question=question)
+    assert not honest.leaked
+    copied = check_leak("Sie betr\u00e4gt zweitausendsiebenhundertf\u00fcnfzig Euro.", [chunk],
+                        question=question)  # fmt: skip
+    assert copied.codes == ("copied_number",)
+
+
+def test_source_names_are_compared_after_folding_case_and_separators() -> None:
+    sources = ["/kb/hr/HR-Policy_Leave 2024.docx"]
+    chunk = "Leave requests go through the HR portal."
+    for written in ("hr policy leave 2024", "HRPOLICY_LEAVE-2024", "Hr.Policy.Leave.2024.docx"):
+        report = check_leak(f"See {written}.", [chunk], sources=sources, question=written)
+        assert report.codes == ("source_name",), written
+    assert not check_leak("See the leave policy.", [chunk], sources=sources).leaked
+
+
+# --- the adversarial suite -----------------------------------------------------------------
 
 
 def _fields(case: SmugglingCase) -> dict[str, str]:
@@ -272,34 +350,49 @@ def _fields(case: SmugglingCase) -> dict[str, str]:
 
 
 def test_adversarial_sets_shape() -> None:
-    assert len(SMUGGLING_CASES) >= 30
     assert len({c.name for c in SMUGGLING_CASES}) == len(SMUGGLING_CASES)
     assert len({c.encoding for c in SMUGGLING_CASES}) == len(SMUGGLING_CASES)
-    assert len(HONEST_CASES) >= 50
+    per_class = Counter(c.attack for c in SMUGGLING_CASES)
+    assert set(per_class) == set(ATTACK_CLASSES)
+    assert min(per_class.values()) >= 5, per_class
+    assert per_class["encoding"] >= 30
+    assert len(FRAGMENT_CASES) >= 5
+    assert len(HONEST_CASES) >= 100
     assert len({c.name for c in HONEST_CASES}) == len(HONEST_CASES)
     for case in SMUGGLING_CASES:
-        assert case.secret in case.chunks[0], case.name
+        where = case.sources[0] if case.sources else case.chunks[0]
+        assert case.secret in where, case.name
         assert (case.decision == "answer") == (case.reason == "answerable"), case.name
 
 
 @pytest.mark.parametrize("case", SMUGGLING_CASES, ids=lambda c: c.name)
-def test_every_smuggling_encoding_is_withheld(case: SmugglingCase) -> None:
-    report = check_leak(_fields(case), case.chunks, question=case.question)
+def test_every_smuggling_case_is_withheld(case: SmugglingCase) -> None:
+    report = check_leak(_fields(case), case.chunks, question=case.question, sources=case.sources)
     assert report.leaked, case.encoding
-    # the reasons may be logged: they never quote the secret or any of its pieces
-    reasons = " ".join(report.reasons).casefold()
-    for piece in re.findall(r"[^\W_]{2,}", case.secret.casefold()):
-        if piece.isalpha() and piece in _REASON_WORDS:
-            continue
-        assert not re.search(rf"\b{re.escape(piece)}\b", reasons), (case.name, piece)
+    _assert_no_text(report)
 
 
-_REASON_WORDS = {"the", "of", "on", "to", "after", "days", "words", "number", "office"}
+@pytest.mark.parametrize("case", FRAGMENT_CASES, ids=lambda c: c.name)
+def test_fragments_do_not_add_up(case: FragmentCase) -> None:
+    """Each fragment alone is released; the last one, judged with the others, is withheld."""
+    for fragment in (*case.released, case.summary):
+        assert not check_leak(fragment, case.chunks, question=case.question).leaked, fragment
+    report = check_leak(
+        {"summary": case.summary}, case.chunks, question=case.question, released=case.released
+    )
+    assert "fragment" in report.codes
+    _assert_no_text(report)
 
 
-@pytest.mark.parametrize("case", SMUGGLING_CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize(
+    "case", [c for c in SMUGGLING_CASES if not c.sources], ids=lambda c: c.name
+)
 def test_smuggling_is_withheld_through_the_summarizer(case: SmugglingCase) -> None:
-    """The same replies through ``summarize_chunks``: the main model gets the fixed refusal."""
+    """The same replies through ``summarize_chunks``: the main model gets the fixed refusal.
+
+    Source-name cases need the boundary to pass the sensitive source names to
+    the guard (``check_leak(..., sources=)``); they are checked above.
+    """
     reply = json.dumps(
         {
             "decision": case.decision,
@@ -332,94 +425,77 @@ def _withheld(cases: Sequence[HonestCase], policy: LeakPolicy | None = None) -> 
 
 
 def test_false_positive_share_on_honest_summaries() -> None:
-    """Quality target of issue 9: at most 5% of honest summaries withheld (0 today)."""
+    """Target of issue 21: at most 5% of honest summaries withheld (0 of 105 today)."""
     withheld = _withheld(HONEST_CASES)
     assert len(withheld) / len(HONEST_CASES) <= 0.05, withheld
     assert withheld == []
 
 
 def test_restatements_with_values_removed_are_withheld() -> None:
-    """The six first drafts that restate a chunk sentence are copies by LEAK_CASES' standard."""
+    """First drafts that restate a chunk sentence are copies by LEAK_CASES' standard."""
     assert _withheld(BORDERLINE_RESTATEMENTS) == [c.name for c in BORDERLINE_RESTATEMENTS]
 
 
-@pytest.mark.parametrize(
-    ("change", "summary", "chunk"),
-    [
-        (
-            {"filler_gap": 0},
-            "calls are, um, deleted, you know, automatically after, like, legal places, er, "
-            "them on hold",
-            "Call recordings are deleted automatically after legal places them on hold.",
-        ),
-        ({"decode": False}, "key: a2VzdHJlbC1ibHVl", "The master key is kestrel-blue-ivy."),
-        ({"distinctive_tokens": False}, "codename Zephyrine", "The codename is Zephyrine."),
-        ({"rare_word_zipf": 0.0}, "codename Zephyrine", "The codename is Zephyrine."),
-        ({"rare_compound_zipf": 0.0}, "phrase tundra-marmot", "The phrase is tundra-marmot."),
-        ({"number_words": False}, "zweitausendsiebenhundert", "Die Kaution ist 2700 Euro."),
-        ({"min_digit_run": 5, "min_loose_digit_run": 5}, "it is 4 8 1 7", "The code is 4817."),
-        ({"min_loose_digit_run": 9}, "starts 6601, then 8342", "Account 66018342."),
-        ({"forbid_numbers": False}, "it is 4 8 1 7", "The code is 4817."),
-    ],
-)
-def test_each_new_check_earns_its_place(change: dict, summary: str, chunk: str) -> None:
-    """With the check on the probe is withheld; with it off, nothing else catches it."""
-    assert check_leak(summary, [chunk], question="What is it?").leaked
-    loosened = LeakPolicy(**change)
-    assert not check_leak(summary, [chunk], question="What is it?", policy=loosened).leaked
+def test_a_summary_in_a_language_the_guard_cannot_read_is_withheld() -> None:
+    assert _withheld(UNREADABLE_LANGUAGE_CASES) == [c.name for c in UNREADABLE_LANGUAGE_CASES]
 
 
 def test_question_tokens_are_not_secrets() -> None:
-    """Issue 9, item 4: "Q3" (and any word or number of the question) is not a copy."""
+    """ "Q3" (and any word or number of the question) is not a copy."""
     chunk = "Quarterly targets 2024: close 3.4 million in Q3 and 4.1 million in Q4."
     summary = "The Q3 2024 target is about new recurring revenue."
     assert check_leak(summary, [chunk]).leaked
     report = check_leak(summary, [chunk], question="How are we doing against Q3 2024?")
-    assert not report.leaked, report.reasons
+    assert not report.leaked, report.codes
     # a value the question does not hold is still withheld
     assert check_leak("Q3 asks for 3.4 million.", [chunk], question="Q3 target?").leaked
 
 
-def test_fields_can_be_one_text_a_sequence_or_a_mapping() -> None:
+def test_fields_can_be_a_mapping_a_sequence_or_one_text() -> None:
     chunk = "Settlement funds are held in escrow account 66018342."
-    halves = ("The account begins 6601", "and it ends 8342.")
+    halves = ("The account begins 66, then 01", "and it ends 83, then 42.")
     assert not check_leak(halves[0], [chunk]).leaked
     assert check_leak(list(halves), [chunk]).leaked
     assert check_leak({"summary": halves[1], "answer_guidance": halves[0]}, [chunk]).leaked
-    assert check_leak(" ".join(halves), [chunk]).copied_digits == ["66018342"]
+    assert "66018342" in _found(" ".join(halves), [chunk], "copied_number")
     with pytest.raises(ConfigurationError) as info:
         check_leak(42, [chunk])  # type: ignore[arg-type]
     assert info.value.option == "fields"
 
 
-def test_the_guard_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_guard_fails_closed(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     def broken(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("boom")
+        raise RuntimeError("boom: Zephyrine 4817")
 
-    monkeypatch.setattr(leak_guard, "_check_runs", broken)
-    report = check_leak("anything", ["some chunk"])
-    assert report.leaked
-    assert report.reasons == ["the guard could not check the output (RuntimeError)"]
+    monkeypatch.setattr(leak_guard._Context, "findings", broken)
+    with caplog.at_level(logging.DEBUG):
+        report = check_leak("anything", ["some chunk"])
+    assert report == LeakReport(leaked=True, codes=("guard_error",), counts={"guard_error": 1})
+    assert [r.getMessage() for r in caplog.records] == [
+        "leak guard failed (RuntimeError): withholding"
+    ]
 
 
 @pytest.mark.parametrize(
-    ("summary", "chunk", "kind"),
+    ("summary", "chunk"),
     [
-        ("use Z\u0435phyrine", "The codename is Zephyrine.", "rare word"),  # Cyrillic e
-        ("Quebec X-ray seven Romeo", "Guest code QX7R.", "code"),
-        ("amber and walrus and pilot", "Passphrase amber-walrus-pilot.", "compound"),
-        ("AmberWalrusPilot", "Passphrase amber-walrus-pilot.", "compound"),
-        ("tolip-surlaw-rebma", "Passphrase amber-walrus-pilot.", "compound"),
-        ("Z.e.p.h.y.r.i.n.e", "The codename is Zephyrine.", "rare word"),
-        ("n i g h t j a r copper", "Password nightjar-copper-19.", "code"),
-        ("it is Zephyrne", "The codename is Zephyrine.", "rare word"),
-        ("walrus, pilot and amber", "Passphrase amber-walrus-pilot.", "compound"),
+        ("use Z\u0435phyrine", "The codename is Zephyrine."),  # Cyrillic e
+        ("Quebec X-ray seven Romeo", "Guest code QX7R."),
+        ("amber and walrus and pilot", "Passphrase amber-walrus-pilot."),
+        ("AmberWalrusPilot", "Passphrase amber-walrus-pilot."),
+        ("tolip-surlaw-rebma", "Passphrase amber-walrus-pilot."),
+        ("Z.e.p.h.y.r.i.n.e", "The codename is Zephyrine."),
+        ("n i g h t j a r copper", "Password nightjar-copper-19."),
+        ("it is Zephyrne", "The codename is Zephyrine."),
+        ("walrus, pilot and amber", "Passphrase amber-walrus-pilot."),
     ],
 )
-def test_distinctive_tokens_in_other_spellings(summary: str, chunk: str, kind: str) -> None:
+def test_identifiers_in_other_spellings(summary: str, chunk: str) -> None:
     report = check_leak(summary, [chunk], question="What is it?")
     assert report.leaked
-    assert kind in " ".join(report.reasons)
+    assert set(report.codes) & {"copied_identifier", "unknown_token", "unreadable_script"}
 
 
 @pytest.mark.parametrize(
@@ -436,6 +512,7 @@ def test_distinctive_tokens_in_other_spellings(summary: str, chunk: str, kind: s
         ("quatre mille huit cent dix-sept", "code 4817"),
         ("cuatro mil ochocientos diecisiete", "code 4817"),
         ("viertausendachthundertsiebzehn", "code 4817"),
+        ("quattromilaottocentodiciassette", "code 4817"),
         ("7,35 Mio. Euro", "budget 7,350,000 euros"),
         ("seven point three five million", "budget 7,350,000 euros"),
     ],
@@ -451,15 +528,16 @@ def test_numbers_in_other_spellings(summary: str, chunk: str) -> None:
         "There are two main rules: plan ahead and get approval once.",
         "Use the HR portal, which is up-to-date, for sign-off on long absences.",
         "Phase one is planning; the on-call rota follows later this year.",
+        "I will fire off a reminder once, and then wait.",
     ],
 )
-def test_ordinary_words_are_not_distinctive(summary: str) -> None:
+def test_ordinary_words_are_not_identifiers(summary: str) -> None:
     chunk = (
         "Annual leave requests go through the HR portal; the on-call rota and the up-to-date "
         "sign-off list are kept by HR. Unused leave of up to 5 days carries over once."
     )
     report = check_leak(summary, [chunk], question="How does leave work?")
-    assert not report.leaked, report.reasons
+    assert not report.leaked, report.codes
 
 
 @pytest.mark.parametrize(
@@ -480,52 +558,37 @@ def test_compounds_of_common_words_count_only_when_written_as_one(
         "https://intranet.example.com/hr/leave. The vault phrase is blue-house-river."
     )
     report = check_leak(summary, [chunk], question="What changed?")
-    assert report.leaked is leaked, report.reasons
-
-
-@pytest.mark.parametrize(
-    ("summary", "chunk", "question"),
-    [
-        (
-            "Отпуск нужно согласовать с руководителем заранее.",  # noqa: RUF001
-            "Заявление на отпуск подаётся через портал за 14 дней; согласование обязательно.",
-            "Как оформить отпуск?",
-        ),
-        ("休假需要提前申请。", "年假申请必须在休假开始前14天通过人事系统提交。", "怎么请假？"),  # noqa: RUF001
-    ],
-)
-def test_words_outside_the_vocabularies_are_not_rare_words(
-    summary: str, chunk: str, question: str
-) -> None:
-    """No vocabulary for Russian or Chinese: their words get no rarity verdict."""
-    assert not check_leak(summary, [chunk], question=question).leaked
-    assert check_leak(summary + " 14", [chunk], question=question).leaked
-
-
-def test_policy_new_fields_validate() -> None:
-    with pytest.raises(ConfigurationError):
-        LeakPolicy(filler_gap=-1)
-    with pytest.raises(ConfigurationError):
-        LeakPolicy(min_loose_digit_run=1)
-    with pytest.raises(ConfigurationError):
-        LeakPolicy(rare_word_zipf=9)
-    assert LeakPolicy().filler_gap == 2
-    assert LeakPolicy().rare_word_zipf == 1.5
+    assert report.leaked is leaked, report.codes
 
 
 def test_figures(capsys: pytest.CaptureFixture[str]) -> None:
     """Print the figures of the closing note (run with ``-s`` to see them)."""
-    caught = sum(
-        check_leak(_fields(c), c.chunks, question=c.question).leaked for c in SMUGGLING_CASES
+    caught: Counter[str] = Counter()
+    for case in SMUGGLING_CASES:
+        report = check_leak(_fields(case), case.chunks, question=case.question,
+                            sources=case.sources)  # fmt: skip
+        caught[case.attack] += report.leaked
+    fragments = sum(
+        check_leak(c.summary, c.chunks, question=c.question, released=c.released).leaked
+        for c in FRAGMENT_CASES
     )
+    total = Counter(c.attack for c in SMUGGLING_CASES)
     honest = len(_withheld(HONEST_CASES))
     false_pos, false_neg = _errors(LeakPolicy())
     legit = sum(not c.should_flag for c in LEAK_CASES)
     with capsys.disabled():
         print(
-            f"\nleak guard: {caught}/{len(SMUGGLING_CASES)} smuggling encodings withheld; "
-            f"honest summaries withheld {honest}/{len(HONEST_CASES)}; "
-            f"LEAK_CASES: {len(false_pos)}/{legit} legitimate flagged, "
-            f"{len(false_neg)} copies missed"
+            "\nleak guard: withheld "
+            + ", ".join(f"{name} {caught[name]}/{total[name]}" for name in ATTACK_CLASSES)
+            + f", fragment {fragments}/{len(FRAGMENT_CASES)}; honest summaries withheld "
+            f"{honest}/{len(HONEST_CASES)}; LEAK_CASES: {len(false_pos)}/{legit} legitimate "
+            f"flagged, {len(false_neg)} copies missed"
         )
-    assert caught == len(SMUGGLING_CASES)
+    assert caught == total
+    assert fragments == len(FRAGMENT_CASES)
+
+
+def test_source_names_are_checked_without_chunks() -> None:
+    sources = ["/kb/finance/board_minutes_q3.pdf"]
+    assert check_leak("See Board Minutes Q3.", [], sources=sources).codes == ("source_name",)
+    assert not check_leak("See the minutes.", [], sources=sources).leaked

@@ -123,7 +123,7 @@ def test_invalid_facts_come_back_to_the_model_as_text(facts) -> None:
     set_tool, forget_tool = create_user_fact_tools(facts)
 
     assert "at least one letter" in set_tool.invoke({"key": "!!", "value": "v"}, config=cfg())
-    assert "cannot be empty" in set_tool.invoke({"key": "k", "value": " "}, config=cfg())
+    assert "non-empty text" in set_tool.invoke({"key": "k", "value": " "}, config=cfg())
     assert "No user id" in forget_tool.invoke({"key": "k"}, config=cfg(None))
     assert facts.get_all("u1") == {}
 
