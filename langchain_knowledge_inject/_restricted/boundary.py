@@ -205,7 +205,7 @@ class Released:
     """The knowledge bases the chunks came from (names given by the application)."""
 
     def event(self) -> dict[str, Any]:
-        """The released fields as a dict: the ``safe_summary_completed`` event, the tool's artifact."""
+        """The released fields: the ``safe_summary_completed`` event and the tool's artifact."""
         return {
             **self.summary.model_dump(mode="json"),
             "refs": list(self.refs),
@@ -315,7 +315,7 @@ class _Call:
     documents: list[Document]
     model: BaseChatModel | None
     sensitive_sources: bool
-    earlier: tuple[str, ...]
+    earlier: tuple[SafeSummary, ...]
     bounds: SummaryBounds
     policy: LeakPolicy | None
     timeout: float | None
@@ -356,18 +356,23 @@ class _Call:
             "" if answering else REFUSAL_GUIDANCE[reply.reason]
         )
         sources = _source_names(self.documents)
-        report = check_leak(
-            {"summary": summary, "answer_guidance": guidance},
-            [doc.page_content for doc in self.documents],
-            question=self.question,
-            sources=sources if self.sensitive_sources else (),
-            released=self.earlier,
-            policy=self.policy,
-        )
-        if report.leaked:
-            return refused("leak_detected"), tuple(report.codes)
+        chunks = [doc.page_content for doc in self.documents]
+        fields = {"summary": summary, "answer_guidance": guidance}
+        summaries = [e.summary for e in self.earlier if e.summary]
+        guidances = [e.answer_guidance for e in self.earlier if e.answer_guidance]
+        # each field right after its own kind released earlier, so a fragment chain is whole
+        views = [(fields, [*guidances, *summaries])]
+        if guidances:
+            views.append(({"answer_guidance": guidance, "summary": summary},
+                          [*summaries, *guidances]))  # fmt: skip
+        for view, before in views:
+            report = check_leak(view, chunks, question=self.question, released=before,
+                                sources=sources if self.sensitive_sources else (),
+                                policy=self.policy)  # fmt: skip
+            if report.leaked:
+                return refused("leak_detected"), tuple(report.codes)
         shown = sources if answering and not self.sensitive_sources else []
-        released = SafeSummary(
+        kept = SafeSummary(
             decision=reply.decision,
             reason=reply.reason,
             summary=summary,
@@ -375,7 +380,7 @@ class _Call:
             confidence=_confidence(reply.confidence),
             sources=tuple(shown),
         )
-        return _fit(released, self.max_tokens, self.counter), ()
+        return _fit(kept, self.max_tokens, self.counter), ()
 
     def released(self, summary: SafeSummary, codes: tuple[str, ...]) -> Released:
         docs = self.documents
@@ -416,7 +421,7 @@ def _call(
     model: BaseChatModel | None,
     *,
     sensitive_sources: bool,
-    earlier: Sequence[str],
+    earlier: Sequence[SafeSummary],
     bounds: SummaryBounds | None,
     policy: LeakPolicy | None,
     timeout: float | None,
@@ -447,7 +452,7 @@ def release(
     *,
     model: BaseChatModel | None,
     sensitive_sources: bool = False,
-    earlier: Sequence[str] = (),
+    earlier: Sequence[SafeSummary] = (),
     bounds: SummaryBounds | None = None,
     policy: LeakPolicy | None = None,
     timeout: float | None = 30.0,
@@ -531,7 +536,7 @@ async def arelease(
     *,
     model: BaseChatModel | None,
     sensitive_sources: bool = False,
-    earlier: Sequence[str] = (),
+    earlier: Sequence[SafeSummary] = (),
     bounds: SummaryBounds | None = None,
     policy: LeakPolicy | None = None,
     timeout: float | None = 30.0,

@@ -225,7 +225,7 @@ class _Recent:
 _RECENT = _Recent(_LEDGER_THREADS)
 
 
-def released_earlier(thread: str | None) -> list[str]:
+def released_earlier(thread: str | None) -> list[SafeSummary]:
     """The summaries released earlier in ``thread`` (at most the last 32)."""
     return list(_RECENT.get(f"released:{thread}" if thread else None, ()))
 
@@ -235,8 +235,7 @@ def remember_released(thread: str | None, released: Released | None) -> None:
     if thread is None or released is None or released.summary.decision != "answer":
         return
     earlier = released_earlier(thread)[-(_LEDGER_TURNS - 1) :]
-    summary = released.summary
-    _RECENT.put(f"released:{thread}", (*earlier, f"{summary.summary}\n{summary.answer_guidance}"))
+    _RECENT.put(f"released:{thread}", (*earlier, released.summary))
 
 
 def _turn_key(config: RunnableConfig | None, messages: Sequence[BaseMessage]) -> str | None:

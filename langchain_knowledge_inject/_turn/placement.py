@@ -3,10 +3,11 @@
 Four placements:
 
 ``"current_message"`` (default)
-    The first content blocks of the current user message: the knowledge, then the
-    line :data:`USER_MESSAGE_LABEL`, then the user's own content, as one user turn. Everything before the
-    current message (system prompt, history) is identical from one turn to the
-    next, so a provider's prefix cache reuses it, and user and assistant turns
+    The first content blocks of the current user message: the knowledge, then
+    the line :data:`USER_MESSAGE_LABEL`, then the user's own content: one user
+    turn. Everything before the current message (system prompt, history) is
+    identical from one turn to the next, so a provider's prefix cache reuses it,
+    and user and assistant turns
     strictly alternate, which some providers and many open-model chat templates
     require (they reject two user messages in a row).
 ``"dynamic_context"``
@@ -55,8 +56,8 @@ from langchain_knowledge_inject.errors import ConfigurationError
 __all__ = [
     "INJECTED_KEY",
     "INJECTION_HEADERS",
-    "USER_MESSAGE_LABEL",
     "PLACEMENTS",
+    "USER_MESSAGE_LABEL",
     "Placement",
     "append_suffix",
     "current_user_index",

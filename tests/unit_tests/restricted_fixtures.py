@@ -41,7 +41,6 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import ConfigDict, Field
 
-
 # --- restricted content ------------------------------------------------------------------
 
 CHUNKS: dict[str, str] = {

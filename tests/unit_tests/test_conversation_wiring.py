@@ -255,6 +255,8 @@ def test_datetime_suffix_goes_on_the_current_message_and_strips():
     question = [HumanMessage("How much annual leave?")]
     out = injector.invoke(question, {"configurable": {"now": now}})
     knowledge, label, asked, suffix = out[-1].content
+    assert label == {"type": "text", "text": "[User Message]"}
+    assert label == {"type": "text", "text": "[User Message]"}
     assert knowledge["text"].startswith("[Retrieved Knowledge]")
     assert (asked["text"], suffix["text"]) == (
         "How much annual leave?", "\n\n[Current time: 2025-03-14 09:30 UTC]"

@@ -74,6 +74,8 @@ def test_model_sees_system_prompt_history_and_dynamic_context(kb):
     assert [m.type for m in sent] == ["system", "human"]  # roles strictly alternate
     assert sent[0].content == f"You are HR.\n\n{KNOWLEDGE_SYSTEM_PROMPT}"
     knowledge, label, question = sent[1].content
+    assert label == {"type": "text", "text": "[User Message]"}
+    assert label == {"type": "text", "text": "[User Message]"}
     assert is_injected(sent[1]) and knowledge["text"].startswith("[Retrieved Knowledge]")
     assert LEAVE in knowledge["text"] and "Source: leave.md" in knowledge["text"]
     assert question["text"] == "How many days of annual leave?"

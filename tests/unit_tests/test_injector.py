@@ -20,6 +20,7 @@ from langchain_knowledge_inject import (
     RetrievalError,
     strip_injected,
 )
+from langchain_knowledge_inject._restricted.boundary import chunk_ref
 from langchain_knowledge_inject._turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 from langchain_knowledge_inject._turn.manifest import (
     InjectionManifest,
@@ -28,7 +29,6 @@ from langchain_knowledge_inject._turn.manifest import (
 )
 from langchain_knowledge_inject._turn.placement import INJECTED_KEY, is_injected
 from langchain_knowledge_inject.settings import KnowledgeSettings
-from langchain_knowledge_inject._restricted.boundary import chunk_ref
 from tests.unit_tests.fakes import EXPENSES, LEAVE, SICK, CallbackRecorder, injected_text
 
 
@@ -94,6 +94,8 @@ def test_injects_the_knowledge_as_the_first_block_of_the_current_user_message(kb
     current = out[3]
     assert isinstance(current, HumanMessage) and is_injected(current)
     knowledge, label, question = current.content
+    assert label == {"type": "text", "text": "[User Message]"}
+    assert label == {"type": "text", "text": "[User Message]"}
     assert knowledge["text"].startswith("[Retrieved Knowledge]")
     assert LEAVE in knowledge["text"] and SICK in knowledge["text"]
     assert question == {"type": "text", "text": msgs[3].content}

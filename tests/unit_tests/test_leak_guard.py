@@ -17,14 +17,14 @@ from langchain_core.language_models import GenericFakeChatModel
 
 from langchain_knowledge_inject._restricted import guard as leak_guard
 from langchain_knowledge_inject._restricted import guard_numbers, guard_text
+from langchain_knowledge_inject._restricted.boundary import format_block as format_safe_summary
+from langchain_knowledge_inject._restricted.boundary import release
 from langchain_knowledge_inject._restricted.guard import (
     CODES,
     LeakPolicy,
     LeakReport,
     check_leak,
 )
-from langchain_knowledge_inject._restricted.boundary import format_block as format_safe_summary
-from langchain_knowledge_inject._restricted.boundary import release
 from langchain_knowledge_inject.errors import ConfigurationError
 from tests.unit_tests.adversarial_fixtures import (
     ATTACK_CLASSES,

@@ -41,7 +41,6 @@ def clock() -> str:
     return "12:00"
 
 
-
 @pytest.fixture
 def kb(make_kb):
     return make_kb(hr_documents("leave", "sick", "expenses"))
@@ -113,8 +112,9 @@ def test_wrap_model_call_injects_without_touching_the_request(kb):
     assert update == {"knowledge_manifest": update["knowledge_manifest"]}  # nothing else
     assert update["knowledge_manifest"]["sources"] == ["leave.md"]
     # without keep_manifest nothing at all goes to the state
-    assert isinstance(KnowledgeInjectionMiddleware(kb).wrap_model_call(request, capture),
-                      ModelResponse)  # fmt: skip
+    assert isinstance(
+        KnowledgeInjectionMiddleware(kb).wrap_model_call(request, capture), ModelResponse
+    )
 
 
 async def test_awrap_model_call_matches_the_sync_hook(kb):
@@ -317,10 +317,15 @@ def test_agent_reads_per_request_settings_from_the_runtime_context(kb, searches)
     from langchain_knowledge_inject.settings import KnowledgeContext
 
     model = NumberedChatModel()
-    agent = create_agent(model, system_prompt="You are HR.", context_schema=KnowledgeContext,
-                         middleware=[KnowledgeInjectionMiddleware(kb)])  # fmt: skip
-    agent.invoke({"messages": [HumanMessage("annual leave?")]},
-                 context={"knowledge_enabled": False})  # fmt: skip
+    agent = create_agent(
+        model,
+        system_prompt="You are HR.",
+        context_schema=KnowledgeContext,
+        middleware=[KnowledgeInjectionMiddleware(kb)],
+    )
+    agent.invoke(
+        {"messages": [HumanMessage("annual leave?")]}, context={"knowledge_enabled": False}
+    )
     assert searches == [] and not any(is_injected(m) for m in model.received[-1])
     agent.invoke({"messages": [HumanMessage("annual leave?")]}, context={"restricted": True})
     sent = "\n".join(m.text for m in model.received[-1])
@@ -329,8 +334,13 @@ def test_agent_reads_per_request_settings_from_the_runtime_context(kb, searches)
 
 def test_no_after_agent_step_without_an_episodic_memory(kb):
     agent = _agent(kb, NumberedChatModel(), tools=[])
-    updates = list(agent.stream({"messages": [HumanMessage("annual leave?")]},
-                                {"configurable": {"thread_id": "t"}}, stream_mode="updates"))  # fmt: skip
+    updates = list(
+        agent.stream(
+            {"messages": [HumanMessage("annual leave?")]},
+            {"configurable": {"thread_id": "t"}},
+            stream_mode="updates",
+        )
+    )
     assert [next(iter(u)) for u in updates] == ["model"]
     assert "knowledge_manifest" not in agent.get_state({"configurable": {"thread_id": "t"}}).values
 

@@ -24,11 +24,13 @@ from langchain_knowledge_inject._turn.tokens import approximate_token_count
 from tests.unit_tests.restricted_fixtures import RESTRICTED_DOCUMENTS, make_summarizer
 
 CHUNKS = [
-    Document("Staff get 25 days of annual leave.", id="c1",
-             metadata={"source": "leave.md", "score": 0.9}),
-    Document("Expense claims need a receipt.", id="c2",
-             metadata={"source": "expenses.md", "score": 0.7}),
-]  # fmt: skip
+    Document(
+        "Staff get 25 days of annual leave.", id="c1", metadata={"source": "leave.md", "score": 0.9}
+    ),
+    Document(
+        "Expense claims need a receipt.", id="c2", metadata={"source": "expenses.md", "score": 0.7}
+    ),
+]
 
 
 class TinyKB:
@@ -41,10 +43,17 @@ class TinyKB:
 
 def _assemble(documents, **overrides):
     options = {
-        "restricted": None, "blocks": [], "block_errors": [], "before": [], "after": [],
-        "max_tokens": 2000, "counter": approximate_token_count,
-        "template": DEFAULT_KNOWLEDGE_TEMPLATE, "priorities": {}, "caps": {},
-    }  # fmt: skip
+        "restricted": None,
+        "blocks": [],
+        "block_errors": [],
+        "before": [],
+        "after": [],
+        "max_tokens": 2000,
+        "counter": approximate_token_count,
+        "template": DEFAULT_KNOWLEDGE_TEMPLATE,
+        "priorities": {},
+        "caps": {},
+    }
     options.update(overrides)
     return assemble_context(documents, **options)
 
@@ -153,15 +162,18 @@ async def test_a_failing_summarizer_refuses_sync_and_async(kind: str) -> None:
     ):
         assert released.summary.decision == "refuse"
         assert all(doc.page_content[:40] not in released.text for doc in RESTRICTED_DOCUMENTS)
-        assert all(doc.page_content[:40] not in str(released.event()) for doc in RESTRICTED_DOCUMENTS)
+        assert all(
+            doc.page_content[:40] not in str(released.event()) for doc in RESTRICTED_DOCUMENTS
+        )
 
 
 def test_an_error_after_the_summary_refuses_too() -> None:
     def broken(text: str) -> int:
         raise RuntimeError(RESTRICTED_DOCUMENTS[0].page_content)  # a message quoting a chunk
 
-    released = release("q", RESTRICTED_DOCUMENTS, model=make_summarizer("honest"),
-                       max_tokens=50, counter=broken)  # fmt: skip
+    released = release(
+        "q", RESTRICTED_DOCUMENTS, model=make_summarizer("honest"), max_tokens=50, counter=broken
+    )
     assert (released.summary.decision, released.summary.reason) == ("refuse", "summarizer_error")
     assert released.codes == ("model_error",)
     assert RESTRICTED_DOCUMENTS[0].page_content[:40] not in released.text

@@ -125,10 +125,6 @@ def test_hostile_summarizer_reaches_nobody(surface, logs):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="the restricted boundary does not pass sensitive source names to check_leak yet",
-)
 @pytest.mark.parametrize("surface", SURFACES)
 def test_sensitive_source_names_in_other_spellings_reach_nobody(surface, logs):
     reached, leaking = _run(surface, [c for c in SMUGGLING_CASES if c.sources], logs)
@@ -156,11 +152,7 @@ def _fragment_replies(case: Any):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="the restricted boundary does not pass released summaries to check_leak yet",
-)
-@pytest.mark.parametrize("surface", ["graph", "node", "middleware", "tool"])
+@pytest.mark.parametrize("surface", ["injector", "graph", "node", "middleware", "tool"])
 def test_fragments_over_a_thread_never_add_up(surface):
     whole: list[str] = []
     for case in FRAGMENT_CASES:

@@ -41,8 +41,12 @@ QUESTION = "Which account pays suppliers?"
 
 
 def _answer(summary: str, guidance: str = HONEST_GUIDANCE) -> dict[str, Any]:
-    return {"decision": "answer", "reason": "answerable", "summary": summary,
-            "answer_guidance": guidance}  # fmt: skip
+    return {
+        "decision": "answer",
+        "reason": "answerable",
+        "summary": summary,
+        "answer_guidance": guidance,
+    }
 
 
 # --- one decision ------------------------------------------------------------------------------
@@ -103,8 +107,10 @@ def test_an_unreadable_stored_flag_counts_as_on():
     assert flags[0].errors == ({"stage": "flags", "error": "OSError", "source": "BrokenStore"},)
     # the cause reaches the turn's manifest
     turn = KnowledgeInjector(BrokenStore()).prepare([HumanMessage(QUESTION)])
-    assert turn.manifest.restricted and {"stage": "flags", "error": "OSError",
-                                         "source": "BrokenStore"} in turn.manifest.errors  # fmt: skip
+    assert (
+        turn.manifest.restricted
+        and {"stage": "flags", "error": "OSError", "source": "BrokenStore"} in turn.manifest.errors
+    )
 
 
 def test_a_flag_stored_after_construction_restricts_the_next_turn():
@@ -177,14 +183,22 @@ def test_the_model_cannot_widen_a_pinned_category(tmp_path):
     try:
         tool = create_knowledge_base_search_tool(kb, filter={"category": "hr"}, min_score=0.0)
         message = tool.invoke(
-            {"name": tool.name, "args": {"query": "salary bands", "category": "fin"}, "id": "2",
-             "type": "tool_call"}
-        )  # fmt: skip
+            {
+                "name": tool.name,
+                "args": {"query": "salary bands", "category": "fin"},
+                "id": "2",
+                "type": "tool_call",
+            }
+        )
         widened = message.artifact
         own = tool.invoke(
-            {"name": tool.name, "args": {"query": "leave", "category": "hr"}, "id": "3",
-             "type": "tool_call"}
-        ).artifact  # fmt: skip
+            {
+                "name": tool.name,
+                "args": {"query": "leave", "category": "hr"},
+                "id": "3",
+                "type": "tool_call",
+            }
+        ).artifact
     finally:
         kb.close()
     assert widened == [] and "Salary" not in message.text
@@ -255,8 +269,9 @@ def test_a_long_summary_is_cut_to_the_injectors_budget(max_tokens):
 
 
 def test_a_summary_that_cannot_fit_becomes_the_fixed_refusal():
-    released = release(QUESTION, [Document(SECRET_CHUNK)], max_tokens=40,
-                        model=hostile_summarizer(_answer(_LONG)))  # fmt: skip
+    released = release(
+        QUESTION, [Document(SECRET_CHUNK)], max_tokens=40, model=hostile_summarizer(_answer(_LONG))
+    )
     assert released.summary.decision == "refuse" and released.summary.reason == "summarizer_error"
     assert _LONG[:40] not in released.text
 
@@ -292,8 +307,9 @@ def _naming_summarizer() -> Any:
 def test_sensitive_source_names_appear_nowhere(surface, caplog):
     caplog.set_level(logging.DEBUG)
     kb = ListKB([SECRET_CHUNK], restricted=True, sensitive_sources=True)
-    turn = run_surface(surface, kb=kb, question=QUESTION, summarizer=_naming_summarizer(),
-                       where="kb")  # fmt: skip
+    turn = run_surface(
+        surface, kb=kb, question=QUESTION, summarizer=_naming_summarizer(), where="kb"
+    )
     turn.channels["logs"] = [r.getMessage() for r in caplog.records]
     assert turn.reasons == ["leak_detected"] * len(turn.reasons) and turn.reasons  # named: refused
     found = {c: turn.text(c).count("vault_memo") for c in CHANNELS if c in turn.channels}
@@ -310,8 +326,14 @@ def test_a_sensitive_source_name_in_another_spelling_is_refused(spelling):
 
 def test_sources_are_shown_when_not_sensitive():
     kb = ListKB([SECRET_CHUNK], restricted=True)
-    turn = run_surface("graph", kb=kb, question=QUESTION, where="kb", events=False,
-                       summarizer=hostile_summarizer(_answer(HONEST_SUMMARY)))  # fmt: skip
+    turn = run_surface(
+        "graph",
+        kb=kb,
+        question=QUESTION,
+        where="kb",
+        events=False,
+        summarizer=hostile_summarizer(_answer(HONEST_SUMMARY)),
+    )
     assert "vault_memo_0_2024.md" in turn.text("main_model")
     assert turn.channels["output"]["knowledge_manifest"]["sources"]
 
@@ -321,8 +343,13 @@ def test_sources_are_shown_when_not_sensitive():
 
 def test_state_keeps_ids_and_scores_only():
     kb = ListKB([SECRET_CHUNK, "Second confidential passage about beneficiaries and banks."])
-    turn = run_surface("graph", kb=kb, question=QUESTION, events=False,
-                       summarizer=hostile_summarizer(_answer(HONEST_SUMMARY)))  # fmt: skip
+    turn = run_surface(
+        "graph",
+        kb=kb,
+        question=QUESTION,
+        events=False,
+        summarizer=hostile_summarizer(_answer(HONEST_SUMMARY)),
+    )
     retrieved = turn.channels["output"]["retrieved"]
     refs = [chunk_ref("vault-0"), chunk_ref("vault-1")]  # keyed: never the chunk ids
     assert [d.id for d in retrieved] == refs
@@ -341,8 +368,12 @@ def test_a_summarizer_error_quoting_the_chunks_goes_nowhere(surface, caplog, mon
     def explode(messages: list[Any]) -> str:
         raise ValueError(messages[-1].text)
 
-    turn = run_surface(surface, kb=ListKB([SECRET_CHUNK]), question=QUESTION,
-                       summarizer=hostile_summarizer(explode))  # fmt: skip
+    turn = run_surface(
+        surface,
+        kb=ListKB([SECRET_CHUNK]),
+        question=QUESTION,
+        summarizer=hostile_summarizer(explode),
+    )
     turn.channels["logs"] = [r.getMessage() for r in caplog.records] + [
         str(r.exc_info) for r in caplog.records if r.exc_info
     ]
@@ -371,18 +402,22 @@ def test_a_reply_key_named_after_a_chunk_is_never_logged(caplog, monkeypatch):
     monkeypatch.setenv("KINJECT_LOG_MODEL_IO", "1")
     caplog.set_level(logging.DEBUG)
     reply = json.dumps({**_answer(HONEST_SUMMARY), "confidence": 0.5, SECRET_CHUNK: 1})
-    turn = KnowledgeInjector(ListKB([SECRET_CHUNK]), restricted=True,
-                             summarizer_model=hostile_summarizer(lambda m: reply)
-                             ).prepare([HumanMessage(QUESTION)])  # fmt: skip
+    turn = KnowledgeInjector(
+        ListKB([SECRET_CHUNK]),
+        restricted=True,
+        summarizer_model=hostile_summarizer(lambda m: reply),
+    ).prepare([HumanMessage(QUESTION)])
     assert turn.manifest.summary_reason == "summarizer_error"
     assert "90412" not in caplog.text and "Treasury" not in caplog.text
 
 
 def test_the_confidence_is_released_as_a_bucket_only():
     reply = json.dumps({**_answer(HONEST_SUMMARY), "confidence": 0.729418})
-    turn = KnowledgeInjector(ListKB([SECRET_CHUNK]), restricted=True,
-                             summarizer_model=hostile_summarizer(lambda m: reply)
-                             ).prepare([HumanMessage(QUESTION)])  # fmt: skip
+    turn = KnowledgeInjector(
+        ListKB([SECRET_CHUNK]),
+        restricted=True,
+        summarizer_model=hostile_summarizer(lambda m: reply),
+    ).prepare([HumanMessage(QUESTION)])
     assert turn.manifest.summary_confidence == "medium"
     assert "729418" not in json.dumps(turn.manifest.to_dict())
     assert "729418" not in turn.dynamic_context and turn.safe_summary.confidence == "medium"
@@ -393,8 +428,14 @@ def test_the_host_lends_its_summarizer_to_a_separate_tool(surface):
     """The tool has no summarizer of its own; the restricted host's writes its summary."""
     chunks = [SECRET_CHUNK] + [f"Payment rule {i}: two approvals are needed." for i in range(5)]
     summarizer = hostile_summarizer(_answer(HONEST_SUMMARY))
-    turn = run_surface(surface, kb=ListKB(chunks), question=QUESTION, tool_origin="separate",
-                       events=False, summarizer=summarizer)  # fmt: skip
+    turn = run_surface(
+        surface,
+        kb=ListKB(chunks),
+        question=QUESTION,
+        tool_origin="separate",
+        events=False,
+        summarizer=summarizer,
+    )
     tool_message = next(m for m in turn.channels["output"]["messages"] if m.type == "tool")
     assert tool_message.text.startswith("[Restricted Knowledge Summary]")
     assert tool_message.artifact["reason"] == "answerable"

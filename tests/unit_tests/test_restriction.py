@@ -474,8 +474,10 @@ def _info(**overrides: Any) -> dict[str, Any]:
 
 
 def test_safe_kb_meta_shows_only_routing_data() -> None:
-    info = _info(routing_hint="Support operations and incident questions",
-                 routing_keywords=["support", "SLA 4.2", "incident response", "a b c d e"])  # fmt: skip
+    info = _info(
+        routing_hint="Support operations and incident questions",
+        routing_keywords=["support", "SLA 4.2", "incident response", "a b c d e"],
+    )
     text = safe_kb_meta([info])
     assert text.splitlines()[-1] == (
         "- ops (id: kb-ops): Support operations and incident questions. "
@@ -493,8 +495,10 @@ def test_safe_kb_meta_neutralizes_the_hint_and_never_shows_topics() -> None:
 
 
 def test_safe_kb_meta_lists_several_knowledge_bases() -> None:
-    infos = [_info(routing_keywords=["support"]), {"name": "hr", "id": "kb-hr",
-                                                    "routing_hint": "HR policy"}]  # fmt: skip
+    infos = [
+        _info(routing_keywords=["support"]),
+        {"name": "hr", "id": "kb-hr", "routing_hint": "HR policy"},
+    ]
     lines = safe_kb_meta(infos).splitlines()
     assert lines[0] == "[Restricted Knowledge Bases]"
     assert lines[2:] == ["- ops (id: kb-ops) Keywords: support", "- hr (id: kb-hr): HR policy."]

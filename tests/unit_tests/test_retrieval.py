@@ -166,14 +166,20 @@ def test_a_chroma_store_of_any_distance_is_scored_by_cosine(space, recwarn):
     off = source.search("parking garage opening hours", SearchSpec(k=3, min_score=0.3))
     assert off == []  # unrelated: low cosine, dropped (never 0.00 for everything)
     injected = KnowledgeInjector(store, min_score=0.3).prepare([HumanMessage("annual leave days?")])
-    assert injected.manifest.sources[0] == "leave.md" and "expenses.md" not in injected.manifest.sources
+    assert (
+        injected.manifest.sources[0] == "leave.md"
+        and "expenses.md" not in injected.manifest.sources
+    )
     assert not recwarn.list  # no warning, so none with the documents' text
 
 
 def test_odd_relevance_scores_warn_nothing(recwarn):
     for restricted in (True, False):
-        injector = KnowledgeInjector(_store(OddScoredStore), restricted=restricted,
-                                     summarizer_model=make_summarizer("honest"))  # fmt: skip
+        injector = KnowledgeInjector(
+            _store(OddScoredStore),
+            restricted=restricted,
+            summarizer_model=make_summarizer("honest"),
+        )
         turn = injector.prepare([HumanMessage("annual leave?")])
         assert turn.manifest.chunk_ids and all(0.0 <= s <= 1.0 for s in turn.manifest.scores)
     assert not recwarn.list
@@ -209,9 +215,12 @@ def test_a_retriever_is_cut_to_top_k_and_min_score_applies_where_scored():
     assert [d.id for d in source.search("q", SearchSpec(k=2))] == ["a", "b"]
     assert [d.id for d in source.search("q", SearchSpec(k=3, min_score=0.5))] == ["a", "c"]
     relevance = [Document("r", id="r", metadata={"relevance_score": 0.7})]  # a reranker's key
-    assert RetrieverSource(ListRetriever(docs=relevance)).search("q", SearchSpec(k=1))[
-        0
-    ].metadata["score"] == 0.7
+    assert (
+        RetrieverSource(ListRetriever(docs=relevance))
+        .search("q", SearchSpec(k=1))[0]
+        .metadata["score"]
+        == 0.7
+    )
 
 
 # --- several sources ---
@@ -246,9 +255,13 @@ def test_the_tool_searches_a_vector_store_and_a_retriever():
     store = _store()  # the same chunk found through both is returned once
     tool = create_knowledge_base_search_tool([store, store.as_retriever()], top_k=3)
     message = tool.invoke(
-        {"name": tool.name, "args": {"query": "leave", "category": "leave"}, "id": "1",
-         "type": "tool_call"}
-    )  # fmt: skip
+        {
+            "name": tool.name,
+            "args": {"query": "leave", "category": "leave"},
+            "id": "1",
+            "type": "tool_call",
+        }
+    )
     assert [d.metadata["source"] for d in message.artifact] == ["leave.md"]
     assert "25 days of annual leave" in message.content
 
