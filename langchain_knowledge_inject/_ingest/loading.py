@@ -63,7 +63,12 @@ the knowledge base's splitter changes. Each file is loaded and split in full
 before anything is written, and files are added whole (one source never spans
 two ``add_documents`` calls), so an unreadable, empty, binary or unsupported
 file is skipped and reported and never leaves partial state. Hidden files and
-folders (name starting with ``.``) inside a folder are ignored.
+folders (name starting with ``.``) inside a folder are ignored. A symbolic link
+inside a folder is followed only to a target inside that folder, and each
+folder is walked once, so a link out of the folder, a loop, or a second way into
+a folder already walked is never followed; each is listed in
+``IngestReport.links_skipped`` with why. A path given to ``ingest`` itself is
+read wherever it points: the caller named it.
 
 Files deleted from a folder since the last ingest, and files skipped in this
 run, keep the chunks they had; ``KnowledgeBase.delete_source`` removes them.
@@ -155,6 +160,9 @@ class IngestReport:
         chunks_replaced: Old chunks removed because their file changed.
         warnings: ``(path, message)`` for files read with a caveat: not UTF-8
             (the encoding used, and "low confidence" when another fits as well).
+        links_skipped: ``(link, reason)`` for every symbolic link found in a
+            folder and not followed: its target outside the folder, a loop, a
+            folder already walked, or a broken link.
         seconds: Wall-clock time of the whole call.
     """
 
@@ -166,6 +174,7 @@ class IngestReport:
     chunks_updated: int = 0
     chunks_replaced: int = 0
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    links_skipped: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
 
     def summary(self) -> str:
@@ -189,6 +198,9 @@ class IngestReport:
         if self.files_skipped:
             lines.append(f"Skipped {len(self.files_skipped)}:")
             lines.extend(f"  {path}: {reason}" for path, reason in self.files_skipped)
+        if self.links_skipped:
+            lines.append(f"Symbolic links not followed ({len(self.links_skipped)}):")
+            lines.extend(f"  {link}: {reason}" for link, reason in self.links_skipped)
         if self.warnings:
             lines.append(f"Warnings ({len(self.warnings)}):")
             lines.extend(f"  {path}: {message}" for path, message in self.warnings)
@@ -372,7 +384,8 @@ def ingest(
 
     Args:
         kb: The knowledge base (a ``KnowledgeBase``).
-        paths: Files and folders. Folders are walked (hidden entries ignored).
+        paths: Files and folders. Folders are walked (hidden entries ignored;
+            symbolic links followed inside the folder only, reported otherwise).
         category: Stored as ``metadata["category"]`` on every chunk.
         tenant_id: Tenant partition to write to; also stored in metadata.
         progress: Show a tqdm progress bar on stderr. Default: when stderr is
@@ -507,47 +520,38 @@ def collect_files(
     report: IngestReport,
     names: dict[Path, str] | None = None,
 ) -> list[tuple[Path, FileType]]:
-    """Expand paths to supported files; unsupported ones go to the report.
+    """Expand paths to supported files; unsupported ones and links not followed go to the report.
 
     ``names`` receives the source name of each file (resolved path): its path
     relative to the folder given, with ``/`` separators, or its file name when
     the file itself was given. A file reached twice keeps its first name.
     """
     names = {} if names is None else names
-    shown: dict[Path, str] = {}
     given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not given:
         msg = "no path given: pass at least one file or folder"
         raise IngestError(msg)
-    candidates: list[Path] = []
+    candidates: list[tuple[Path, str]] = []
     for raw in given:
         path = Path(raw).expanduser()
         if not path.exists():
             msg = f"path not found: {raw}"
             raise IngestError(msg, path=path)
-        if path.is_dir():
-            try:
-                found = _walk(path, recursive=recursive, report=report)
-            except OSError as exc:
-                msg = f"cannot read folder {raw}: {exc.strerror or exc}"
-                raise IngestError(msg, path=path) from exc
-            if not found:
-                msg = f"folder is empty: {raw} (no files to ingest; hidden files are ignored)"
-                raise IngestError(msg, path=path)
-            candidates.extend(found)
-            for entry in found:
-                shown.setdefault(entry, entry.relative_to(path).as_posix())
-        else:
-            candidates.append(path)
-            shown.setdefault(path, path.name)
-    files: list[tuple[Path, FileType]] = []
-    seen: set[Path] = set()
-    for path in candidates:
-        resolved = path.resolve()
-        if resolved in seen:
+        if not path.is_dir():
+            candidates.append((path, path.name))
             continue
-        seen.add(resolved)
-        names[resolved] = shown.get(path, path.name)
+        found = _walk(path, recursive=recursive, report=report)
+        if not found:
+            msg = f"folder is empty: {raw} (no files to ingest; hidden files are ignored"
+            msg += ", and so are links out of the folder)" if report.links_skipped else ")"
+            raise IngestError(msg, path=path)
+        candidates.extend(found)
+    files: list[tuple[Path, FileType]] = []
+    for path, name in candidates:
+        resolved = path.resolve()
+        if resolved in names:
+            continue
+        names[resolved] = name
         file_type = SUPPORTED_EXTENSIONS.get(resolved.suffix.lower())
         if not resolved.is_file():
             report.files_skipped.append((str(resolved), "not a regular file"))
@@ -560,23 +564,81 @@ def collect_files(
     return files
 
 
-def _walk(folder: Path, *, recursive: bool, report: IngestReport) -> list[Path]:
-    """List the non-hidden files of a folder; an unreadable sub-folder is reported."""
-    found: list[Path] = []
-    for entry in sorted(folder.iterdir()):
-        if entry.name.startswith("."):
+def _walk(root: Path, *, recursive: bool, report: IngestReport) -> list[tuple[Path, str]]:
+    """The non-hidden files under ``root``, each with its path relative to ``root``.
+
+    A symbolic link is followed only when its target lies inside ``root``
+    (resolved), and a folder is listed once (by device and inode), so a link
+    out of the folder, a loop or a second way into a folder is never walked;
+    each such link goes to ``report.links_skipped`` with the reason. Links are
+    looked at after every real folder is listed, so a file or folder reached
+    both ways keeps its real name. An unreadable sub-folder is reported.
+
+    Raises:
+        IngestError: If ``root`` itself cannot be listed.
+    """
+    top = root.resolve()
+    listed: set[tuple[int, int]] = set()
+    found: list[tuple[Path, str]] = []
+    folders: list[Path] = [root]
+    links: list[Path] = []
+    while folders or links:
+        if not folders:
+            link = links.pop(0)
+            if link.is_dir() and not recursive:
+                continue  # a sub-folder, as any other
+            reason = _refused_link(link, top, listed)
+            if reason:
+                report.links_skipped.append((str(link), reason))
+            elif link.is_dir():
+                folders.append(link)
+            else:
+                found.append((link, link.relative_to(root).as_posix()))
             continue
-        if entry.is_dir():
-            if not recursive:
+        folder = folders.pop(0)
+        try:
+            status = folder.stat()
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        except OSError as exc:
+            if folder == root:
+                msg = f"cannot read folder {root}: {exc.strerror or exc}"
+                raise IngestError(msg, path=root) from exc
+            reason = f"unreadable folder: {exc.strerror or exc}"
+            report.files_skipped.append((str(folder.resolve()), reason))
+            continue
+        if (status.st_dev, status.st_ino) in listed:
+            continue
+        listed.add((status.st_dev, status.st_ino))
+        for entry in entries:
+            path = Path(entry.path)
+            if entry.name.startswith("."):
                 continue
-            try:
-                found.extend(_walk(entry, recursive=True, report=report))
-            except OSError as exc:
-                reason = f"unreadable folder: {exc.strerror or exc}"
-                report.files_skipped.append((str(entry.resolve()), reason))
-        else:
-            found.append(entry)
+            if entry.is_symlink():
+                links.append(path)
+            elif entry.is_dir():
+                folders.extend([path] if recursive else [])
+            else:
+                found.append((path, path.relative_to(root).as_posix()))
     return found
+
+
+def _refused_link(link: Path, top: Path, listed: set[tuple[int, int]]) -> str | None:
+    """Why a symbolic link under the folder ``top`` is not followed; None to follow it."""
+    try:
+        target = link.resolve(strict=True)
+    except FileNotFoundError:
+        return f"broken link (to {os.readlink(link)})"
+    except (OSError, RuntimeError):  # ELOOP, or RuntimeError before Python 3.13
+        return "link loop (it never reaches a file or folder)"
+    if not target.is_relative_to(top):
+        return f"link to {target}, outside {top}: links are followed inside the folder only"
+    status = target.stat()
+    if target.is_dir() and (status.st_dev, status.st_ino) in listed:
+        loop = link.parent.resolve().is_relative_to(target)
+        return f"link to {target}, " + (
+            "a folder that holds it (a loop)" if loop else "a folder already walked"
+        )
+    return None
 
 
 def _progress_bar(total: int, progress: bool | None) -> Any:

@@ -220,3 +220,16 @@ def test_ingest_keeps_chunks_larger_than_the_kb_default_splitter(store, tmp_path
     argv = ["ingest", str(tmp_path / "big.txt"), "--kb", "big", "--path", str(store)]
     assert main([*argv, "--chunk-size", "2000"]) == 0
     assert "1 chunk added" in capsys.readouterr().out
+
+
+def test_ingest_lists_the_links_it_did_not_follow(store, docs, tmp_path, capsys) -> None:
+    (tmp_path / "secret.txt").write_text("The door code is 7294.", encoding="utf-8")
+    (docs / "leak.txt").symlink_to(tmp_path / "secret.txt")
+    (docs / "loop").symlink_to(".")
+
+    assert main(["ingest", str(docs), "--kb", "hr", "--path", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert "Read 2 files" in out
+    assert "Symbolic links not followed (2):" in out
+    assert f"  {docs / 'leak.txt'}: link to {tmp_path / 'secret.txt'}, outside {docs}" in out
+    assert f"  {docs / 'loop'}: link to {docs}, a folder that holds it (a loop)" in out
