@@ -1,13 +1,6 @@
 """The ``kinject`` console script: ingest, search, list knowledge bases, demo, chat.
 
-Usage::
-
-    kinject demo                                  # build the sample HR knowledge base, ask it
-    kinject ingest docs/ handbook.pdf --kb hr --category policy
-    kinject search "how many days of leave?" --kb hr --k 3
-    kinject kbs                                   # knowledge bases and their chunk counts
-    kinject chat --kb hr --model openai:gpt-4o-mini
-
+``kinject --help`` shows an example of each command (``_EXAMPLES``).
 ``--path DIR`` (before or after the subcommand) selects the store directory;
 the default is the per-user directory (``KINJECT_HOME`` overrides it).
 Errors are one line on stderr; exit codes: 0 success, 1 failure, 2 usage error
@@ -81,10 +74,38 @@ def _positive_int(value: str) -> int:
     return number
 
 
+_EXAMPLES = {
+    "demo": ["kinject demo                              # the sample HR knowledge base, asked"],
+    "ingest": [
+        "kinject ingest docs/ handbook.pdf --kb hr --category policy",
+        "kinject ingest notes/ --kb hr --tenant acme --chunk-size 2000",
+    ],
+    "search": [
+        'kinject search "how many days of leave?" --kb hr --k 3',
+        'kinject search "carry-over" --kb hr --mode keyword --json',
+    ],
+    "kbs": ["kinject kbs --path ./store                 # knowledge bases, chunk counts"],
+    "check": ["kinject check --kb hr --repair"],
+    "chat": [
+        "kinject chat --kb hr                       # no model: shows the messages sent",
+        "kinject chat --kb hr --model openai:gpt-4o-mini  # needs langchain-openai",
+    ],
+}
+"""Examples shown by ``kinject --help`` (all of them) and by each command's ``--help``."""
+
+
+def _epilog(*commands: str) -> str:
+    lines = [line for command in commands for line in _EXAMPLES[command]]
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 def _build_parser() -> argparse.ArgumentParser:
+    raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
         prog="kinject",
-        description="Knowledge bases for LangChain and LangGraph models: ingest, search, demo.",
+        description="Knowledge bases for LangChain and LangGraph models: ingest, search, chat.",
+        epilog=_epilog(*_EXAMPLES),
+        formatter_class=raw,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--path", metavar="DIR", default=None, help="store directory")
@@ -93,7 +114,13 @@ def _build_parser() -> argparse.ArgumentParser:
     common.add_argument("--path", metavar="DIR", default=argparse.SUPPRESS, help="store directory")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("ingest", parents=[common], help="add files and folders to a KB")
+    def command(name: str, summary: str) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name, parents=[common], help=summary, description=summary.capitalize() + ".",
+            epilog=_epilog(name), formatter_class=raw,
+        )  # fmt: skip
+
+    p = command("ingest", "add files and folders to a knowledge base")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders")
     p.add_argument("--kb", required=True, metavar="NAME", help="knowledge base (created if new)")
     p.add_argument("--category", default=None, help="metadata category for every chunk")
@@ -113,9 +140,9 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=_cmd_ingest)
 
-    p = sub.add_parser("search", parents=[common], help="search a knowledge base")
+    p = command("search", "search a knowledge base")
     p.add_argument("query")
-    p.add_argument("--kb", required=True, metavar="NAME")
+    p.add_argument("--kb", required=True, metavar="NAME", help="knowledge base to search")
     p.add_argument("--k", type=_positive_int, default=4, help="number of results (default 4)")
     p.add_argument("--mode", choices=["dense", "keyword", "hybrid"], default="hybrid")
     p.add_argument("--tenant", default=None, help="tenant partition to search")
@@ -123,28 +150,26 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(handler=_cmd_search)
 
-    p = sub.add_parser("kbs", parents=[common], help="list knowledge bases")
-    p.set_defaults(handler=_cmd_kbs)
-
-    p = sub.add_parser("demo", parents=[common], help="build the sample HR KB and query it")
-    p.set_defaults(handler=_cmd_demo)
-
-    p = sub.add_parser(
-        "check", parents=[common], help="report (and repair) drift in a KB's indexes"
+    command("kbs", "list the knowledge bases of a store").set_defaults(handler=_cmd_kbs)
+    command("demo", "build the sample HR knowledge base and query it").set_defaults(
+        handler=_cmd_demo
     )
-    p.add_argument("--kb", required=True, metavar="NAME")
+
+    p = command("check", "report (and repair) drift in a knowledge base's indexes")
+    p.add_argument("--kb", required=True, metavar="NAME", help="knowledge base to check")
     p.add_argument("--repair", action="store_true", help="fix the drift found")
     p.set_defaults(handler=_cmd_check)
 
-    p = sub.add_parser("chat", parents=[common], help="chat with a model grounded in a KB")
-    p.add_argument("--kb", required=True, metavar="NAME")
+    p = command("chat", "chat with a model grounded in a knowledge base")
+    p.add_argument("--kb", required=True, metavar="NAME", help="knowledge base the answers draw on")
     p.add_argument(
         "--model",
         default=None,
         metavar="PROVIDER:MODEL",
-        help="any init_chat_model string (default: $KINJECT_CHAT_MODEL; none: print the messages)",
+        help="any init_chat_model string, its provider package installed "
+        "(default: $KINJECT_CHAT_MODEL; none: print the messages that would be sent)",
     )
-    p.add_argument("--tenant", default=None)
+    p.add_argument("--tenant", default=None, help="tenant partition to search")
     p.set_defaults(handler=_cmd_chat)
     return parser
 
