@@ -1,25 +1,17 @@
 """``kinject chat``: a terminal chat over a knowledge base.
 
-With a model (``--model provider:model``, or the ``KINJECT_CHAT_MODEL`` environment
-variable) every turn runs the same pipeline as the graph and the Runnable, with the
-history kept in memory: retrieval, the dynamic_context message, the model's
-answer and the sources it was given. Any model ``init_chat_model`` can build
-works (install its integration package, e.g. ``langchain-openai``).
-
-Without a model the chat is a dry run: each turn it prints the exact messages
-that would be sent (role and content, the injected message marked), which is
-the quickest way to see what the injection does. The history then holds the
-user messages only.
-
-A bad ``--model`` (its provider package missing, or not ``provider:model``) is one
-line on stderr and exit code 2; a model call that fails mid-chat is one line, and the
-chat goes on. An empty line is ignored; ``exit``, ``quit`` or end of input (Ctrl-D)
-ends the chat.
+With a model (``--model provider:model``, or ``KINJECT_CHAT_MODEL``) every turn runs
+the pipeline of the graph and the Runnable, the history kept in memory, and prints the
+answer and the sources the model was given; any model ``init_chat_model`` builds works
+once its package is installed (``langchain-openai``, ...). A bad model is one line and
+exit code 2 (``chat_model``); a model call that fails mid-chat is one line, and the chat
+goes on. Without a model the chat is a dry run: each turn prints the exact messages that
+would be sent, the injected one marked (the history then holds the user's messages).
+An empty line is ignored; ``exit``, ``quit`` or the end of input (Ctrl-D) ends the chat.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import IO, TYPE_CHECKING, Any
 
@@ -31,12 +23,11 @@ from langchain_knowledge_inject._turn.placement import is_injected
 from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    import argparse
-
-    from langchain_core.embeddings import Embeddings
     from langchain_core.language_models import BaseChatModel
 
-__all__ = ["MODEL_ENV_VAR", "run_chat"]
+    from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
+
+__all__ = ["MODEL_ENV_VAR", "chat_model", "run_chat"]
 
 MODEL_ENV_VAR = "KINJECT_CHAT_MODEL"
 """Environment variable naming the chat model (``provider:model``) when ``--model`` is absent."""
@@ -47,78 +38,14 @@ _SYSTEM_PROMPT = (
 )
 
 
-def run_chat(
-    args: argparse.Namespace,
-    *,
-    model: BaseChatModel | None = None,
-    embeddings: Embeddings | None = None,
-    stdin: IO[str] | None = None,
-    stdout: IO[str] | None = None,
-) -> int:
-    """Run the interactive chat of ``kinject chat``.
-
-    The model is built before the knowledge base is opened, so a bad
-    ``--model`` fails at once. A model call that fails mid-chat is reported in
-    one line and the chat goes on, the question left out of the history.
-
-    Args:
-        args: Parsed arguments with ``kb`` (name), ``model`` (``provider:model``
-            or ``None``), ``path`` (store directory or ``None``) and ``tenant``.
-        model: A chat model to use instead of ``args.model`` (for programs and tests).
-        embeddings: The embedding model the knowledge base was built with
-            (default: the package's default model).
-        stdin: Where user lines are read (default ``sys.stdin``).
-        stdout: Where the chat is written (default ``sys.stdout``).
-
-    Returns:
-        The exit code (0).
+def chat_model(name: str) -> BaseChatModel:
+    """``init_chat_model(name)``, or a one-line ``ConfigurationError`` saying what is wrong.
 
     Raises:
-        ConfigurationError: The model cannot be built: its provider package is
-            missing, or the name is not ``provider:model`` (the message says which).
-        KnowledgeBaseNotFoundError: No knowledge base of that name in the store.
-
-    Example:
-        >>> import argparse
-        >>> args = argparse.Namespace(kb="hr", model=None, path=None, tenant=None)
-        >>> run_chat(args)  # doctest: +SKIP
+        ConfigurationError: The provider's package is missing (the message names
+            the ``pip install``), the name is not ``provider:model`` (the message
+            lists the providers), or the provider refused (a missing key).
     """
-    from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
-    from langchain_knowledge_inject._store.metadata import require_knowledge_base
-
-    stdin = stdin if stdin is not None else sys.stdin
-    out = stdout if stdout is not None else sys.stdout
-    model_name = getattr(args, "model", None) or os.environ.get(MODEL_ENV_VAR) or None
-    if model is None and model_name:
-        model = _chat_model(model_name)
-    path = getattr(args, "path", None)
-    require_knowledge_base(args.kb, path)
-    kb = KnowledgeBase(args.kb, path=path, embeddings=embeddings, create=False)
-    chat = _Chat(kb, model, _SYSTEM_PROMPT.format(name=args.kb), getattr(args, "tenant", None))
-    mode = f"model {model_name or type(model).__name__}" if model is not None else "dry run"
-    print(f"kinject chat: knowledge base {args.kb!r} ({mode}). Type 'exit' to leave.", file=out)
-    if model is None:
-        print("No model configured (--model or KINJECT_CHAT_MODEL): showing the messages "
-              "that would be sent each turn.", file=out)  # fmt: skip
-    try:
-        while True:
-            print("you> ", end="", file=out, flush=True)
-            line = stdin.readline()
-            if not line:
-                print(file=out)
-                break
-            text = line.strip()
-            if text.lower() in _EXIT_WORDS:
-                break
-            if text:
-                chat.run(text, out)
-    finally:
-        kb.close()
-    return 0
-
-
-def _chat_model(name: str) -> BaseChatModel:
-    """``init_chat_model(name)``, or a one-line ``ConfigurationError`` saying what is wrong."""
     from langchain.chat_models import init_chat_model
 
     try:
@@ -128,6 +55,41 @@ def _chat_model(name: str) -> BaseChatModel:
         msg = f"cannot use the chat model {name!r}: {detail} (--model takes PROVIDER:MODEL, "
         msg += "for example openai:gpt-4o-mini)"
         raise ConfigurationError(msg, option="model", value=name) from None
+
+
+def run_chat(
+    kb: KnowledgeBase,
+    model: BaseChatModel | None,
+    *,
+    tenant_id: str | None = None,
+    stdin: IO[str] | None = None,
+    stdout: IO[str] | None = None,
+) -> int:
+    """Chat over ``kb`` until ``exit`` or the end of input; return the exit code (0).
+
+    Args:
+        kb: The knowledge base (left open: the caller closes it).
+        model: The chat model; ``None`` for the dry run.
+        tenant_id: The tenant partition searched.
+        stdin: Where user lines are read (default ``sys.stdin``).
+        stdout: Where the chat is written (default ``sys.stdout``).
+    """
+    stdin, out = stdin or sys.stdin, stdout or sys.stdout
+    chat = _Chat(kb, model, _SYSTEM_PROMPT.format(name=kb.name), tenant_id)
+    mode = f"model {type(model).__name__}" if model is not None else "dry run"
+    print(f"kinject chat: knowledge base {kb.name!r} ({mode}). Type 'exit' to leave.", file=out)
+    if model is None:
+        print("No model configured (--model or KINJECT_CHAT_MODEL): showing the messages "
+              "that would be sent each turn.", file=out)  # fmt: skip
+    while True:
+        print("you> ", end="", file=out, flush=True)
+        text = stdin.readline()
+        if not text or text.strip().lower() in _EXIT_WORDS:
+            break
+        if text.strip():
+            chat.run(text.strip(), out)
+    print(file=out)
+    return 0
 
 
 class _Chat:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,8 @@ from langchain_knowledge_inject.errors import (
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document
+
+    from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
 _SNIPPET_CHARS = 160
 
@@ -126,18 +129,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--category", default=None, help="metadata category for every chunk")
     p.add_argument("--tenant", default=None, help="tenant partition to write to")
     p.add_argument("--no-recursive", action="store_true", help="do not walk sub-folders")
-    p.add_argument(
-        "--chunk-size",
-        type=_positive_int,
-        default=None,
-        help="chunk size in characters (default: the KB's splitter, sized to the model)",
-    )
-    p.add_argument(
-        "--chunk-overlap",
-        type=int,
-        default=None,
-        help="overlap in characters (default 150, at most half the chunk size)",
-    )
+    size = "chunk size in characters (default: chunks that fit the embedding model)"
+    p.add_argument("--chunk-size", metavar="N", type=_positive_int, help=size)
+    overlap = "overlap in characters (default 150, at most half the chunk size)"
+    p.add_argument("--chunk-overlap", metavar="N", type=int, help=overlap)
     p.set_defaults(handler=_cmd_ingest)
 
     p = command("search", "search a knowledge base")
@@ -162,56 +157,47 @@ def _build_parser() -> argparse.ArgumentParser:
 
     p = command("chat", "chat with a model grounded in a knowledge base")
     p.add_argument("--kb", required=True, metavar="NAME", help="knowledge base the answers draw on")
-    p.add_argument(
-        "--model",
-        default=None,
-        metavar="PROVIDER:MODEL",
-        help="any init_chat_model string, its provider package installed "
-        "(default: $KINJECT_CHAT_MODEL; none: print the messages that would be sent)",
-    )
+    model = "any init_chat_model string, its provider package installed (default: "
+    model += "$KINJECT_CHAT_MODEL; none: print the messages that would be sent)"
+    p.add_argument("--model", metavar="PROVIDER:MODEL", help=model)
     p.add_argument("--tenant", default=None, help="tenant partition to search")
     p.set_defaults(handler=_cmd_chat)
     return parser
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
-    from langchain_knowledge_inject._ingest.loading import (
-        IngestReport,
-        collect_files,
-        ingest,
-        ingest_splitter,
-    )
+    from langchain_knowledge_inject._ingest import loading
     from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
     # Missing paths, empty folders and bad chunk sizes fail before the knowledge base is created.
-    collect_files(args.paths, recursive=not args.no_recursive, report=IngestReport())
-    ingest_splitter(None, args.chunk_size, args.chunk_overlap)
+    recursive, sizes = not args.no_recursive, (args.chunk_size, args.chunk_overlap)
+    loading.collect_files(args.paths, recursive=recursive, report=loading.IngestReport())
+    loading.ingest_splitter(None, *sizes)
     # By default ingest() cuts each file once, with the knowledge base's own splitter
     # (chunks that fit the embedding model's window), which then stores them as they
     # are. Chunk sizes the user chose are characters, stored as they are.
-    chosen = args.chunk_size is not None or args.chunk_overlap is not None
-    splitter: dict[str, Any] = {"text_splitter": None} if chosen else {}
+    splitter: dict[str, Any] = {"text_splitter": None} if sizes != (None, None) else {}
     with KnowledgeBase(args.kb, path=args.path, **splitter) as kb:
-        report = ingest(
-            kb,
-            args.paths,
-            category=args.category,
-            tenant_id=args.tenant,
-            recursive=not args.no_recursive,
-            chunk_size=args.chunk_size,
-            chunk_overlap=args.chunk_overlap,
-        )
+        report = loading.ingest(
+            kb, args.paths, category=args.category, tenant_id=args.tenant, recursive=recursive,
+            chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap,
+        )  # fmt: skip
         print(report.summary())
         print(f"Knowledge base {args.kb!r} now holds {kb.info.chunk_count} chunks.")
     return 0
 
 
-def _cmd_search(args: argparse.Namespace) -> int:
+def _existing(args: argparse.Namespace) -> KnowledgeBase:
+    """The knowledge base ``args.kb``, opened; a missing one is an error, and nothing is created."""
     from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
     from langchain_knowledge_inject._store.metadata import require_knowledge_base
 
     require_knowledge_base(args.kb, args.path)
-    with KnowledgeBase(args.kb, path=args.path, create=False) as kb:
+    return KnowledgeBase(args.kb, path=args.path, create=False)
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    with _existing(args) as kb:
         docs = kb.search(
             args.query, k=args.k, min_score=args.min_score, mode=args.mode, tenant_id=args.tenant
         )
@@ -228,11 +214,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     """Exit 0 when consistent (or repaired), 1 when drift was found and left."""
-    from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
-    from langchain_knowledge_inject._store.metadata import require_knowledge_base
-
-    require_knowledge_base(args.kb, args.path)
-    with KnowledgeBase(args.kb, path=args.path, create=False) as kb:
+    with _existing(args) as kb:
         report = kb.check(repair=args.repair)
     print(report.summary())
     if args.repair:
@@ -290,9 +272,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
-    from langchain_knowledge_inject._surfaces.chat import run_chat
+    from langchain_knowledge_inject._surfaces.chat import MODEL_ENV_VAR, chat_model, run_chat
 
-    return run_chat(args)
+    name = args.model or os.environ.get(MODEL_ENV_VAR)
+    model = chat_model(name) if name else None  # a bad model fails before the KB is opened
+    with _existing(args) as kb:
+        return run_chat(kb, model, tenant_id=args.tenant)
 
 
 def _format_hit(rank: int, doc: Document) -> str:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -183,27 +181,6 @@ def test_demo_runs_offline_with_the_fake_model(store, capsys) -> None:
         assert f"Q: {sample.question}" in out
     assert "Top result from the expected policy for" in out
     assert [info.name for info in KnowledgeBase.list(store)] == ["hr-demo"]
-
-
-def test_chat_delegates_to_run_chat(monkeypatch, store) -> None:
-    seen = {}
-
-    def run_chat(args):
-        seen.update(vars(args))
-        return 7
-
-    module = types.ModuleType("langchain_knowledge_inject._surfaces.chat")
-    module.run_chat = run_chat
-    monkeypatch.setitem(sys.modules, "langchain_knowledge_inject._surfaces.chat", module)
-
-    argv = ["--path", str(store), "chat", "--kb", "hr", "--model", "openai:gpt-4o-mini"]
-    assert main(argv) == 7
-    assert (seen["kb"], seen["model"], seen["path"], seen["tenant"]) == (
-        "hr",
-        "openai:gpt-4o-mini",
-        str(store),
-        None,
-    )
 
 
 def test_path_after_the_subcommand_wins_over_the_global_one(store, tmp_path, docs) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import io
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,8 @@ from langchain_core.documents import Document
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject._surfaces.chat import run_chat
+from langchain_knowledge_inject._store import knowledge_base
+from langchain_knowledge_inject._surfaces.chat import MODEL_ENV_VAR, run_chat
 from langchain_knowledge_inject._surfaces.cli import main
 from tests.unit_tests.fakes import NumberedChatModel, RecordingChatModel, WordHashEmbedding
 
@@ -30,11 +31,10 @@ def store(tmp_path: Path) -> Path:
     return path
 
 
-def chat(store: Path, lines: str, **options) -> str:
-    args = argparse.Namespace(kb="hr", model=None, path=str(store), tenant=None)
+def chat(store: Path, lines: str, model=None) -> str:
     out = io.StringIO()
-    stdin = io.StringIO(lines)
-    assert run_chat(args, embeddings=WordHashEmbedding(), stdin=stdin, stdout=out, **options) == 0
+    with KnowledgeBase("hr", path=store, embeddings=WordHashEmbedding(), create=False) as kb:
+        assert run_chat(kb, model, stdin=io.StringIO(lines), stdout=out) == 0
     return out.getvalue()
 
 
@@ -117,6 +117,24 @@ def test_a_bad_model_fails_before_the_knowledge_base_is_looked_up(tmp_path, caps
     argv = ["chat", "--kb", "nope", "--path", str(tmp_path), "--model", "nonsense"]
     assert main(argv) == 2
     assert "cannot use the chat model 'nonsense'" in capsys.readouterr().err
+
+
+def test_kinject_chat_runs_the_dry_run_on_the_tenant_asked(store, monkeypatch, capsys) -> None:
+    # the CLI opens the knowledge base with the default model: here the store's own
+    monkeypatch.setattr(knowledge_base, "default_embeddings", lambda **_: WordHashEmbedding())
+    with KnowledgeBase("hr", path=store) as kb:
+        kb.add_documents(
+            [Document("Acme staff get 30 days of annual leave.", metadata={"source": "acme.md"})],
+            tenant_id="acme",
+        )
+    monkeypatch.delenv(MODEL_ENV_VAR, raising=False)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("annual leave days?\n"))
+
+    assert main(["--path", str(store), "chat", "--kb", "hr", "--tenant", "acme"]) == 0
+
+    out = capsys.readouterr().out
+    assert "kinject chat: knowledge base 'hr' (dry run)." in out
+    assert "30 days" in out and "25 days" not in out
 
 
 def test_chat_of_a_missing_kb_is_a_clear_error(tmp_path, capsys) -> None:
