@@ -167,11 +167,12 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from langchain_knowledge_inject._ingest import loading
+    from langchain_knowledge_inject._ingest.folders import collect_files
     from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
     # Missing paths, empty folders and bad chunk sizes fail before the knowledge base is created.
     recursive, sizes = not args.no_recursive, (args.chunk_size, args.chunk_overlap)
-    loading.collect_files(args.paths, recursive=recursive, report=loading.IngestReport())
+    collect_files(args.paths, recursive=recursive, report=loading.IngestReport())
     loading.ingest_splitter(None, *sizes)
     # By default ingest() cuts each file once, with the knowledge base's own splitter
     # (chunks that fit the embedding model's window), which then stores them as they

@@ -11,6 +11,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase
 from langchain_knowledge_inject._ingest import loading as ingestion
+from langchain_knowledge_inject._ingest.folders import collect_files
 from langchain_knowledge_inject._ingest.loading import (
     IngestReport,
     aingest,
@@ -463,7 +464,7 @@ def test_links_inside_the_folder_are_followed_with_their_names(
     kb: CountingKB, linked: Path
 ) -> None:
     names: dict[Path, str] = {}
-    files = ingestion.collect_files([linked], recursive=True, report=IngestReport(), names=names)
+    files = collect_files([linked], recursive=True, report=IngestReport(), names=names)
 
     assert [names[path] for path, _ in files] == ["a.txt", "sub/b.md", "drafts/c.txt"]
     assert [path for path, _ in files] == [
