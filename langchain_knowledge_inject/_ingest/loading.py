@@ -591,7 +591,7 @@ def _load_and_split(
         pages = _pdf_pages(data)
         docs = [Document(text, metadata={**base, "page": page}) for page, text in pages]
     elif file_type == "html":
-        title, text = _html_to_text(_decode(data, notes, html=True))
+        title, text = html_to_text(_decode(data, notes, html=True))
         docs = [Document(text, metadata={**base, "title": title} if title else base)]
     else:
         docs = [Document(_decode(data, notes), metadata=base)]
@@ -635,11 +635,6 @@ def _pdf_pages(data: bytes) -> list[tuple[int, str]]:
     except Exception as exc:  # pypdf raises many types for damaged files
         msg = f"unreadable PDF: {type(exc).__name__}: {exc}"
         raise _SkipFile(msg) from exc
-
-
-def _html_to_text(markup: str) -> tuple[str | None, str]:
-    """Return (title, text) with headings rewritten as Markdown headings."""
-    return html_to_text(markup)
 
 
 def _markdown_sections(text: str) -> list[tuple[list[str], str, str]]:
