@@ -11,6 +11,9 @@ printed with its ratio to a reference measured in the same run:
   error for an unknown knowledge base (``kinject search q --kb nope``) against
   ``import langchain_core`` (target: each under 1.5x).
 
+``import chromadb`` is timed too, as a reference: it is the floor of any
+command that opens the embedded Chroma store.
+
 ``kinject`` runs as its console script does (``from ..._surfaces.cli import
 main; sys.exit(main())``) on a store that ``kinject demo`` fills first (the
 sample knowledge base, the default model), outside the timings. With
@@ -55,6 +58,7 @@ def cases(store: Path, cli: str) -> dict[str, list[str]]:
     return {
         "import langchain_core": ["-c", "import langchain_core"],
         "import langgraph.graph": ["-c", "import langgraph.graph"],
+        "import chromadb": ["-c", "import chromadb"],
         "import langchain_knowledge_inject": ["-c", "import langchain_knowledge_inject"],
         "kinject --help": ["-c", cli, "--help"],
         "kinject kbs": ["-c", cli, "kbs", *path],
