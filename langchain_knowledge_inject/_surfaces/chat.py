@@ -61,6 +61,7 @@ def run_chat(
     kb: KnowledgeBase,
     model: BaseChatModel | None,
     *,
+    model_name: str | None = None,
     tenant_id: str | None = None,
     stdin: IO[str] | None = None,
     stdout: IO[str] | None = None,
@@ -70,13 +71,14 @@ def run_chat(
     Args:
         kb: The knowledge base (left open: the caller closes it).
         model: The chat model; ``None`` for the dry run.
+        model_name: The model's name in the header (default: its class name).
         tenant_id: The tenant partition searched.
         stdin: Where user lines are read (default ``sys.stdin``).
         stdout: Where the chat is written (default ``sys.stdout``).
     """
     stdin, out = stdin or sys.stdin, stdout or sys.stdout
     chat = _Chat(kb, model, _SYSTEM_PROMPT.format(name=kb.name), tenant_id)
-    mode = f"model {type(model).__name__}" if model is not None else "dry run"
+    mode = f"model {model_name or type(model).__name__}" if model is not None else "dry run"
     print(f"kinject chat: knowledge base {kb.name!r} ({mode}). Type 'exit' to leave.", file=out)
     if model is None:
         print("No model configured (--model or KINJECT_CHAT_MODEL): showing the messages "

@@ -278,7 +278,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     name = args.model or os.environ.get(MODEL_ENV_VAR)
     model = chat_model(name) if name else None  # a bad model fails before the KB is opened
     with _existing(args) as kb:
-        return run_chat(kb, model, tenant_id=args.tenant)
+        return run_chat(kb, model, model_name=name, tenant_id=args.tenant)
 
 
 def _format_hit(rank: int, doc: Document) -> str:
