@@ -9,8 +9,9 @@ Parsers, side by side in one run, median of ``--repeat``:
 * ``stream``: :func:`langchain_knowledge_inject._ingest.html_text.html_to_text` (the
   ingest's choice: stdlib ``html.parser`` events, no tree);
 * ``bs4-html.parser``: the previous extraction (BeautifulSoup tree rewrite);
-* ``bs4-lxml``, ``lxml``, ``selectolax``: when importable (``--extra-path DIR``
-  adds a folder where they are installed; none is a dependency). ``lxml`` and
+* ``bs4-lxml``, ``lxml``, ``selectolax``: these and BeautifulSoup run when
+  importable (``--extra-path DIR`` adds a folder where they are installed; none
+  is a dependency). ``lxml`` and
   ``selectolax`` here only extract text (less work than the others); whether
   their text is complete is printed too (libxml2 stops at 256 levels).
 
@@ -96,14 +97,18 @@ def main() -> None:
     args = parser.parse_args()
     if args.extra_path:
         sys.path.insert(0, args.extra_path)
-    parsers: dict[str, Callable[[str], object]] = {
-        "stream": html_to_text,
-        "bs4-html.parser": bs4_tree,
-    }
+    parsers: dict[str, Callable[[str], object]] = {"stream": html_to_text}
+    try:
+        import bs4  # noqa: F401  (not a dependency: pip install beautifulsoup4)
+
+        parsers["bs4-html.parser"] = bs4_tree
+    except ImportError:
+        print("bs4 not importable: skipped")
     try:
         import lxml.html  # noqa: F401
 
-        parsers["bs4-lxml"] = lambda m: bs4_tree(m, "lxml")
+        if "bs4-html.parser" in parsers:
+            parsers["bs4-lxml"] = lambda m: bs4_tree(m, "lxml")
         parsers["lxml"] = lxml_text
     except ImportError:
         print("lxml not importable: skipped")

@@ -4,44 +4,48 @@ Retrieval over a Chroma knowledge base (dense, keyword and hybrid), a cache-frie
 ``dynamic_context`` message, a restricted mode that never lets raw text reach the main
 model, as a LangGraph graph, a Runnable, agent middleware and a tool.
 
-The root exports what a user needs. Building blocks live in the subpackages, named for
-the architecture: ``store`` (the knowledge base), ``ingest`` (files to documents),
-``turn`` (one turn's query, blocks, budget and placement), ``restricted`` (restricted
-mode), ``memory`` (procedures, facts, episodes) and ``integrations`` (the surfaces).
+The root exports what a user needs; ``errors``, ``settings`` and ``presets`` are the
+public modules, and the underscored subpackages are private. Names are imported on
+first use (PEP 562), so ``import langchain_knowledge_inject`` loads neither Chroma nor
+torch nor ``langchain.agents``: each comes with the first name that needs it.
 """
 
+import importlib
 import logging
+from typing import TYPE_CHECKING, Any
 
-from langchain_knowledge_inject._ingest.loading import IngestReport, aingest, ingest
-from langchain_knowledge_inject._ingest.sample_data import build_sample_knowledge_base
-from langchain_knowledge_inject._memory.episodic import EpisodicMemory
-from langchain_knowledge_inject._memory.facts import UserFacts
-from langchain_knowledge_inject._memory.procedures import ProcedureLibrary
-from langchain_knowledge_inject._memory.tools import create_memory_tools
-from langchain_knowledge_inject._restricted.boundary import ReasonCode, SafeSummary
-from langchain_knowledge_inject._store.knowledge_base import (
-    AddResult,
-    KnowledgeBase,
-    KnowledgeBaseInfo,
-)
-from langchain_knowledge_inject._store.retriever import KnowledgeBaseRetriever
-from langchain_knowledge_inject._surfaces.graph import KnowledgeState, create_knowledge_graph
-from langchain_knowledge_inject._surfaces.middleware import KnowledgeInjectionMiddleware
-from langchain_knowledge_inject._surfaces.node import create_knowledge_node
-from langchain_knowledge_inject._surfaces.runnable import KnowledgeInjector, cited_documents
-from langchain_knowledge_inject._surfaces.tools import create_knowledge_base_search_tool
-from langchain_knowledge_inject._turn.formatting import KnowledgeBlockTemplate
-from langchain_knowledge_inject._turn.manifest import InjectionManifest
-from langchain_knowledge_inject._turn.placement import strip_injected
 from langchain_knowledge_inject._version import __version__
-from langchain_knowledge_inject.errors import (
-    ConfigurationError,
-    KnowledgeBaseNotFoundError,
-    KnowledgeInjectError,
-    RetrievalError,
-    StoreError,
-)
-from langchain_knowledge_inject.settings import KnowledgeContext, KnowledgeSettings
+
+if TYPE_CHECKING:
+    from langchain_knowledge_inject._ingest.loading import IngestReport, aingest, ingest
+    from langchain_knowledge_inject._ingest.sample_data import build_sample_knowledge_base
+    from langchain_knowledge_inject._memory.episodic import EpisodicMemory
+    from langchain_knowledge_inject._memory.facts import UserFacts
+    from langchain_knowledge_inject._memory.procedures import ProcedureLibrary
+    from langchain_knowledge_inject._memory.tools import create_memory_tools
+    from langchain_knowledge_inject._restricted.boundary import ReasonCode, SafeSummary
+    from langchain_knowledge_inject._store.knowledge_base import (
+        AddResult,
+        KnowledgeBase,
+        KnowledgeBaseInfo,
+    )
+    from langchain_knowledge_inject._store.retriever import KnowledgeBaseRetriever
+    from langchain_knowledge_inject._surfaces.graph import KnowledgeState, create_knowledge_graph
+    from langchain_knowledge_inject._surfaces.middleware import KnowledgeInjectionMiddleware
+    from langchain_knowledge_inject._surfaces.node import create_knowledge_node
+    from langchain_knowledge_inject._surfaces.runnable import KnowledgeInjector, cited_documents
+    from langchain_knowledge_inject._surfaces.tools import create_knowledge_base_search_tool
+    from langchain_knowledge_inject._turn.formatting import KnowledgeBlockTemplate
+    from langchain_knowledge_inject._turn.manifest import InjectionManifest
+    from langchain_knowledge_inject._turn.placement import strip_injected
+    from langchain_knowledge_inject.errors import (
+        ConfigurationError,
+        KnowledgeBaseNotFoundError,
+        KnowledgeInjectError,
+        RetrievalError,
+        StoreError,
+    )
+    from langchain_knowledge_inject.settings import KnowledgeContext, KnowledgeSettings
 
 __all__ = [
     "AddResult",
@@ -77,5 +81,51 @@ __all__ = [
     "ingest",
     "strip_injected",
 ]
+
+_MODULES = {
+    "_ingest.loading": ("IngestReport", "aingest", "ingest"),
+    "_ingest.sample_data": ("build_sample_knowledge_base",),
+    "_memory.episodic": ("EpisodicMemory",),
+    "_memory.facts": ("UserFacts",),
+    "_memory.procedures": ("ProcedureLibrary",),
+    "_memory.tools": ("create_memory_tools",),
+    "_restricted.boundary": ("ReasonCode", "SafeSummary"),
+    "_store.knowledge_base": ("AddResult", "KnowledgeBase", "KnowledgeBaseInfo"),
+    "_store.retriever": ("KnowledgeBaseRetriever",),
+    "_surfaces.graph": ("KnowledgeState", "create_knowledge_graph"),
+    "_surfaces.middleware": ("KnowledgeInjectionMiddleware",),
+    "_surfaces.node": ("create_knowledge_node",),
+    "_surfaces.runnable": ("KnowledgeInjector", "cited_documents"),
+    "_surfaces.tools": ("create_knowledge_base_search_tool",),
+    "_turn.formatting": ("KnowledgeBlockTemplate",),
+    "_turn.manifest": ("InjectionManifest",),
+    "_turn.placement": ("strip_injected",),
+    "errors": (
+        "ConfigurationError",
+        "KnowledgeBaseNotFoundError",
+        "KnowledgeInjectError",
+        "RetrievalError",
+        "StoreError",
+    ),
+    "settings": ("KnowledgeContext", "KnowledgeSettings"),
+}
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first use (PEP 562), then keep it."""
+    module = _HOME.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The module's attributes, the public names not imported yet included."""
+    return sorted({*globals(), *__all__})
+
 
 logging.getLogger("langchain_knowledge_inject").addHandler(logging.NullHandler())

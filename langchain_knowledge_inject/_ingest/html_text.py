@@ -7,17 +7,13 @@ line breaks, list items get a ``- `` bullet and ``<h1>``...``<h6>`` become
 ``#``...``######`` headings, so HTML goes through the same heading-aware
 splitting as Markdown. An unclosed element costs nothing: there is no tree to
 re-balance. A ``<`` that cannot start a tag (another ``<`` comes before any
-``>``) is escaped first, in one linear pass: the standard library's parser
-rescans such a tag to the end of the input each time (``"<a " * 4000`` took
-3.5 s, and the time grew quadratically).
+``>``) is escaped first, in one linear pass, because the standard library's
+parser rescans such a tag to the end of the input each time.
 
-Why, by measurement (``benchmarks/html_parse.py``): BeautifulSoup, with
-``html.parser`` or ``lxml``, took 8-10 s on 8,000 unclosed ``<div>`` elements
-(19.5 s on 20,000) and grew quadratically; ``selectolax`` took 1.5 s on 20,000
-and grew faster than linearly; ``lxml`` alone is fast but drops the text past
-256 nesting levels; this pass took 0.2 s on 20,000, with the text complete, and
-on a normal page it is 4x faster than BeautifulSoup. ``lxml`` and ``selectolax``
-would be compiled dependencies, and are not needed.
+Why not a tree parser: BeautifulSoup grows quadratically on unclosed elements,
+``lxml`` drops the text past 256 nesting levels, and both (and ``selectolax``)
+would be more dependencies; the comparison is ``benchmarks/html_parse.py``, its
+figures in docs/performance.md.
 """
 
 from __future__ import annotations

@@ -30,8 +30,7 @@ once, with the knowledge base's own splitter (``KnowledgeBase.text_splitter``:
 with the default model at most 128 word pieces with 32 overlap, with another
 model 1000 characters with 150), so the chunks fit it and ``add_documents``
 stores them as they are: one overlap, cut points that respect the model's
-window. (Before, files were cut into 1000-character
-chunks and the knowledge base cut those again.) ``chunk_size`` /
+window. ``chunk_size`` /
 ``chunk_overlap`` ask for character chunks instead (``DEFAULT_CHUNK_SIZE``
 1000, ``DEFAULT_CHUNK_OVERLAP`` 150), as does a knowledge base opened with
 ``text_splitter=None``.
@@ -62,8 +61,8 @@ settings, category and tenant>;chunks:<count>``, so a file is read again when
 the knowledge base's splitter changes. Each file is loaded and split in full
 before anything is written, and files are added whole (one source never spans
 two ``add_documents`` calls), so an unreadable, empty, binary or unsupported
-file is skipped and reported and never leaves partial state. Hidden files and
-folders (name starting with ``.``) inside a folder are ignored.
+file is skipped and reported and never leaves partial state. Which files a
+folder holds (hidden entries, symbolic links): :mod:`langchain_knowledge_inject._ingest.folders`.
 
 Files deleted from a folder since the last ingest, and files skipped in this
 run, keep the chunks they had; ``KnowledgeBase.delete_source`` removes them.
@@ -85,30 +84,18 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from langchain_core.documents import Document
 from langchain_text_splitters import Language, RecursiveCharacterTextSplitter, TextSplitter
 
+from langchain_knowledge_inject._ingest.folders import FileType, collect_files
 from langchain_knowledge_inject._ingest.html_text import html_to_text
 from langchain_knowledge_inject._ingest.text_decoding import decode_bytes
 from langchain_knowledge_inject._store.write_plan import SOURCE_PATH_KEY
-from langchain_knowledge_inject.errors import ConfigurationError, IngestError
+from langchain_knowledge_inject.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
-
-FileType = Literal["text", "markdown", "html", "pdf"]
-
-SUPPORTED_EXTENSIONS: Mapping[str, FileType] = {
-    ".txt": "text",
-    ".text": "text",
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".html": "html",
-    ".htm": "html",
-    ".pdf": "pdf",
-}
-"""File extensions that ``ingest`` reads, and the loader each one goes through."""
 
 DEFAULT_CHUNK_SIZE = 1000
 DEFAULT_CHUNK_OVERLAP = 150
@@ -155,6 +142,9 @@ class IngestReport:
         chunks_replaced: Old chunks removed because their file changed.
         warnings: ``(path, message)`` for files read with a caveat: not UTF-8
             (the encoding used, and "low confidence" when another fits as well).
+        links_skipped: ``(link, reason)`` for every symbolic link found in a
+            folder and not followed: its target outside the folder, a loop, a
+            folder already walked, or a broken link.
         seconds: Wall-clock time of the whole call.
     """
 
@@ -166,6 +156,7 @@ class IngestReport:
     chunks_updated: int = 0
     chunks_replaced: int = 0
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    links_skipped: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
 
     def summary(self) -> str:
@@ -189,6 +180,9 @@ class IngestReport:
         if self.files_skipped:
             lines.append(f"Skipped {len(self.files_skipped)}:")
             lines.extend(f"  {path}: {reason}" for path, reason in self.files_skipped)
+        if self.links_skipped:
+            lines.append(f"Symbolic links not followed ({len(self.links_skipped)}):")
+            lines.extend(f"  {link}: {reason}" for link, reason in self.links_skipped)
         if self.warnings:
             lines.append(f"Warnings ({len(self.warnings)}):")
             lines.extend(f"  {path}: {message}" for path, message in self.warnings)
@@ -372,7 +366,8 @@ def ingest(
 
     Args:
         kb: The knowledge base (a ``KnowledgeBase``).
-        paths: Files and folders. Folders are walked (hidden entries ignored).
+        paths: Files and folders. Folders are walked (hidden entries ignored;
+            symbolic links followed inside the folder only, reported otherwise).
         category: Stored as ``metadata["category"]`` on every chunk.
         tenant_id: Tenant partition to write to; also stored in metadata.
         progress: Show a tqdm progress bar on stderr. Default: when stderr is
@@ -500,85 +495,6 @@ def _check_chunking(chunk_size: int, chunk_overlap: int) -> None:
         raise ConfigurationError(msg, option="chunk_overlap", value=chunk_overlap)
 
 
-def collect_files(
-    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-    *,
-    recursive: bool,
-    report: IngestReport,
-    names: dict[Path, str] | None = None,
-) -> list[tuple[Path, FileType]]:
-    """Expand paths to supported files; unsupported ones go to the report.
-
-    ``names`` receives the source name of each file (resolved path): its path
-    relative to the folder given, with ``/`` separators, or its file name when
-    the file itself was given. A file reached twice keeps its first name.
-    """
-    names = {} if names is None else names
-    shown: dict[Path, str] = {}
-    given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    if not given:
-        msg = "no path given: pass at least one file or folder"
-        raise IngestError(msg)
-    candidates: list[Path] = []
-    for raw in given:
-        path = Path(raw).expanduser()
-        if not path.exists():
-            msg = f"path not found: {raw}"
-            raise IngestError(msg, path=path)
-        if path.is_dir():
-            try:
-                found = _walk(path, recursive=recursive, report=report)
-            except OSError as exc:
-                msg = f"cannot read folder {raw}: {exc.strerror or exc}"
-                raise IngestError(msg, path=path) from exc
-            if not found:
-                msg = f"folder is empty: {raw} (no files to ingest; hidden files are ignored)"
-                raise IngestError(msg, path=path)
-            candidates.extend(found)
-            for entry in found:
-                shown.setdefault(entry, entry.relative_to(path).as_posix())
-        else:
-            candidates.append(path)
-            shown.setdefault(path, path.name)
-    files: list[tuple[Path, FileType]] = []
-    seen: set[Path] = set()
-    for path in candidates:
-        resolved = path.resolve()
-        if resolved in seen:
-            continue
-        seen.add(resolved)
-        names[resolved] = shown.get(path, path.name)
-        file_type = SUPPORTED_EXTENSIONS.get(resolved.suffix.lower())
-        if not resolved.is_file():
-            report.files_skipped.append((str(resolved), "not a regular file"))
-        elif file_type is None:
-            kinds = ", ".join(sorted(SUPPORTED_EXTENSIONS))
-            reason = f"unsupported file type {resolved.suffix or '(none)'!r} (supported: {kinds})"
-            report.files_skipped.append((str(resolved), reason))
-        else:
-            files.append((resolved, file_type))
-    return files
-
-
-def _walk(folder: Path, *, recursive: bool, report: IngestReport) -> list[Path]:
-    """List the non-hidden files of a folder; an unreadable sub-folder is reported."""
-    found: list[Path] = []
-    for entry in sorted(folder.iterdir()):
-        if entry.name.startswith("."):
-            continue
-        if entry.is_dir():
-            if not recursive:
-                continue
-            try:
-                found.extend(_walk(entry, recursive=True, report=report))
-            except OSError as exc:
-                reason = f"unreadable folder: {exc.strerror or exc}"
-                report.files_skipped.append((str(entry.resolve()), reason))
-        else:
-            found.append(entry)
-    return found
-
-
 def _progress_bar(total: int, progress: bool | None) -> Any:
     from tqdm.auto import tqdm
 
@@ -675,7 +591,7 @@ def _load_and_split(
         pages = _pdf_pages(data)
         docs = [Document(text, metadata={**base, "page": page}) for page, text in pages]
     elif file_type == "html":
-        title, text = _html_to_text(_decode(data, notes, html=True))
+        title, text = html_to_text(_decode(data, notes, html=True))
         docs = [Document(text, metadata={**base, "title": title} if title else base)]
     else:
         docs = [Document(_decode(data, notes), metadata=base)]
@@ -719,11 +635,6 @@ def _pdf_pages(data: bytes) -> list[tuple[int, str]]:
     except Exception as exc:  # pypdf raises many types for damaged files
         msg = f"unreadable PDF: {type(exc).__name__}: {exc}"
         raise _SkipFile(msg) from exc
-
-
-def _html_to_text(markup: str) -> tuple[str | None, str]:
-    """Return (title, text) with headings rewritten as Markdown headings."""
-    return html_to_text(markup)
 
 
 def _markdown_sections(text: str) -> list[tuple[list[str], str, str]]:

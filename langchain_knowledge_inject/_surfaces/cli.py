@@ -1,13 +1,6 @@
 """The ``kinject`` console script: ingest, search, list knowledge bases, demo, chat.
 
-Usage::
-
-    kinject demo                                  # build the sample HR knowledge base, ask it
-    kinject ingest docs/ handbook.pdf --kb hr --category policy
-    kinject search "how many days of leave?" --kb hr --k 3
-    kinject kbs                                   # knowledge bases and their chunk counts
-    kinject chat --kb hr --model openai:gpt-4o-mini
-
+``kinject --help`` shows an example of each command (``_EXAMPLES``).
 ``--path DIR`` (before or after the subcommand) selects the store directory;
 the default is the per-user directory (``KINJECT_HOME`` overrides it).
 Errors are one line on stderr; exit codes: 0 success, 1 failure, 2 usage error
@@ -18,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -32,6 +26,8 @@ from langchain_knowledge_inject.errors import (
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document
+
+    from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
 _SNIPPET_CHARS = 160
 
@@ -81,10 +77,38 @@ def _positive_int(value: str) -> int:
     return number
 
 
+_EXAMPLES = {
+    "demo": ["kinject demo                              # the sample HR knowledge base, asked"],
+    "ingest": [
+        "kinject ingest docs/ handbook.pdf --kb hr --category policy",
+        "kinject ingest notes/ --kb hr --tenant acme --chunk-size 2000",
+    ],
+    "search": [
+        'kinject search "how many days of leave?" --kb hr --k 3',
+        'kinject search "carry-over" --kb hr --mode keyword --json',
+    ],
+    "kbs": ["kinject kbs --path ./store                 # knowledge bases, chunk counts"],
+    "check": ["kinject check --kb hr --repair"],
+    "chat": [
+        "kinject chat --kb hr                       # no model: shows the messages sent",
+        "kinject chat --kb hr --model openai:gpt-4o-mini  # needs langchain-openai",
+    ],
+}
+"""Examples shown by ``kinject --help`` (all of them) and by each command's ``--help``."""
+
+
+def _epilog(*commands: str) -> str:
+    lines = [line for command in commands for line in _EXAMPLES[command]]
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 def _build_parser() -> argparse.ArgumentParser:
+    raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
         prog="kinject",
-        description="Knowledge bases for LangChain and LangGraph models: ingest, search, demo.",
+        description="Knowledge bases for LangChain and LangGraph models: ingest, search, chat.",
+        epilog=_epilog(*_EXAMPLES),
+        formatter_class=raw,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--path", metavar="DIR", default=None, help="store directory")
@@ -93,29 +117,27 @@ def _build_parser() -> argparse.ArgumentParser:
     common.add_argument("--path", metavar="DIR", default=argparse.SUPPRESS, help="store directory")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("ingest", parents=[common], help="add files and folders to a KB")
+    def command(name: str, summary: str) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name, parents=[common], help=summary, description=summary.capitalize() + ".",
+            epilog=_epilog(name), formatter_class=raw,
+        )  # fmt: skip
+
+    p = command("ingest", "add files and folders to a knowledge base")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders")
     p.add_argument("--kb", required=True, metavar="NAME", help="knowledge base (created if new)")
     p.add_argument("--category", default=None, help="metadata category for every chunk")
     p.add_argument("--tenant", default=None, help="tenant partition to write to")
     p.add_argument("--no-recursive", action="store_true", help="do not walk sub-folders")
-    p.add_argument(
-        "--chunk-size",
-        type=_positive_int,
-        default=None,
-        help="chunk size in characters (default: the KB's splitter, sized to the model)",
-    )
-    p.add_argument(
-        "--chunk-overlap",
-        type=int,
-        default=None,
-        help="overlap in characters (default 150, at most half the chunk size)",
-    )
+    size = "chunk size in characters (default: chunks that fit the embedding model)"
+    p.add_argument("--chunk-size", metavar="N", type=_positive_int, help=size)
+    overlap = "overlap in characters (default 150, at most half the chunk size)"
+    p.add_argument("--chunk-overlap", metavar="N", type=int, help=overlap)
     p.set_defaults(handler=_cmd_ingest)
 
-    p = sub.add_parser("search", parents=[common], help="search a knowledge base")
+    p = command("search", "search a knowledge base")
     p.add_argument("query")
-    p.add_argument("--kb", required=True, metavar="NAME")
+    p.add_argument("--kb", required=True, metavar="NAME", help="knowledge base to search")
     p.add_argument("--k", type=_positive_int, default=4, help="number of results (default 4)")
     p.add_argument("--mode", choices=["dense", "keyword", "hybrid"], default="hybrid")
     p.add_argument("--tenant", default=None, help="tenant partition to search")
@@ -123,70 +145,60 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(handler=_cmd_search)
 
-    p = sub.add_parser("kbs", parents=[common], help="list knowledge bases")
-    p.set_defaults(handler=_cmd_kbs)
-
-    p = sub.add_parser("demo", parents=[common], help="build the sample HR KB and query it")
-    p.set_defaults(handler=_cmd_demo)
-
-    p = sub.add_parser(
-        "check", parents=[common], help="report (and repair) drift in a KB's indexes"
+    command("kbs", "list the knowledge bases of a store").set_defaults(handler=_cmd_kbs)
+    command("demo", "build the sample HR knowledge base and query it").set_defaults(
+        handler=_cmd_demo
     )
-    p.add_argument("--kb", required=True, metavar="NAME")
+
+    p = command("check", "report (and repair) drift in a knowledge base's indexes")
+    p.add_argument("--kb", required=True, metavar="NAME", help="knowledge base to check")
     p.add_argument("--repair", action="store_true", help="fix the drift found")
     p.set_defaults(handler=_cmd_check)
 
-    p = sub.add_parser("chat", parents=[common], help="chat with a model grounded in a KB")
-    p.add_argument("--kb", required=True, metavar="NAME")
-    p.add_argument(
-        "--model",
-        default=None,
-        metavar="PROVIDER:MODEL",
-        help="any init_chat_model string (default: $KINJECT_CHAT_MODEL; none: print the messages)",
-    )
-    p.add_argument("--tenant", default=None)
+    p = command("chat", "chat with a model grounded in a knowledge base")
+    p.add_argument("--kb", required=True, metavar="NAME", help="knowledge base the answers draw on")
+    model = "any init_chat_model string, its provider package installed (default: "
+    model += "$KINJECT_CHAT_MODEL; none: print the messages that would be sent)"
+    p.add_argument("--model", metavar="PROVIDER:MODEL", help=model)
+    p.add_argument("--tenant", default=None, help="tenant partition to search")
     p.set_defaults(handler=_cmd_chat)
     return parser
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
-    from langchain_knowledge_inject._ingest.loading import (
-        IngestReport,
-        collect_files,
-        ingest,
-        ingest_splitter,
-    )
+    from langchain_knowledge_inject._ingest import loading
+    from langchain_knowledge_inject._ingest.folders import collect_files
     from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
     # Missing paths, empty folders and bad chunk sizes fail before the knowledge base is created.
-    collect_files(args.paths, recursive=not args.no_recursive, report=IngestReport())
-    ingest_splitter(None, args.chunk_size, args.chunk_overlap)
+    recursive, sizes = not args.no_recursive, (args.chunk_size, args.chunk_overlap)
+    collect_files(args.paths, recursive=recursive, report=loading.IngestReport())
+    loading.ingest_splitter(None, *sizes)
     # By default ingest() cuts each file once, with the knowledge base's own splitter
     # (chunks that fit the embedding model's window), which then stores them as they
     # are. Chunk sizes the user chose are characters, stored as they are.
-    chosen = args.chunk_size is not None or args.chunk_overlap is not None
-    splitter: dict[str, Any] = {"text_splitter": None} if chosen else {}
+    splitter: dict[str, Any] = {"text_splitter": None} if sizes != (None, None) else {}
     with KnowledgeBase(args.kb, path=args.path, **splitter) as kb:
-        report = ingest(
-            kb,
-            args.paths,
-            category=args.category,
-            tenant_id=args.tenant,
-            recursive=not args.no_recursive,
-            chunk_size=args.chunk_size,
-            chunk_overlap=args.chunk_overlap,
-        )
+        report = loading.ingest(
+            kb, args.paths, category=args.category, tenant_id=args.tenant, recursive=recursive,
+            chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap,
+        )  # fmt: skip
         print(report.summary())
         print(f"Knowledge base {args.kb!r} now holds {kb.info.chunk_count} chunks.")
     return 0
 
 
-def _cmd_search(args: argparse.Namespace) -> int:
+def _existing(args: argparse.Namespace) -> KnowledgeBase:
+    """The knowledge base ``args.kb``, opened; a missing one is an error, and nothing is created."""
     from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
     from langchain_knowledge_inject._store.metadata import require_knowledge_base
 
     require_knowledge_base(args.kb, args.path)
-    with KnowledgeBase(args.kb, path=args.path, create=False) as kb:
+    return KnowledgeBase(args.kb, path=args.path, create=False)
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    with _existing(args) as kb:
         docs = kb.search(
             args.query, k=args.k, min_score=args.min_score, mode=args.mode, tenant_id=args.tenant
         )
@@ -203,11 +215,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     """Exit 0 when consistent (or repaired), 1 when drift was found and left."""
-    from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
-    from langchain_knowledge_inject._store.metadata import require_knowledge_base
-
-    require_knowledge_base(args.kb, args.path)
-    with KnowledgeBase(args.kb, path=args.path, create=False) as kb:
+    with _existing(args) as kb:
         report = kb.check(repair=args.repair)
     print(report.summary())
     if args.repair:
@@ -265,9 +273,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
-    from langchain_knowledge_inject._surfaces.chat import run_chat
+    from langchain_knowledge_inject._surfaces.chat import MODEL_ENV_VAR, chat_model, run_chat
 
-    return run_chat(args)
+    name = args.model or os.environ.get(MODEL_ENV_VAR)
+    model = chat_model(name) if name else None  # a bad model fails before the KB is opened
+    with _existing(args) as kb:
+        return run_chat(kb, model, model_name=name, tenant_id=args.tenant)
 
 
 def _format_hit(rank: int, doc: Document) -> str:

@@ -98,6 +98,11 @@ def test_installed_console_script(tmp_path) -> None:
     assert missing.returncode == 2
     assert "kinject kbs" in missing.stderr
 
+    bad_model = run("chat", "--kb", "faq", "--model", "nonsense")
+    assert bad_model.returncode == 2
+    assert bad_model.stderr.startswith("kinject: error: cannot use the chat model 'nonsense'")
+    assert len(bad_model.stderr.splitlines()) == 1  # one line, no traceback
+
     assert run("ingest", str(tmp_path / "faq.txt"), "--kb", "faq").returncode == 0
     found = run("search", "wifi password", "--kb", "faq")
     assert found.returncode == 0, found.stderr

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -185,27 +183,6 @@ def test_demo_runs_offline_with_the_fake_model(store, capsys) -> None:
     assert [info.name for info in KnowledgeBase.list(store)] == ["hr-demo"]
 
 
-def test_chat_delegates_to_run_chat(monkeypatch, store) -> None:
-    seen = {}
-
-    def run_chat(args):
-        seen.update(vars(args))
-        return 7
-
-    module = types.ModuleType("langchain_knowledge_inject._surfaces.chat")
-    module.run_chat = run_chat
-    monkeypatch.setitem(sys.modules, "langchain_knowledge_inject._surfaces.chat", module)
-
-    argv = ["--path", str(store), "chat", "--kb", "hr", "--model", "openai:gpt-4o-mini"]
-    assert main(argv) == 7
-    assert (seen["kb"], seen["model"], seen["path"], seen["tenant"]) == (
-        "hr",
-        "openai:gpt-4o-mini",
-        str(store),
-        None,
-    )
-
-
 def test_path_after_the_subcommand_wins_over_the_global_one(store, tmp_path, docs) -> None:
     other = tmp_path / "other"
     main(["--path", str(other), "ingest", str(docs), "--kb", "hr", "--path", str(store)])
@@ -220,3 +197,16 @@ def test_ingest_keeps_chunks_larger_than_the_kb_default_splitter(store, tmp_path
     argv = ["ingest", str(tmp_path / "big.txt"), "--kb", "big", "--path", str(store)]
     assert main([*argv, "--chunk-size", "2000"]) == 0
     assert "1 chunk added" in capsys.readouterr().out
+
+
+def test_ingest_lists_the_links_it_did_not_follow(store, docs, tmp_path, capsys) -> None:
+    (tmp_path / "secret.txt").write_text("The door code is 7294.", encoding="utf-8")
+    (docs / "leak.txt").symlink_to(tmp_path / "secret.txt")
+    (docs / "loop").symlink_to(".")
+
+    assert main(["ingest", str(docs), "--kb", "hr", "--path", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert "Read 2 files" in out
+    assert "Symbolic links not followed (2):" in out
+    assert f"  {docs / 'leak.txt'}: link to {tmp_path / 'secret.txt'}, outside {docs}" in out
+    assert f"  {docs / 'loop'}: link to {docs}, a folder that holds it (a loop)" in out

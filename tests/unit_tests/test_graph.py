@@ -16,7 +16,6 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langchain_knowledge_inject import (
     ConfigurationError,
-    KnowledgeBase,
     create_knowledge_base_search_tool,
     create_knowledge_graph,
     strip_injected,
@@ -27,7 +26,6 @@ from tests.unit_tests.fakes import (
     LEAVE,
     PARKING,
     NumberedChatModel,
-    WordHashEmbedding,
     dump_messages,
     hr_documents,
     injected_text,
@@ -432,85 +430,3 @@ def test_mermaid_drawing_matches_snapshot(kb, snapshot, with_tools):
         create_knowledge_graph(NumberedChatModel(), kb, tools=tools).get_graph().draw_mermaid()
     )
     assert drawing == snapshot.read_text(encoding="utf-8")
-
-
-# --- kinject chat (chat.py runs on the graph and the injector) --------------------------
-
-
-def _chat_store(tmp_path) -> str:
-    store = tmp_path / "chat-store"
-    base = KnowledgeBase("hr", path=store, embeddings=WordHashEmbedding())
-    base.add_documents([Document(LEAVE, metadata={"source": "leave.md"})])
-    base.close()
-    return str(store)
-
-
-def _chat(tmp_path, monkeypatch, lines: str, **kwargs: Any) -> tuple[int, str]:
-    import argparse
-    import io
-
-    from langchain_knowledge_inject._surfaces.chat import run_chat
-
-    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
-    out = io.StringIO()
-    args = argparse.Namespace(
-        kb="hr", model=kwargs.pop("model_name", None), path=_chat_store(tmp_path), tenant=None
-    )
-    code = run_chat(args, embeddings=WordHashEmbedding(), stdout=out, **kwargs)
-    return code, out.getvalue()
-
-
-def test_chat_without_a_model_prints_the_messages_that_would_be_sent(tmp_path, monkeypatch):
-    monkeypatch.delenv("KINJECT_CHAT_MODEL", raising=False)
-    code, out = _chat(
-        tmp_path, monkeypatch, "How many days of annual leave?\n\nparking garage?\nexit\nignored\n"
-    )
-    assert code == 0
-    first, second = out.split("--- turn 1:")[1].split("--- turn 2:")
-    assert "2 messages would be sent" in first  # the knowledge travels with the question
-    assert "[system]\nYou are a helpful assistant" in first
-    assert "[human (injected)]\n[Retrieved Knowledge]" in first and LEAVE in first
-    assert "say so honestly.\n\n[User Message]\n\nHow many days of annual leave?" in first
-    # turn 2: history holds the user messages only, no earlier injection
-    assert "3 messages would be sent" in second and "(injected)" not in second
-    assert second.count("[human]") == 2 and LEAVE not in second
-    assert "ignored" not in out
-
-
-def test_chat_with_a_model_answers_and_names_the_sources(tmp_path, monkeypatch):
-    model = NumberedChatModel()
-    code, out = _chat(tmp_path, monkeypatch, "annual leave?\nparking garage?\n", model=model)
-    assert code == 0
-    assert "assistant> reply 1" in out and "(knowledge given to the model: leave.md)" in out
-    assert "assistant> reply 2" in out and "(no knowledge retrieved for this message)" in out
-    assert is_injected(model.received[0][1])
-    assert [m.type for m in model.received[1]] == [
-        "system",
-        "human",
-        "ai",
-        "human",
-    ]  # EOF ends the loop
-
-
-def test_chat_builds_the_model_with_init_chat_model(tmp_path, monkeypatch):
-    built: list[str] = []
-
-    def fake_init(name: str, **kwargs: Any) -> NumberedChatModel:
-        built.append(name)
-        return NumberedChatModel()
-
-    monkeypatch.setattr("langchain.chat_models.init_chat_model", fake_init)
-    code, out = _chat(tmp_path, monkeypatch, "annual leave?\nquit\n", model_name="fake:model-1")
-    assert (code, built) == (0, ["fake:model-1"])
-    assert "model fake:model-1" in out and "assistant> reply 1" in out
-
-
-def test_chat_unknown_knowledge_base(tmp_path):
-    import argparse
-
-    from langchain_knowledge_inject import KnowledgeBaseNotFoundError
-    from langchain_knowledge_inject._surfaces.chat import run_chat
-
-    args = argparse.Namespace(kb="nope", model=None, path=str(tmp_path / "empty"), tenant=None)
-    with pytest.raises(KnowledgeBaseNotFoundError):
-        run_chat(args, embeddings=WordHashEmbedding())

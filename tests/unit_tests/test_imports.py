@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,6 +57,47 @@ def test_every_name_is_importable() -> None:
         assert getattr(langchain_knowledge_inject, name) is not None, name
 
 
+def test_dir_lists_every_public_name_before_it_is_imported() -> None:
+    assert set(__all__) <= set(dir(langchain_knowledge_inject))
+
+
+def test_type_checkers_see_the_names_the_root_resolves_at_run_time() -> None:
+    """The ``if TYPE_CHECKING:`` imports, ``__all__`` and the lazy map name the same things."""
+    tree = ast.parse(Path(langchain_knowledge_inject.__file__).read_text(encoding="utf-8"))
+    [block] = [node for node in tree.body if isinstance(node, ast.If)]
+    seen = {
+        f"{node.module.removeprefix('langchain_knowledge_inject.')}:{alias.name}"
+        for node in block.body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+    lazy = {f"{module}:{name}" for name, module in langchain_knowledge_inject._HOME.items()}
+    assert seen == lazy
+    assert {name for name in __all__ if name != "__version__"} == set(
+        langchain_knowledge_inject._HOME
+    )
+
+
+HEAVY = ("chromadb", "torch", "sentence_transformers", "tantivy", "langchain.agents")
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "import langchain_knowledge_inject",
+        "from langchain_knowledge_inject import KnowledgeSettings, ConfigurationError",
+        "import langchain_knowledge_inject._surfaces.cli",
+    ],
+)
+def test_importing_the_package_loads_no_heavy_library(statement: str) -> None:
+    """Chroma, torch, sentence-transformers, tantivy and the agents come with their first use."""
+    code = f"import sys; {statement}; print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == []
+
+
 def test_the_package_is_marked_typed():
     assert (Path(langchain_knowledge_inject.__file__).parent / "py.typed").is_file()
 
@@ -71,7 +115,8 @@ def test_everything_but_the_root_and_the_documented_modules_is_private() -> None
     public = {
         path.stem if path.is_file() else path.name
         for path in package.iterdir()
-        if not path.name.startswith("_") and (path.suffix == ".py" or path.is_dir())
+        if not path.name.startswith("_")
+        and (path.suffix == ".py" or path.is_dir())
         and path.name != "py.typed"
     }
     assert public == PUBLIC_MODULES

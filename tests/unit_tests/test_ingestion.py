@@ -11,6 +11,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase
 from langchain_knowledge_inject._ingest import loading as ingestion
+from langchain_knowledge_inject._ingest.folders import collect_files
 from langchain_knowledge_inject._ingest.loading import (
     IngestReport,
     aingest,
@@ -120,9 +121,10 @@ def test_ingest_reads_every_supported_type_with_metadata(kb: CountingKB, corpus:
     assert {c.metadata["file_type"] for c in chunks} == {"text", "markdown", "html", "pdf"}
     for chunk in chunks:
         assert Path(chunk.metadata["source_path"]).is_absolute()
-        assert chunk.metadata["source"] == Path(chunk.metadata["source_path"]).relative_to(
-            corpus.resolve()
-        ).as_posix()
+        assert (
+            chunk.metadata["source"]
+            == Path(chunk.metadata["source_path"]).relative_to(corpus.resolve()).as_posix()
+        )
         assert chunk.metadata["category"] == "hr"
         assert chunk.metadata["tenant_id"] == "acme"
     pdf = stored(kb, corpus / "sub" / "manual.pdf", "acme")
@@ -402,3 +404,100 @@ def test_build_sample_knowledge_base_is_idempotent(tmp_path: Path) -> None:
     assert "Annual leave policy" in info.topics
     assert hits[0].metadata["source"] == "leave_policy.md"
     assert hits[0].metadata["headers"] == "Annual leave policy > Carry-over"
+
+
+# Symbolic links: followed inside the folder ingested only, each folder walked once.
+
+
+@pytest.fixture
+def linked(tmp_path: Path) -> Path:
+    """A folder with links that loop, leave it, break, and stay inside it."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "sub").mkdir(parents=True)
+    (root / ".drafts").mkdir()
+    outside.mkdir()
+    (root / "a.txt").write_text("Alpha policy text.", encoding="utf-8")
+    (root / "sub" / "b.md").write_text("# Beta\n\nBeta policy text.", encoding="utf-8")
+    (root / ".drafts" / "c.txt").write_text("Gamma draft text.", encoding="utf-8")
+    (outside / "secret.txt").write_text("The door code is 7294.", encoding="utf-8")
+    for name, target in {
+        "self": ".",  # two links to the folder itself: an exponential walk, followed
+        "again": ".",
+        "sub/up": "..",
+        "out": "../outside",
+        "leak.txt": "../outside/secret.txt",
+        "alias": "sub",  # inside, but walked already
+        "a-copy.txt": "a.txt",  # inside: read once, under its real name
+        "drafts": ".drafts",  # inside, reached only through the link: followed
+        "broken.txt": "nowhere.txt",
+    }.items():
+        (root / name).symlink_to(target)
+    return root
+
+
+def test_links_out_of_the_folder_and_loops_are_not_followed_and_are_reported(
+    kb: CountingKB, linked: Path
+) -> None:
+    report = ingest(kb, linked)
+
+    assert report.files_read == 3 and report.files_skipped == []
+    assert {kb_source.rsplit("/", 1)[-1] for kb_source in all_sources(kb)} == {
+        "a.txt",
+        "b.md",
+        "c.txt",
+    }
+    assert not any("outside" in source for source in all_sources(kb))
+    reasons = {Path(link).relative_to(linked).as_posix(): why for link, why in report.links_skipped}
+    assert sorted(reasons) == ["again", "alias", "broken.txt", "leak.txt", "out", "self", "sub/up"]
+    for loop in ("self", "again", "sub/up"):
+        assert "a folder that holds it (a loop)" in reasons[loop]
+    assert "already walked" in reasons["alias"]
+    assert reasons["broken.txt"] == "broken link (to nowhere.txt)"
+    for out in ("out", "leak.txt"):
+        assert f"outside {linked}" in reasons[out]
+    summary = report.summary()
+    assert "Symbolic links not followed (7):" in summary
+    assert f"{linked / 'leak.txt'}: link to {linked.parent / 'outside' / 'secret.txt'}" in summary
+
+
+def test_links_inside_the_folder_are_followed_with_their_names(
+    kb: CountingKB, linked: Path
+) -> None:
+    names: dict[Path, str] = {}
+    files = collect_files([linked], recursive=True, report=IngestReport(), names=names)
+
+    assert [names[path] for path, _ in files] == ["a.txt", "sub/b.md", "drafts/c.txt"]
+    assert [path for path, _ in files] == [
+        linked / "a.txt",
+        linked / "sub" / "b.md",
+        linked / ".drafts" / "c.txt",
+    ]
+
+
+def test_a_link_loop_of_links_and_a_non_recursive_walk(kb: CountingKB, linked: Path) -> None:
+    (linked / "ping").symlink_to("pong")
+    (linked / "pong").symlink_to("ping")
+
+    report = ingest(kb, linked, recursive=False)
+
+    reasons = {Path(link).name: why for link, why in report.links_skipped}
+    assert reasons["ping"] == reasons["pong"] == "link loop (it never reaches a file or folder)"
+    assert sorted(reasons) == ["broken.txt", "leak.txt", "ping", "pong"]  # folders: not walked
+    assert report.files_read == 1  # a.txt (and a-copy.txt, the same file)
+
+
+def test_a_folder_of_links_out_only_is_empty(kb: CountingKB, linked: Path, tmp_path) -> None:
+    only = tmp_path / "only-links"
+    only.mkdir()
+    (only / "leak.txt").symlink_to(linked.parent / "outside" / "secret.txt")
+
+    with pytest.raises(IngestError, match="links out of the folder"):
+        ingest(kb, only)
+    assert kb.add_calls == 0
+
+
+def test_a_file_link_given_by_name_is_read(kb: CountingKB, linked: Path) -> None:
+    report = ingest(kb, linked / "leak.txt")  # the caller named it: read where it points
+
+    assert report.files_read == 1 and report.links_skipped == []
+    assert [d.page_content for d in stored(kb, linked / "leak.txt")] == ["The door code is 7294."]

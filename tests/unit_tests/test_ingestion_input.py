@@ -24,8 +24,9 @@ def kb(tmp_path: Path):
 
 
 def _texts(kb: KnowledgeBase, path: Path) -> str:
-    ids = kb._catalog.chunk_ids_for_source(kb.id, "", str(path.resolve()))
-    return " ".join(r.text for r in kb._catalog.get_chunks(kb.id, "", list(ids)).values())
+    """The stored text of one file's chunks, as Chroma holds them."""
+    got = kb.vectorstore().get(where={"source_path": str(path.resolve())})
+    return " ".join(got["documents"])
 
 
 @pytest.mark.parametrize(
