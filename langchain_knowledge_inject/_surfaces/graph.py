@@ -49,9 +49,9 @@ from langchain_knowledge_inject._surfaces.pipeline import (
     KnowledgePipeline,
     PreparedTurn,
     Request,
+    coerce_messages,
     pipeline_for,
 )
-from langchain_knowledge_inject._surfaces.runnable import coerce_messages
 from langchain_knowledge_inject._surfaces.tools import create_knowledge_base_search_tool
 from langchain_knowledge_inject._turn.placement import strip_injected
 from langchain_knowledge_inject.errors import ConfigurationError

@@ -37,7 +37,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage, convert_to_messages
+from langchain_core.prompt_values import PromptValue
 from langchain_core.runnables import RunnableConfig, ensure_config
 
 from langchain_knowledge_inject._restricted.boundary import (
@@ -128,6 +129,7 @@ __all__ = [
     "KnowledgePipeline",
     "PreparedTurn",
     "Request",
+    "coerce_messages",
     "pipeline_for",
     "remember_shown",
     "shown_this_turn",
@@ -261,6 +263,31 @@ def shown_this_turn(
 ) -> frozenset[str]:
     """The chunk ids injected this turn in this process (see :func:`remember_shown`)."""
     return _RECENT.get(_turn_key(config, messages), frozenset())
+
+
+def coerce_messages(value: Any) -> list[BaseMessage]:
+    """The turn's input as messages: a list, a ``{"messages": [...]}`` dict, a string, a prompt.
+
+    Raises:
+        ConfigurationError: Anything else (``None``, ``[None]``, a dict without ``messages``).
+    """
+    if isinstance(value, dict):
+        if "messages" not in value:
+            msg = "a dict input must have a 'messages' key"
+            raise ConfigurationError(msg, option="input", value=sorted(value))
+        value = value["messages"]
+    if isinstance(value, str):
+        return [HumanMessage(value)]
+    if isinstance(value, PromptValue):
+        return value.to_messages()
+    try:
+        return convert_to_messages(value)
+    except (TypeError, ValueError, NotImplementedError) as exc:  # None, [None], ...
+        msg = (
+            "input must be a list of messages, a {'messages': [...]} dict, a string or a "
+            f"PromptValue; got {type(value).__name__} ({exc})"
+        )
+        raise ConfigurationError(msg, option="input", value=value) from exc
 
 
 def thread_key(config: RunnableConfig | None, messages: Sequence[BaseMessage] = ()) -> str | None:

@@ -16,13 +16,15 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
-from langchain_core.messages import BaseMessage, HumanMessage, convert_to_messages
-from langchain_core.prompt_values import PromptValue
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, ensure_config
 
-from langchain_knowledge_inject._surfaces.pipeline import KnowledgePipeline, PreparedTurn
+from langchain_knowledge_inject._surfaces.pipeline import (
+    KnowledgePipeline,
+    PreparedTurn,
+    coerce_messages,
+)
 from langchain_knowledge_inject._turn.formatting import cited
-from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from langchain_core.callbacks import (
@@ -31,34 +33,9 @@ if TYPE_CHECKING:
     )
     from langchain_core.runnables.utils import ConfigurableFieldSpec
 
-__all__ = ["KnowledgeInjector", "cited_documents", "coerce_messages"]
+__all__ = ["KnowledgeInjector", "cited_documents"]
 
 logger = logging.getLogger("langchain_knowledge_inject")
-
-
-def coerce_messages(value: Any) -> list[BaseMessage]:
-    """The turn's input as messages: a list, a ``{"messages": [...]}`` dict, a string, a prompt.
-
-    Raises:
-        ConfigurationError: Anything else (``None``, ``[None]``, a dict without ``messages``).
-    """
-    if isinstance(value, dict):
-        if "messages" not in value:
-            msg = "a dict input must have a 'messages' key"
-            raise ConfigurationError(msg, option="input", value=sorted(value))
-        value = value["messages"]
-    if isinstance(value, str):
-        return [HumanMessage(value)]
-    if isinstance(value, PromptValue):
-        return value.to_messages()
-    try:
-        return convert_to_messages(value)
-    except (TypeError, ValueError, NotImplementedError) as exc:  # None, [None], ...
-        msg = (
-            "input must be a list of messages, a {'messages': [...]} dict, a string or a "
-            f"PromptValue; got {type(value).__name__} ({exc})"
-        )
-        raise ConfigurationError(msg, option="input", value=value) from exc
 
 
 def cited_documents(

@@ -2,13 +2,13 @@
 
 - no import cycle among modules, counting imports inside functions too (only
   ``if TYPE_CHECKING:`` imports are left out: they never run);
-- no cycle among the subpackages (``store``, ``ingest``, ``turn``, ``restricted``,
-  ``memory``, ``integrations``; the root modules ``errors`` and ``settings`` count as
+- no cycle among the subpackages (``_store``, ``_ingest``, ``_turn``, ``_restricted``,
+  ``_memory``, ``_surfaces``; the root modules ``errors`` and ``settings`` count as
   units of their own);
 - no module imports another module's ``_private`` name;
-- the surfaces in ``integrations/`` (Runnable, graph, node, middleware, tool, chat,
-  and any module added later) do not import each other; the shared machinery
-  (``engine``, ``hosting``, ``search``) is not a surface and imports none.
+- the surfaces in ``_surfaces/`` (Runnable, graph, node, middleware, chat, and any
+  module added later) do not import each other; the shared machinery (``pipeline``,
+  ``hosting``, and the search tool ``tools``) imports no surface.
   ``cli`` may run ``chat`` (one command calling another).
 """
 
@@ -20,8 +20,10 @@ from pathlib import Path
 
 PACKAGE = "langchain_knowledge_inject"
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE
-SHARED = frozenset({"engine", "hosting", "search"})
-"""The modules of ``integrations/`` that are not surfaces: what the surfaces share."""
+SHARED = frozenset({"pipeline", "hosting", "tools"})
+"""The modules of ``_surfaces/`` the surfaces share: the turn pipeline, what a surface does
+around the model call, and the search tool (also a surface of its own: the graph and the
+middleware offer it)."""
 ALLOWED_SURFACE_IMPORTS = frozenset({("cli", "chat")})
 
 
@@ -140,8 +142,8 @@ GRAPH, PRIVATE = _collect()
 
 
 def test_the_package_is_found_and_parsed() -> None:
-    assert f"{PACKAGE}._surfaces.engine" in GRAPH
-    assert f"{PACKAGE}._turn.assemble" in GRAPH[f"{PACKAGE}._surfaces.engine"]
+    assert f"{PACKAGE}._surfaces.pipeline" in GRAPH
+    assert f"{PACKAGE}._turn.assemble" in GRAPH[f"{PACKAGE}._surfaces.pipeline"]
 
 
 def test_no_import_cycle_outside_the_store() -> None:
