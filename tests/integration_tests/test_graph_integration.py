@@ -11,10 +11,11 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langchain_knowledge_inject import (
     KnowledgeBase,
     create_knowledge_graph,
+    strip_injected,
 )
 from langchain_knowledge_inject._ingest.sample_data import SAMPLE_QUESTIONS
 from langchain_knowledge_inject._turn.placement import is_injected
-from tests.unit_tests.fakes import NumberedChatModel, dump_messages
+from tests.unit_tests.fakes import NumberedChatModel, dump_messages, injected_text
 
 pytestmark = pytest.mark.integration
 
@@ -40,6 +41,7 @@ def test_twenty_turns_with_sqlite_history_and_prefix_reuse(sample_kb, tmp_path):
             sample_kb,
             system_prompt="You are the HR assistant.",
             checkpointer=SqliteSaver(conn),
+            keep_manifest=True,
         )
         for question in _questions(turns):
             manifests.append(
@@ -69,12 +71,11 @@ def test_twenty_turns_with_sqlite_history_and_prefix_reuse(sample_kb, tmp_path):
         )
         if expected:
             assert expected in manifests[i]["sources"], question
-    # prefix reuse: what comes before this turn's injected message (or before the user
-    # message) is the previous call's input without its injection, plus the reply
+    # prefix reuse: what comes before this turn's user message (which carries the
+    # knowledge) is the previous call's input without its injection, plus the reply
     for previous, current in zip(model.received, model.received[1:], strict=False):
-        cut = next((i for i, m in enumerate(current) if is_injected(m)), len(current) - 1)
-        without_injection = [m for m in previous if not is_injected(m)]
-        assert dump_messages(current[: cut - 1]) == dump_messages(without_injection)
+        cut = len(current) - 1
+        assert dump_messages(current[: cut - 1]) == dump_messages(strip_injected(previous))
         assert current[cut - 1].type == "ai"
 
 
@@ -86,8 +87,8 @@ def test_graph_over_a_real_chroma_server(tmp_path, real_embeddings, chroma_serve
 
     kb.add_documents(SAMPLE_DOCUMENTS)
     model = NumberedChatModel()
-    graph = create_knowledge_graph(model, kb)
+    graph = create_knowledge_graph(model, kb, keep_manifest=True)
     state = graph.invoke({"messages": [HumanMessage(SAMPLE_QUESTIONS[0].question)]})
     assert SAMPLE_QUESTIONS[0].expected_source in state["knowledge_manifest"]["sources"]
-    assert SAMPLE_QUESTIONS[0].answer in model.received[-1][-2].content
+    assert SAMPLE_QUESTIONS[0].answer in injected_text(model.received[-1])
     kb.close()

@@ -26,7 +26,7 @@ from langchain_knowledge_inject import (
 )
 from langchain_knowledge_inject._memory.procedures import Procedure
 from langchain_knowledge_inject._turn.placement import is_injected
-from tests.unit_tests.fakes import NumberedChatModel
+from tests.unit_tests.fakes import NumberedChatModel, injected_text
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +43,7 @@ EXPENSES = Procedure(
 
 def _injected(messages: list[BaseMessage]) -> str:
     [message] = [m for m in messages if is_injected(m)]
-    return message.text
+    return injected_text([message]) or ""
 
 
 def _sqlite(path) -> sqlite3.Connection:
@@ -64,7 +64,7 @@ def test_graph_recalls_a_planted_fact_in_a_later_session_after_a_restart(
         ]
         saver = SqliteSaver(_sqlite(tmp_path / "checkpoints.sqlite"))
         graph = create_knowledge_graph(model, sample_kb, blocks=blocks, checkpointer=saver,
-                                       store=store, top_k=2)  # fmt: skip
+                                       store=store, top_k=2, keep_manifest=True)  # fmt: skip
         return graph, memory, blocks[2], store, saver
 
     model = NumberedChatModel()

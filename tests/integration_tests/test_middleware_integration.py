@@ -31,7 +31,7 @@ def test_agent_over_the_sample_knowledge_base(sample_kb):
         model,
         tools=[],
         system_prompt="You are the HR assistant.",
-        middleware=[KnowledgeInjectionMiddleware(sample_kb, search_tool=True)],
+        middleware=[KnowledgeInjectionMiddleware(sample_kb, search_tool=True, keep_manifest=True)],
         checkpointer=InMemorySaver(),
     )
     config = {"configurable": {"thread_id": "t"}}
@@ -42,11 +42,12 @@ def test_agent_over_the_sample_knowledge_base(sample_kb):
         tool_message = [m for m in state["messages"] if isinstance(m, ToolMessage)][-1]
         assert not injected_ids & {d.id for d in tool_message.artifact}  # never repeated
 
-    # two model calls per turn; the injection sits right before the user message of its turn
+    # two model calls per turn; the injection travels with the user message of its turn
     assert len(model.received) == 2 * len(questions)
     for call in model.received:
         (index,) = [i for i, m in enumerate(call) if is_injected(m)]
-        assert isinstance(call[index + 1], HumanMessage)
+        humans = [i for i, m in enumerate(call) if isinstance(m, HumanMessage)]
+        assert index == humans[-1]
     stored = agent.get_state(config).values["messages"]
     assert not any(is_injected(m) for m in stored)
     assert len(stored) == 4 * len(questions)
