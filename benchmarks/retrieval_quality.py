@@ -1,151 +1,42 @@
-"""Retrieval quality on BEIR SciFact: dense, keyword and hybrid search through the public API.
+"""Retrieval quality on BEIR SciFact through the public API: modes, document scoring, grouping.
 
-Configurations, the default path first:
+Each abstract (``title + " " + text``, as BEIR indexes it) is added as one
+``Document`` with ``source`` = its id, through ``KnowledgeBase.add_documents``
+with every default, exactly as a user would add it. Then, on the queries of
+one split (``--split train`` to tune, ``test`` to report):
 
-1. **default path**: ``KnowledgeBase`` with every default (default embedding
-   model, the default splitter: chunks of at most 128 word pieces, 32 overlap;
-   hybrid search scoring each chunk by its own match and its abstract's, the
-   abstract's keyword score from the document-level BM25 index,
-   ``store/documents.py``, which counts each abstract's lead, its first 24
-   words, once more). Each abstract (``title + " " + text``, as BEIR indexes
-   it) is added as one ``Document`` with ``source`` = its id, exactly as a
-   user would add it.
-2. **previous default path**: chunks of at most 254 word pieces (the model's
-   whole window), 32 overlap, and no lead in the document index
-   (``documents.LEAD_WORDS = 0`` while it is built): the default before this
-   round.
-3. **default path, pooled document keyword**: the default store, hybrid search
-   with ``fusion.DOCUMENT_KEYWORD = "pool"`` (an abstract's keyword score is
-   its best chunk's).
-4. **default path, chunk-level fusion**: the default store, hybrid search with
-   ``fusion.DOCUMENT_WEIGHT = 0`` (each chunk scored on its own).
-5. **one chunk per abstract**: ``text_splitter=None`` (the model reads only the
-   first 256 word pieces of a long abstract).
+1. **modes**: dense, keyword and hybrid nDCG@10 / R@10 / R@100 of the ranked
+   abstracts (``search(k=100)``, each abstract at its first chunk's place),
+   median time per search and the share of queries that get nothing at the
+   default ``min_score``.
+2. **document scoring** (hybrid): the default (each chunk blended with its
+   document's score, the document's keyword side from the document-level
+   index), the document keyword pooled from chunks
+   (``fusion.DOCUMENT_KEYWORD = "pool"``) and chunk-level fusion
+   (``fusion.DOCUMENT_WEIGHT = 0``), with the median search time of each.
+3. **grouping at k=10** (hybrid, the chunk ranking from ``search_hits(k=100)``):
+   what a user asking for 10 results gets, by document: the chunks as ranked,
+   at most ``c`` chunks per document, and the chunks of one document merged
+   into one result (``fusion.group_by_document`` + ``fusion.merge_chunks``,
+   holding its best ``m`` chunks). Printed per variant: nDCG@10, distinct
+   abstracts, characters returned, and two passage figures: the share of the
+   chunks that the plain top 10 returned from relevant abstracts that the
+   variant still returns ("kept"), and the share of the relevant abstracts'
+   best-ranked chunks it returns ("best").
 
-How the defaults were chosen, on the 809 train queries only (hybrid nDCG@10;
-stores built through ``KnowledgeBase`` with each splitter, the same fusion
-code; the test split was run only to report): chunks of 254 word pieces
-0.7422, 192: 0.7449, 128: 0.7470, 96: 0.7482, 64: 0.7403; the lead in the
-document index on top: 254: 0.7452, 128: 0.7508, 96: 0.7522 (96 is within
-noise of 128 with a third more chunks, and shorter passages for the model:
-128 was kept). Dense alone: 0.665 at 254, 0.689 at 128. Prefixing each later
-chunk's embedded text with a header (the first 24 words, or the title) raised
-dense alone by 0.011 at 254 but not hybrid (0.7418 and 0.7427 at 254, 0.7473
-and 0.7478 at 128, against 0.7422 and 0.7470 without): not shipped. Document
-weights 0.5 / 0.9 / 1.0 gave 0.7450 / 0.7500 / 0.7527 and dense weights 0.7 /
-0.8 gave 0.7482 / 0.7501 against 0.7508 at the defaults (0.75, 0.75): kept.
-A mean of an abstract's chunk vectors as its dense score lost 0.001-0.008.
-Keyword mode scoring chunks of 128 alone fell to 0.6704 (0.6893 with 254):
-it now blends each chunk with its document as hybrid does, 0.7013. The
-previous default store is searched by the current code, so its keyword
-figure includes that blend.
-
-Tried next for the 0.75 target, on train only, through the default store
-with ``benchmarks/fusion_lab.py`` (the search path's inputs collected once,
-variants fused in-process; its default line, 0.7510, is this benchmark's
-hybrid default on the same store), none kept, none reaching +0.008: exact
-cosines instead of Chroma's HNSW candidates 0.7506 (dense alone 0.6897
-against 0.6894), every candidate document's cosine the exact best of all its
-chunks 0.7500 (and every candidate chunk's too: 0.7499); a vector per
-document for its lead (first 24 words) taking the document's cosine as the
-better of the two 0.7526, mixed in at 0.15 / 0.3 / 0.5 0.7514 / 0.7503 /
-0.7453, as a bonus over the best chunk 0.7522; the same with the SciFact
-title 0.7471, 0.7523 / 0.7518 / 0.7431, 0.7513; dense Rocchio feedback
-(query vector plus alpha times the mean of the top 3 / 5 / 10 documents' best
-chunks, searched again, exact) 0.7496 / 0.7480 / 0.7484 at alpha 0.25, 0.7464 /
-0.7468 / 0.7471 at 0.5, 0.7446 / 0.7428 / 0.7417 at 1; a query-adaptive
-cosine weight (moved from 0.75 by slope -0.1 / -0.05 / 0.05 / 0.1 / 0.2
-standard deviations of the query's document-keyword margin, lowered when
-the best document's BM25 stands out: 0.7455 / 0.7469 / 0.7516 / 0.7500 /
-0.7450; raised with the dense margin: 0.7489 / 0.7497 / 0.7503 / 0.7499 /
-0.7460); the document cosine
-weight, chunk cosine weight and document weight over a grid (0.65-0.8,
-0.6-0.9, 0.6-1.0), best 0.7525 (document weight 1). Keyword side alone,
-the document index's text ranked by BM25 outside FTS5 (``fusion_lab.py
---keyword``, no phrase part): FTS5's bm25() (k1 1.2, b 0.75) 0.7060; k1 0.9 /
-1.2 / 1.5 / 2.0 at b 0.4: 0.7076 / 0.7072 / 0.7054 / 0.7005, at b 0.6:
-0.7046 / 0.7081 / 0.7045 / 0.6997, at b 0.9: 0.7049 / 0.7048 / 0.7050 /
-0.6996; Lucene's IDF 0.7066; BM25+ (delta 0.5 / 1) 0.7039 / 0.6975; no query
-stop list 0.7049, scikit-learn's 318 stop words 0.7056; repeated query words
-counted again 0.7040: within 0.002, so FTS5's fixed bm25() and the Lucene
-stop set stay. Train queries whose hybrid nDCG@10 is 0: 103 of 809, 28 with
-no relevant abstract among either side's 100 candidates.
-
-Round two, on train only (``fusion_lab.py --rescore``, code in
-``fusion_rescore.py``: every candidate abstract rescored, the default
-reproduced at 0.7510; each grid's held-out figure picks its setting on four
-of five query folds and scores the fifth), none kept: no hand-made variant
-gains 0.004 on train, and none of the grids' held-out figures beats the
-default by more than 0.0034. Per-query normalisation of cosine, document
-keyword and chunk part before the blend, best over cosine weights 0.3-0.8 and
-document shares 0.75 / 1: min-max 0.7492 (w 0.3), z-score 0.7511 (w 0.4,
-share 1), distribution-based (mean plus or minus 3 sd) 0.7434; at the default
-weights 0.7339 / 0.7326 / 0.7269 (held-out 0.7492 / 0.7482 / 0.7402). The
-document keyword as a share of the query's highest possible BM25 0.7526 at w
-0.6, 0.7455 at 0.75 (held-out 0.7503); BM25 outside FTS5 (no phrase part)
-relative to its best 0.7533 / 0.7515 / 0.7544 at w 0.7 / 0.75 / 0.8 (3 of 5
-folds at 0.8). A reciprocal-rank term, ``c * (1/(k + dense rank) + 1/(k +
-keyword rank))``: best 0.7514 (k 10, c 1), 0.7476-0.7506 otherwise
-(held-out 0.7496); one side's ``c / (k + rank)`` alone (k 0-10, c
-0.005-0.04): dense 0.7486-0.7519, document keyword 0.7500-0.7528, best chunk
-0.7458-0.7519 (held-out 0.7486 / 0.7496 / 0.7512). RM3-style keyword
-feedback (top 3 / 5 / 10 default abstracts, 10 or 25 terms, mixed at 0.1 /
-0.2 / 0.35): 0.7468-0.7527, best top 3, 25 terms, 0.35 (held-out 0.7510).
-The lead vector as the better of it and the best chunk (alone 0.7526), RM3
-and BM25 outside FTS5 combined, over w 0.75 / 0.8: at most 0.7549 (lead,
-RM3 top 3, BM25 outside FTS5, w 0.75; 4/5 folds), held-out 0.7513.
-Dense pooling over an abstract's chunks (exact cosines): the exact best
-0.7500; best plus 0.05 / 0.1 / 0.2 / 0.3 of the second best 0.7515 / 0.7507
-/ 0.7498 / 0.7487; 0.9 / 0.8 / 0.7 best plus the rest of the second 0.7509 /
-0.7507 / 0.7490; log-sum-exp (mean) at tau 0.01 / 0.02 / 0.05 / 0.1 0.7509 /
-0.7503 / 0.7510 / 0.7489, (sum) 0.7493 / 0.7501 / 0.7490 / 0.7461. A bonus
-for an abstract in both sides' top 5 / 10 / 20: 0.7460-0.7515 (best top 5,
-+0.02). Learned fusion, held-out over the 5 folds: logistic regression,
-pointwise 0.7415-0.7502, pairwise 0.7472-0.7492 (below the hand-set blend);
-gradient-boosted trees (scikit-learn, pointwise, 14 features incl. the lead
-vector's cosine and the RM3 score): 0.7612 with 15 leaves (+0.0102, 5/5
-folds), 0.7623 without early stopping, 0.7646 with 31 leaves, 0.7563 /
-0.7609 with other seeds, but 0.7526 with 7 leaves and 0.7504 at learning
-rate 0.1; with only what hybrid search has at hand (no second cosine, lead
-vector or RM3) 0.7572 / 0.7611 (15 leaves, with / without early stopping),
-0.7508 (7 leaves). The trees fixed on train (15 leaves, no early stopping),
-fitted on all 809 train queries, reported once on the 300 test queries
-(``fusion_lab.py --split test --trees-on-test``): 0.7473 with all 14
-features, 0.7361 with the search-time ones, against 0.7411 for the default
-on the lab's store: the search-time model does not carry over, and neither
-reaches 0.75. Not shipped: a model trained on SciFact, a tree evaluator in the
-package and scikit-learn (not a dependency) for at most +0.006 on test.
-
-The 300 test queries (or the 809 train queries with ``--split train``) run in
-each mode with ``k=100, min_score=0.0``; a ranked list of abstracts is the
-chunks' sources in order, first occurrence kept. Printed: nDCG@10, Recall@10,
-Recall@100 beside the published figures, median time per search, and the
-share of queries that get nothing at the default ``min_score``.
-
-Embeddings are cached on disk (``/tmp/kinject-bench-cache``, see
-``_embedding_cache.py``) so a second run spends no CPU on the encoder.
-``--sweep`` (use it with ``--split train``) prints hybrid nDCG@10 of the
-default path over document weights and the document keyword source (index,
-max or sum pooling) and the dense weight: the defaults were chosen there,
-never on test.
-
-With ``--compare``, the keyword side is also measured against the ``bm25s``
-and ``rank_bm25`` libraries when they are installed (not package
-dependencies), with the same query terms and stopwords, Porter-stemmed when
-PyStemmer is installed.
+``--sweep`` (train only) prints hybrid nDCG@10 over the fusion weights. The
+figures and their history are in docs/performance.md. Embeddings are cached on
+disk (``_embedding_cache.py``), so a second run spends no CPU on the encoder.
 
 Run: ``python benchmarks/retrieval_quality.py [--data ../shared/bench/scifact] [--split test]``
-Targets: hybrid nDCG@10 >= 0.75 through the default path; dense within 0.01 of 0.645.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import math
 import os
-import re
 import statistics
 import tempfile
 import time
@@ -158,17 +49,11 @@ from _embedding_cache import DEFAULT_CACHE, DiskCachedEmbeddings
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject._store import documents, fusion
-from langchain_knowledge_inject._store.embedding_quantization import QUANTIZED_FILE_TAG
-from langchain_knowledge_inject._store.embeddings import (
-    DEFAULT_MODEL_NAME,
-    default_embeddings,
-    default_token_counter,
-)
-from langchain_knowledge_inject._store.fusion import DEFAULT_MIN_SCORE
-from langchain_knowledge_inject._store.writes import WINDOW_CHUNK_TOKENS, WINDOW_OVERLAP_TOKENS
+from langchain_knowledge_inject._store import fusion
+from langchain_knowledge_inject._store.embeddings import DEFAULT_MODEL_NAME, default_embeddings
 
 ROOT = Path(__file__).resolve().parents[1]
+SCIFACT = ROOT.parent / "shared" / "bench" / "scifact"
 MODES = ("dense", "keyword", "hybrid")
 ANCHORS = {  # published nDCG@10 on the SciFact test queries (../shared/bench/README.md)
     "dense": "0.645 all-MiniLM-L6-v2 (MTEB)",
@@ -178,6 +63,7 @@ ANCHORS = {  # published nDCG@10 on the SciFact test queries (../shared/bench/RE
 
 
 def load(data: Path, split: str) -> tuple[list[Document], dict[str, str], dict[str, set[str]]]:
+    """SciFact's abstracts as Documents, one split's queries and their relevant abstracts."""
     docs = []
     with (data / "corpus.jsonl").open() as fh:
         for line in fh:
@@ -212,46 +98,23 @@ def recall_at(ranked: Sequence[str], relevant: set[str], k: int) -> float:
     return len(set(ranked[:k]) & relevant) / len(relevant)
 
 
-_DEFAULT: object = object()
-
-
-def build(docs: list[Document], path: str, embeddings, *, text_splitter=_DEFAULT) -> KnowledgeBase:
-    kwargs = {} if text_splitter is _DEFAULT else {"text_splitter": text_splitter}
-    kb = KnowledgeBase("scifact", path=path, embeddings=embeddings, **kwargs)
+def build(docs: list[Document], path: str, embeddings) -> KnowledgeBase:
+    """The default store: every abstract through ``add_documents``, 500 at a time."""
+    kb = KnowledgeBase("scifact", path=path, embeddings=embeddings)
     start = time.perf_counter()
     for i in range(0, len(docs), 500):
         kb.add_documents(docs[i : i + 500])
-        print(f"  added {min(i + 500, len(docs))}/{len(docs)} abstracts", flush=True)
     print(
         f"built in {time.perf_counter() - start:.0f}s: {kb.info.chunk_count} chunks"
-        f" (embedding cache: {embeddings.hits} hits, {embeddings.misses} computed)"
+        f" (embedding cache: {embeddings.hits} hits, {embeddings.misses} computed)",
+        flush=True,
     )
     return kb
 
 
-def build_previous_default(docs: list[Document], path: str, embeddings) -> KnowledgeBase:
-    """The default path before this round: window-sized chunks, no lead in the document index."""
-    from langchain_text_splitters import RecursiveCharacterTextSplitter
-
-    splitter = RecursiveCharacterTextSplitter(
-        chunk_size=WINDOW_CHUNK_TOKENS,
-        chunk_overlap=WINDOW_OVERLAP_TOKENS,
-        length_function=default_token_counter(),
-    )
-    saved = documents.LEAD_WORDS
-    documents.LEAD_WORDS = 0  # the document rows are built by the writes, without the lead
-    try:
-        return build(docs, path, embeddings, text_splitter=splitter)
-    finally:
-        documents.LEAD_WORDS = saved
-
-
 def first_sources(found: list[Document]) -> list[str]:
-    ranked: list[str] = []
-    for doc in found:
-        if doc.metadata["source"] not in ranked:
-            ranked.append(doc.metadata["source"])
-    return ranked
+    """The sources of ``found`` in order, each at its first occurrence."""
+    return list(dict.fromkeys(doc.metadata["source"] for doc in found))
 
 
 def hybrid_ndcg(kb: KnowledgeBase, queries: dict[str, str], qrels: dict[str, set[str]]) -> float:
@@ -261,15 +124,8 @@ def hybrid_ndcg(kb: KnowledgeBase, queries: dict[str, str], qrels: dict[str, set
     )
 
 
-def evaluate(
-    kb: KnowledgeBase,
-    queries: dict[str, str],
-    qrels: dict[str, set[str]],
-    *,
-    label: str,
-    modes: Sequence[str] = MODES,
-) -> None:
-    print(f"\n{label}: {len(queries)} queries; default min_score = {DEFAULT_MIN_SCORE}")
+def evaluate(kb, queries, qrels, *, label: str, modes: Sequence[str] = MODES) -> None:
+    print(f"\n{label}: {len(queries)} queries; default min_score = {fusion.DEFAULT_MIN_SCORE}")
     header = f"{'mode':8s} {'nDCG@10':>8s} {'R@10':>6s} {'R@100':>6s} {'ms/query':>8s}"
     print(f"{header} {'empty@default':>13s}  published nDCG@10")
     for mode in modes:
@@ -284,7 +140,7 @@ def evaluate(
             r10.append(recall_at(ranked, relevant, 10))
             r100.append(recall_at(ranked, relevant, 100))
             # Same as searching with the default min_score: it filters the ranked list.
-            empty += not any(doc.metadata["score"] >= DEFAULT_MIN_SCORE for doc in found)
+            empty += not any(d.metadata["score"] >= fusion.DEFAULT_MIN_SCORE for d in found)
         print(
             f"{mode:8s} {statistics.mean(ndcg):8.4f} {statistics.mean(r10):6.3f}"
             f" {statistics.mean(r100):6.3f} {1000 * statistics.median(times):8.1f}"
@@ -293,175 +149,137 @@ def evaluate(
         )
 
 
-def compare_keyword_libraries(docs: list[Document], queries: dict[str, str], qrels) -> None:
-    import sqlite3
-
-    from langchain_knowledge_inject._store.keyword import KeywordIndex, query_terms
-
+def document_scoring(kb, queries, qrels) -> None:
+    """Hybrid nDCG@10 and median search time: the default, pooled document keyword, chunk level."""
+    print("\ndocument scoring (hybrid, search(k=100), by first occurrence):")
+    variants = (("default (document index)", "index", None), ("pooled from chunks", "pool", None))
+    saved = fusion.DOCUMENT_KEYWORD, fusion.DOCUMENT_WEIGHT
     try:
-        import Stemmer  # PyStemmer
+        for label, keyword, weight in (*variants, ("chunk-level fusion", "index", 0.0)):
+            fusion.DOCUMENT_KEYWORD = keyword  # type: ignore[assignment]
+            fusion.DOCUMENT_WEIGHT = saved[1] if weight is None else weight
+            ndcg, times = [], []
+            for query_id, text in queries.items():
+                start = time.perf_counter()
+                found = kb.search(text, k=100, min_score=0.0)
+                times.append(time.perf_counter() - start)
+                ndcg.append(ndcg_at_10(first_sources(found), qrels[query_id]))
+            print(
+                f"  {label:26s} nDCG@10 {statistics.mean(ndcg):.4f}"
+                f"  median {1000 * statistics.median(times):.1f} ms",
+                flush=True,
+            )
+    finally:
+        fusion.DOCUMENT_KEYWORD, fusion.DOCUMENT_WEIGHT = saved
 
-        stem: Callable[[str], str] = Stemmer.Stemmer("english").stemWord
-        stemmed = "Porter (PyStemmer)"
-    except ImportError:
-        stem, stemmed = (lambda word: word), "no stemming (PyStemmer not installed)"
-    print(
-        "\nkeyword side alone, k=100, query terms as KeywordIndex builds them;"
-        f" libraries: {stemmed}"
-    )
-    ids = [doc.metadata["source"] for doc in docs]
 
-    def tokens(text: str) -> list[str]:
-        return [stem(t) for t in query_terms(text)]
+def chunk_rankings(kb, queries) -> dict[str, list[Document]]:
+    """Each query's hybrid chunk ranking (top 100), as Documents with ``score``, best first."""
+    rankings = {}
+    for query_id, text in queries.items():
+        hits = kb.search_hits(text, k=100, min_score=0.0)
+        found = {d.id: d for d in kb.get_by_ids([cid for cid, _ in hits])}
+        rankings[query_id] = [
+            Document(found[cid].page_content, id=cid, metadata={**found[cid].metadata, "score": s})
+            for cid, s in hits
+            if cid in found
+        ]
+    return rankings
 
-    runners: dict[str, Callable[[str], list[str]]] = {}
-    conn = sqlite3.connect(":memory:")
-    index = KeywordIndex(conn)
-    index.add("kb", "", [(i, doc.page_content) for i, doc in zip(ids, docs, strict=True)])
-    runners["SQLite FTS5 (KeywordIndex)"] = lambda q: [
-        c for c, _ in index.search("kb", "", q, k=100)
+
+def capped(ranked: list[Document], k: int, cap: int) -> list[Document]:
+    """The first ``k`` chunks, at most ``cap`` of each document."""
+    seen: dict[str, int] = {}
+    kept = []
+    for doc in ranked:
+        source = doc.metadata["source"]
+        if seen.get(source, 0) < cap:
+            seen[source] = seen.get(source, 0) + 1
+            kept.append(doc)
+    return kept[:k]
+
+
+def merged(ranked: list[Document], k: int, chunks: int) -> list[Document]:
+    """The first ``k`` documents, each one result holding its best ``chunks`` chunks."""
+    by_id = {doc.id: doc for doc in ranked}
+    parents = {doc.id: doc.metadata["source"] for doc in ranked}
+    pairs = [(doc.id, doc.metadata["score"]) for doc in ranked]
+    groups = fusion.group_by_document(pairs, parents, k, max_chunks=chunks)
+    return [fusion.merge_chunks([by_id[c] for c in ids], score) for score, ids in groups]
+
+
+def grouping(rankings: dict[str, list[Document]], qrels, k: int = 10) -> None:
+    """What ``k`` results hold under each grouping: nDCG by document, passages, size."""
+    print(f"\ngrouping at k={k} (hybrid; the chunk ranking of search_hits(k=100)):")
+    print(f"  {'variant':24s} {'nDCG@10':>8s} {'docs':>5s} {'chars':>6s} {'kept':>6s} {'best':>6s}")
+    variants: list[tuple[str, Callable[[list[Document]], list[Document]]]] = [
+        ("chunks as ranked", lambda r: r[:k]),
+        *((f"cap {c} per document", lambda r, c=c: capped(r, k, c)) for c in (1, 2, 3)),
+        *((f"merged, {m} chunk(s) each", lambda r, m=m: merged(r, k, m)) for m in (1, 2, 3, 100)),
     ]
-    corpus_tokens = [[stem(w) for w in _all_words(doc.page_content)] for doc in docs]
-    try:
-        import bm25s
-
-        retriever = bm25s.BM25(k1=1.2, b=0.75)
-        retriever.index(corpus_tokens, show_progress=False)
-
-        def bm25s_search(q: str) -> list[str]:
-            terms = [t for t in tokens(q) if t in retriever.vocab_dict]
-            if not terms:
-                return []
-            found, scores = retriever.retrieve([terms], k=100, show_progress=False, n_threads=1)
-            return [ids[i] for i, s in zip(found[0], scores[0], strict=True) if s > 0]
-
-        runners["bm25s (k1=1.2 b=0.75)"] = bm25s_search
-    except ImportError:
-        print("  bm25s not installed")
-    try:
-        from rank_bm25 import BM25Okapi
-
-        okapi = BM25Okapi(corpus_tokens, k1=1.2, b=0.75)
-
-        def okapi_search(q: str) -> list[str]:
-            scores = okapi.get_scores(tokens(q))
-            order = sorted(range(len(ids)), key=lambda i: -scores[i])[:100]
-            return [ids[i] for i in order if scores[i] > 0]
-
-        runners["rank_bm25 BM25Okapi"] = okapi_search
-    except ImportError:
-        print("  rank_bm25 not installed")
-    for name, run in runners.items():
-        ndcg, times = [], []
-        for query_id, text in queries.items():
-            start = time.perf_counter()
-            ranked = run(text)
-            times.append(time.perf_counter() - start)
-            ndcg.append(ndcg_at_10(ranked, qrels[query_id]))
-        times.sort()
-        median, p95 = statistics.median(times), times[int(0.95 * len(times))]
+    for label, run in variants:
+        ndcg, docs, chars, kept, best = [], [], [], [], []
+        for query_id, ranked in rankings.items():
+            relevant = qrels[query_id]
+            results = run(ranked)
+            ids = {c for d in results for c in d.metadata.get("chunk_ids", [d.id])}
+            ndcg.append(ndcg_at_10(first_sources(results), relevant))
+            docs.append(len(first_sources(results)))
+            chars.append(sum(len(d.page_content) for d in results))
+            plain = {d.id for d in ranked[:k] if d.metadata["source"] in relevant}
+            if plain:
+                kept.append(len(plain & ids) / len(plain))
+            firsts = {d.metadata["source"]: d.id for d in reversed(ranked)}
+            tops = [firsts[s] for s in relevant if s in firsts]
+            if tops:
+                best.append(sum(t in ids for t in tops) / len(tops))
         print(
-            f"  {name:30s} nDCG@10 {statistics.mean(ndcg):.4f}"
-            f"  median {1000 * median:.2f} ms  p95 {1000 * p95:.2f} ms"
+            f"  {label:24s} {statistics.mean(ndcg):8.4f} {statistics.mean(docs):5.1f}"
+            f" {statistics.mean(chars):6.0f} {statistics.mean(kept):6.1%}"
+            f" {statistics.mean(best):6.1%}",
+            flush=True,
         )
 
 
-def _all_words(text: str) -> list[str]:
-    from langchain_knowledge_inject._store.keyword import STOPWORDS
-
-    return [w for w in re.findall(r"[^\W_]+", text.casefold()) if w not in STOPWORDS]
-
-
-def sweep(kb: KnowledgeBase, queries: dict[str, str], qrels: dict[str, set[str]]) -> None:
-    """Hybrid nDCG@10 of the default path over the fusion settings (use on train only)."""
-    print("\nsweep of document scoring, hybrid nDCG@10 (default path)")
-    sources = (("index", "max"), ("pool", "max"), ("pool", "sum"))
-    for (keyword, pool), weight in itertools.product(sources, (0.0, 0.5, 0.75, 1.0)):
-        if weight == 0.0 and (keyword, pool) != ("index", "max"):
-            continue  # chunk-level fusion: the same for every document keyword source
-        fusion.DOCUMENT_KEYWORD, fusion.KEYWORD_POOL, fusion.DOCUMENT_WEIGHT = keyword, pool, weight
-        label = "index" if keyword == "index" else f"pool {pool}"
-        value = hybrid_ndcg(kb, queries, qrels)
-        print(f"  document keyword {label:9s} document weight {weight:.2f}: {value:.4f}")
-    saved = fusion.DENSE_WEIGHT
-    fusion.DOCUMENT_KEYWORD, fusion.KEYWORD_POOL, fusion.DOCUMENT_WEIGHT = "index", "max", 0.75
+def sweep(kb, queries, qrels) -> None:
+    """Hybrid nDCG@10 of the default path over the fusion weights (use on train only)."""
+    print("\nsweep of the fusion weights, hybrid nDCG@10 (default path)")
+    saved = fusion.DOCUMENT_WEIGHT, fusion.DENSE_WEIGHT
     try:
-        for dense in (0.65, 0.7, 0.8):
-            fusion.DENSE_WEIGHT = dense
-            value = hybrid_ndcg(kb, queries, qrels)
-            print(
-                f"  document keyword index     weight 0.75, dense weight {dense:.2f}: {value:.4f}"
-            )
+        for document_weight in (0.5, 0.75, 1.0):
+            for dense_weight in (0.7, 0.75, 0.8):
+                fusion.DOCUMENT_WEIGHT, fusion.DENSE_WEIGHT = document_weight, dense_weight
+                value = hybrid_ndcg(kb, queries, qrels)
+                print(f"  document {document_weight:.2f} dense {dense_weight:.2f}: {value:.4f}")
     finally:
-        fusion.DENSE_WEIGHT = saved
+        fusion.DOCUMENT_WEIGHT, fusion.DENSE_WEIGHT = saved
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "bench" / "scifact")
+    parser.add_argument("--data", type=Path, default=SCIFACT)
     parser.add_argument("--split", choices=("test", "train"), default="test")
-    parser.add_argument("--compare", action="store_true", help="also time bm25s / rank_bm25")
-    parser.add_argument("--sweep", action="store_true", help="tune document scoring (train!)")
-    parser.add_argument("--skip-whole", action="store_true", help="skip text_splitter=None")
-    parser.add_argument(
-        "--backend",
-        choices=("auto", "torch", "onnx", "onnx-int8"),
-        default=None,
-        help="embedding backend (default: KINJECT_EMBEDDINGS_BACKEND or auto); "
-        "onnx-int8 vectors are cached apart, their own quantization's file",
-    )
+    parser.add_argument("--sweep", action="store_true", help="tune the fusion weights (train!)")
+    parser.add_argument("--only", choices=("modes", "scoring", "grouping"), action="append")
     args = parser.parse_args()
+    parts = set(args.only or ("modes", "scoring", "grouping"))
     docs, queries, qrels = load(args.data, args.split)
-    print(
-        f"SciFact: {len(docs)} documents, split {args.split}; load average {os.getloadavg()[0]:.1f}"
-    )
-    if args.compare:
-        compare_keyword_libraries(docs, queries, qrels)
-    cache = DEFAULT_CACHE  # torch and fp32 ONNX agree to cosine 0.9999999: one cache
-    if args.backend == "onnx-int8":
-        cache = DEFAULT_CACHE.with_name(f"embeddings-{QUANTIZED_FILE_TAG}.sqlite3")
-    embeddings = DiskCachedEmbeddings(
-        default_embeddings(backend=args.backend), DEFAULT_MODEL_NAME, cache
-    )
+    print(f"SciFact: {len(docs)} documents, split {args.split}; load {os.getloadavg()[0]:.1f}")
+    embeddings = DiskCachedEmbeddings(default_embeddings(), DEFAULT_MODEL_NAME, DEFAULT_CACHE)
     with tempfile.TemporaryDirectory() as tmp:
         kb = build(docs, os.path.join(tmp, "default"), embeddings)
-        evaluate(
-            kb,
-            queries,
-            qrels,
-            label="default path (128-word-piece chunks, document scoring with the lead)",
-        )
-        previous = build_previous_default(docs, os.path.join(tmp, "previous"), embeddings)
-        evaluate(
-            previous,
-            queries,
-            qrels,
-            label="previous default path (254-word-piece chunks, no lead in the document index)",
-        )
-        previous.close()
-        saved = fusion.DOCUMENT_WEIGHT, fusion.KEYWORD_POOL, fusion.DOCUMENT_KEYWORD
-        try:
-            fusion.DOCUMENT_KEYWORD = "pool"
-            evaluate(
-                kb,
-                queries,
-                qrels,
-                label="default path, pooled document keyword (best chunk's BM25)",
-                modes=("hybrid",),
-            )
-            fusion.DOCUMENT_WEIGHT = 0.0
-            evaluate(
-                kb, queries, qrels, label="default path, chunk-level fusion", modes=("hybrid",)
-            )
-            if args.sweep:
-                sweep(kb, queries, qrels)
-        finally:
-            fusion.DOCUMENT_WEIGHT, fusion.KEYWORD_POOL, fusion.DOCUMENT_KEYWORD = saved
+        for text in queries.values():  # query vectors into the disk cache first
+            embeddings.embed_query(text)
+        if "modes" in parts:
+            evaluate(kb, queries, qrels, label="default path")
+        if "scoring" in parts:
+            document_scoring(kb, queries, qrels)
+        if "grouping" in parts:
+            grouping(chunk_rankings(kb, queries), qrels)
+        if args.sweep:
+            sweep(kb, queries, qrels)
+        print(f"load {os.getloadavg()[0]:.1f}")
         kb.close()
-        if not args.skip_whole:
-            whole = build(docs, os.path.join(tmp, "whole"), embeddings, text_splitter=None)
-            evaluate(whole, queries, qrels, label="one chunk per abstract (text_splitter=None)")
-            whole.close()
 
 
 if __name__ == "__main__":

@@ -1,13 +1,13 @@
 """Scale of the embedded default: query latency, memory and ingest rate from 10k to 1M chunks.
 
 The knowledge base is filled through the public ``KnowledgeBase.add_documents``
-path (registry, keyword index and Chroma, exactly as a user's ingest), but with
+path (Chroma and the keyword index, exactly as a user's ingest), but with
 :class:`SyntheticEmbeddings` instead of the model, so that the figures measure
 the store and not the encoder: each chunk's vector is drawn around one of a few
 hundred random centroids (so HNSW sees clustered data, as with real text), and
 each chunk's text is 60 words drawn from a Zipf-distributed 50k-word vocabulary
-(so the FTS5 keyword index sees realistic posting lists). Queries are embedded
-the same way and carry 3 to 6 words of the same vocabulary.
+(so the keyword index sees realistic posting lists). Queries are embedded the
+same way and carry 3 to 6 words of the same vocabulary.
 
 The store grows in steps (10k, then up to 100k, then up to 1M); at each size:
 
@@ -15,20 +15,17 @@ The store grows in steps (10k, then up to 100k, then up to 1M); at each size:
 * query latency: p50 and p95 of ``search`` in ``dense`` and ``hybrid`` mode,
   measured in a fresh serving process that opens the store (the embedded store
   allows one process at a time, so the builder closes it first), after warm-up;
-* memory: resident set size (RSS) of that serving process after its queries,
-  plus its open time and first-query time (loading the HNSW index), the RSS of
-  the builder, and the store size on disk;
-* the keyword copy: a partition of 50k chunks or more is searched by keyword
-  through an in-memory copy built on a background thread after the first
-  hybrid search (``keyword_mirror``); the serving process waits for it before
-  timing (``kw copy``: seconds from that first search until it is ready), and
-  its memory is in the serving RSS;
-* the same hybrid queries in a second serving process whose keyword side is
-  FTS5 only, as before the copy (``FTS5-only hybrid``; ``--no-fts5-arm`` skips it).
+* memory: resident set size (RSS) of that serving process after its dense
+  queries and again after its hybrid ones (the difference is what the keyword
+  side holds in memory), its open time, first dense and first hybrid query
+  (loading the HNSW index, opening or rebuilding the keyword cache), the RSS of
+  the builder, and the store's size on disk, in all and per top-level entry
+  (Chroma's files apart from the keyword cache's).
 
 A time budget (``--budget-min``, default 25) bounds the run: a step predicted
 to end past it is not run, and its figures are extrapolated from the measured
 curve (a power law through the last two sizes) and printed as EXTRAPOLATED.
+Figures: docs/performance.md and docs/scale.md.
 
 Run: ``python benchmarks/scale.py [--sizes 10000,100000,1000000] [--queries 200]``
 """
@@ -44,7 +41,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import zlib
 from pathlib import Path
@@ -162,20 +158,8 @@ def _pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) * 1000
 
 
-def _keyword_copy_builds() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("kinject-kw-")]
-
-
-def serve(path: Path, queries: int, salt: int, copy_above: int | None = None) -> dict[str, Any]:
-    """Open the store in this (fresh) process, query it, report latency and memory.
-
-    ``copy_above`` overrides ``keyword_mirror.POSTINGS_ABOVE`` (a huge value
-    measures the FTS5-only keyword side of earlier versions).
-    """
-    from langchain_knowledge_inject._store import keyword_mirror
-
-    if copy_above is not None:
-        keyword_mirror.POSTINGS_ABOVE = copy_above
+def serve(path: Path, queries: int, salt: int) -> dict[str, Any]:
+    """Open the store in this (fresh) process, query it, report latency and memory."""
     corpus = Corpus()
     rss_before = _rss_mb()
     start = time.perf_counter()
@@ -185,13 +169,12 @@ def serve(path: Path, queries: int, salt: int, copy_above: int | None = None) ->
     kb.search("warm " + corpus.queries(1, salt + 99)[0], k=4, mode="dense", min_score=0.0)
     first_s = time.perf_counter() - start
     out: dict[str, Any] = {"open_s": open_s, "first_query_s": first_s}
-    start = time.perf_counter()
-    kb.search("warm " + corpus.queries(1, salt + 98)[0], k=4, mode="hybrid", min_score=0.0)
-    out["first_hybrid_s"] = time.perf_counter() - start
-    for thread in _keyword_copy_builds():  # the keyword copy of a large partition
-        thread.join()
-    out["keyword_copy_ready_s"] = time.perf_counter() - start
     for mode in ("dense", "hybrid"):
+        if mode == "hybrid":
+            out["dense_rss_mb"] = _rss_mb()
+            start = time.perf_counter()
+            kb.search("warm " + corpus.queries(1, salt + 98)[0], k=4, min_score=0.0)
+            out["first_hybrid_s"] = time.perf_counter() - start
         for q in corpus.queries(20, salt + 50):  # warm-up
             kb.search(q, k=4, mode=mode, min_score=0.0)
         times = []
@@ -208,9 +191,7 @@ def serve(path: Path, queries: int, salt: int, copy_above: int | None = None) ->
     return out
 
 
-def _serve_in_child(
-    path: Path, queries: int, salt: int, copy_above: int | None = None
-) -> dict[str, Any]:
+def _serve_in_child(path: Path, queries: int, salt: int) -> dict[str, Any]:
     cmd = [
         sys.executable,
         __file__,
@@ -221,8 +202,6 @@ def _serve_in_child(
         "--salt",
         str(salt),
     ]
-    if copy_above is not None:
-        cmd += ["--copy-above", str(copy_above)]
     done = subprocess.run(cmd, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -274,15 +253,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument("--serve", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--salt", type=int, default=0, help=argparse.SUPPRESS)
-    parser.add_argument("--copy-above", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument(
-        "--no-fts5-arm",
-        action="store_true",
-        help="skip the second serving process that searches by keyword through FTS5 only",
-    )
     args = parser.parse_args()
     if args.serve is not None:
-        print(json.dumps(serve(args.serve, args.queries, args.salt, args.copy_above)))
+        print(json.dumps(serve(args.serve, args.queries, args.salt)))
         return
 
     import chromadb
@@ -330,12 +303,10 @@ def main() -> None:
                 "ingest_chunks_per_s": (size - current) / step_s,
                 "builder_rss_mb": builder_rss,
                 "disk_mb": _dir_mb(path),
+                **{f"disk_{p.name}_mb": _dir_mb(p) for p in path.iterdir() if p.is_dir()},
             }
             current = size
             row.update(_serve_in_child(path, args.queries, step * 10))
-            if not args.no_fts5_arm:  # the same queries, keyword side through FTS5 only
-                fts5 = _serve_in_child(path, args.queries, step * 10, copy_above=10**12)
-                row.update({f"fts5_{k}": v for k, v in fts5.items() if k.startswith("hybrid")})
             rows.append(row)
             shown = {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}
             print(f"# measured {size}: {json.dumps(shown)}", flush=True)
@@ -346,8 +317,8 @@ def main() -> None:
     print()
     header = (
         f"{'chunks':>9} {'ingest/s':>9} {'dense p50':>10} {'dense p95':>10} {'hybrid p50':>11} "
-        f"{'hybrid p95':>11} {'FTS5-only hybrid p50/p95':>25} {'serve RSS':>10} "
-        f"{'open+1st q':>11} {'kw copy':>8} {'disk':>8}"
+        f"{'hybrid p95':>11} {'serve RSS':>10} {'kw RSS':>8} "
+        f"{'open+1st q':>11} {'1st hybrid':>10} {'disk':>8}"
     )
     print(header)
     for r in rows:
@@ -356,11 +327,10 @@ def main() -> None:
             f"{r['size']:>9,} {r['ingest_chunks_per_s']:>9,.0f} "
             f"{r['dense_p50_ms']:>8.1f}ms {r['dense_p95_ms']:>8.1f}ms "
             f"{r['hybrid_p50_ms']:>9.1f}ms {r['hybrid_p95_ms']:>9.1f}ms "
-            f"{r.get('fts5_hybrid_p50_ms', float('nan')):>14.1f}/"
-            f"{r.get('fts5_hybrid_p95_ms', float('nan')):>7.1f}ms "
             f"{r['serve_rss_mb']:>8,.0f}MB "
+            f"{r['serve_rss_mb'] - r['dense_rss_mb']:>6,.0f}MB "
             f"{r['open_s'] + r['first_query_s']:>10.1f}s "
-            f"{r.get('keyword_copy_ready_s', float('nan')):>7.1f}s {r['disk_mb']:>6,.0f}MB{mark}"
+            f"{r['first_hybrid_s']:>9.1f}s {r['disk_mb']:>6,.0f}MB{mark}"
         )
     total = time.perf_counter() - run_start
     print(f"\n# total {total / 60:.1f} min; load average at end {os.getloadavg()}")

@@ -1,49 +1,34 @@
-"""How dense and keyword rankings become one score, and what a score means.
+"""How dense and keyword rankings become one score, and how chunks become results.
 
 Every search mode returns ``metadata["score"]`` in [0, 1], higher is better,
-and ``min_score`` has one meaning in every mode: chunks scoring below it are
+and ``min_score`` has one meaning in every mode: results scoring below it are
 dropped. What the number measures depends on the mode:
 
 * ``dense``: the cosine similarity of query and chunk embeddings
   (:func:`dense_score`; a negative similarity counts as 0). Absolute: an
   unrelated query scores low.
 * ``keyword``: the BM25 score relative to the query's best hit
-  (:func:`keyword_unit_scores`): the best hit scores 1. With the document
-  index answering (no metadata filter), each chunk's relative BM25 is first
-  blended with its document's, as in hybrid search with no dense side
-  (:data:`DOCUMENT_WEIGHT`), and the result divided by the best: SciFact
-  train keyword nDCG@10 0.7013 against 0.6704 for chunks of 128 word pieces
-  scored alone (0.6893 for the earlier 254). Raw BM25 has no fixed
-  scale (it grows with the corpus size and the query length, and FTS5 floors
-  the weight of words found in half the chunks or more, which in a knowledge
-  base of a few chunks is most words), so a relative score is the only one
-  that behaves the same in every knowledge base. ``min_score`` then trims the
-  tail, but cannot tell that a whole query is unrelated.
+  (:func:`keyword_unit_scores`): the best hit scores 1. Where the document
+  index answers, each chunk's relative BM25 is first blended with its
+  document's, as hybrid search does with no dense side. Raw BM25 has no fixed
+  scale (it grows with the corpus and the query), so a relative score is the
+  only one that behaves the same in every knowledge base; ``min_score`` trims
+  the tail but cannot tell that a whole query is unrelated.
 * ``hybrid`` (the default): ``w * cosine + (1 - w) * keyword`` (:func:`fuse`,
-  ``w`` = :data:`DENSE_WEIGHT`, keyword as in keyword mode). The cosine carries
-  the absolute part: an unrelated query scores low.
+  ``w`` = :data:`DENSE_WEIGHT`), each chunk's score blended with its
+  document's (:func:`fuse_with_documents`). The cosine carries the absolute
+  part: an unrelated query scores low.
 
-The fusion is a convex combination, chosen on the 809 BEIR SciFact train
-queries against reciprocal rank fusion, min-max and z-score normalization,
-power transforms, logistic regression and dense pseudo-relevance feedback
-(none did better than noise on train). A chunk found by one side only gets,
-for the other side, the lowest cosine of the dense list (its cosine cannot be
-higher) or a keyword score of 0. Hybrid search also scores each chunk's
-document (:func:`fuse_with_documents`, its keyword side from BM25 over the
-document's whole text). Rechecked on train at the document level through the
-default ingest path: min-max, z-score and reciprocal rank fusion, a
-rank-fusion term added to the convex score, power transforms of the keyword
-score, a second-best-chunk cosine bonus, deeper candidate lists (200),
-Rocchio feedback on the query vector and RM3-style keyword expansion: none
-beat the convex combination by more than 0.0005 nDCG@10, most scored below it
-(reciprocal rank fusion alone by 0.025). ``benchmarks/fusion_lab.py`` and its
-``--rescore`` mode (``benchmarks/fusion_rescore.py``) measure these and more
-with held-out folds; their figures are in ``benchmarks/retrieval_quality.py``.
+A chunk found by one side only gets, for the other side, the lowest cosine of
+the dense list (its cosine cannot be higher) or a keyword score of 0. The
+convex combination and its weights were chosen on the SciFact train queries
+against rank fusion, normalizations and learned models; the figures are in
+docs/performance.md ("Retrieval quality").
 
-:data:`DEFAULT_MIN_SCORE` is the highest threshold that keeps 95% of the
-relevant SciFact train documents that the default hybrid search ranks in its
-top 10; it drops everything for 11 of 12 clearly off-topic test questions and
-for 3% of the SciFact test queries. In dense mode it keeps about 90% of them.
+A search then returns documents, not chunks (:func:`group_by_document`,
+:func:`merge_chunks`): the chunks of one document become one result holding
+its best chunks in document order, scored by its best chunk, so ``k=10``
+means ten documents.
 
 Example:
     >>> [chunk_id for chunk_id, _ in fuse([("a", 0.8), ("b", 0.5)], [("b", 12.0), ("c", 6.0)])]
@@ -55,26 +40,29 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Literal
 
+from langchain_core.documents import Document
+
 __all__ = [
     "CANDIDATE_DEPTH",
     "DEFAULT_MIN_SCORE",
     "DENSE_WEIGHT",
     "DOCUMENT_KEYWORD",
     "DOCUMENT_WEIGHT",
+    "MERGED_CHUNKS",
+    "MIN_OVERLAP",
     "DocumentKeyword",
-    "KeywordPool",
     "dense_cosines",
     "dense_score",
     "fuse",
     "fuse_with_documents",
+    "group_by_document",
+    "join_chunks",
     "keyword_unit_scores",
+    "merge_chunks",
 ]
 
-KeywordPool = Literal["max", "sum"]
-"""How the keyword scores of one document's chunks become the document's keyword score."""
-
 CANDIDATE_DEPTH = 100
-"""Candidates fetched from each side for a hybrid search (at least ``k``)."""
+"""Candidate chunks fetched from each side for a search (at least ``k``)."""
 
 DENSE_WEIGHT = 0.75
 """Weight ``w`` of the cosine in a hybrid score; the keyword side gets ``1 - w``."""
@@ -82,35 +70,25 @@ DENSE_WEIGHT = 0.75
 DOCUMENT_WEIGHT = 0.75
 """Share of a chunk's hybrid score that comes from its whole document (:func:`fuse_with_documents`).
 
-Chosen on the 809 SciFact train queries through the default ingest path
-(then chunks of at most 254 word pieces; ``retrieval_quality.py --split train
---sweep``), and checked again with the chunks of 128 and the document lead
-now the default: 0.7450 at 0.5, 0.7508 at 0.75, 0.7500 at 0.9, 0.7527 at 1
-(dense weights 0.7 / 0.8: 0.7482 / 0.7501). With the document keyword score from the document index
-(:data:`DOCUMENT_KEYWORD` ``"index"``): hybrid nDCG@10 0.7306 at 0, 0.7385 at
-0.5, 0.7429 at 0.75, 0.7430 at 1 (0.75 keeps a chunk's own match in its
-score, which orders the chunks of one document). Pooled from chunks instead
-(``"pool"``): 0.7336 / 0.7352 / 0.7352 with ``"max"``, 0.7233 / 0.7099 /
-0.6942 with ``"sum"``. Dense weights 0.65, 0.7 and 0.8 gave 0.7401, 0.7420,
-0.7424 against 0.7429 at :data:`DENSE_WEIGHT` 0.75.
+0 scores each chunk alone. Chosen on SciFact train (docs/performance.md).
 """
 
 DocumentKeyword = Literal["index", "pool"]
 """Where a document's keyword score comes from: a BM25 index of whole documents, or its chunks."""
 
 DOCUMENT_KEYWORD: DocumentKeyword = "index"
-"""Default source of a document's keyword score in hybrid search (chosen on SciFact train).
+"""Source of a document's keyword score in hybrid search: the one switch for the document index.
 
-``"index"``: BM25 over the document's whole text
-(:class:`~langchain_knowledge_inject._store.documents.DocumentIndex`); a
-document not indexed yet, or any document in a search with a metadata
-filter, is pooled. ``"pool"``: its chunks' BM25 scores, pooled by
-:data:`KEYWORD_POOL`. Train hybrid nDCG@10 0.7429 indexed against 0.7352
-pooled (see :data:`DOCUMENT_WEIGHT`).
+``"index"``: BM25 over the document's whole text, from the document-level
+keyword index; a document it has not indexed, or any document in a search
+with a metadata filter, is pooled. ``"pool"``: the best BM25 among its chunks.
 """
 
-KEYWORD_POOL: KeywordPool = "max"
-"""Default pooling of a document's chunk BM25 scores (chosen on SciFact train, see above)."""
+MERGED_CHUNKS = 3
+"""Most chunks one merged result holds (:func:`group_by_document`): its best, in document order."""
+
+MIN_OVERLAP = 8
+"""Shortest run of characters taken as two consecutive chunks' overlap (:func:`join_chunks`)."""
 
 DEFAULT_MIN_SCORE = 0.47
 """Default ``min_score``: keeps 95% of the relevant top-10 hybrid hits on SciFact train."""
@@ -213,7 +191,6 @@ def fuse_with_documents(
     *,
     dense_weight: float | None = None,
     document_weight: float | None = None,
-    keyword_pool: KeywordPool | None = None,
     document_keyword: Sequence[tuple[str, float]] = (),
     indexed: Collection[str] = (),
 ) -> list[tuple[str, float]]:
@@ -221,13 +198,12 @@ def fuse_with_documents(
 
     A document is what ``parents`` maps chunk ids to (the ``source`` of a
     chunk); a chunk without a parent is a document of its own. A document's
-    cosine is the best cosine among its chunks; its keyword score pools its
-    chunks' BM25 scores (``"max"``: the best chunk, the default; ``"sum"``:
-    evidence spread over several chunks adds up, which overlapping chunks
-    overcount), scaled by the best document's. Each chunk then scores ``document_weight *
-    document_score + (1 - document_weight) * chunk_score``, both parts fused as
-    :func:`fuse` does, so a chunk of a document that matches the query as a
-    whole rises even when the words are spread over several chunks.
+    cosine is the best cosine among its chunks; its keyword score is its best
+    chunk's BM25, or its whole text's where ``indexed``, relative to the best
+    document's. Each chunk then scores ``document_weight * document_score +
+    (1 - document_weight) * chunk_score``, both parts fused as :func:`fuse`
+    does, so a chunk of a document that matches the query as a whole rises
+    even when the words are spread over several chunks.
 
     Args:
         dense: ``(chunk_id, cosine score in [0, 1])`` pairs, best first.
@@ -236,13 +212,11 @@ def fuse_with_documents(
         dense_weight: Weight ``w`` of the cosine, in [0, 1]. None: :data:`DENSE_WEIGHT`.
         document_weight: Share of the document's score in a chunk's, in [0, 1];
             0 gives :func:`fuse`. None: :data:`DOCUMENT_WEIGHT`.
-        keyword_pool: ``"sum"`` or ``"max"``. None: :data:`KEYWORD_POOL`.
         document_keyword: ``(document id, raw BM25)`` pairs, best first, from
-            a BM25 index over whole documents
-            (:class:`~langchain_knowledge_inject._store.documents.DocumentIndex`).
+            a BM25 index over whole documents.
         indexed: Documents whose keyword score comes from ``document_keyword``
-            (relative to its best hit; 0 when not in it) instead of pooling
-            their chunks' scores. Documents not in it are pooled.
+            (relative to its best hit; 0 when not in it) instead of their
+            best chunk's.
 
     Returns:
         ``(chunk_id, score in [0, 1])`` pairs over the union of both lists,
@@ -251,17 +225,14 @@ def fuse_with_documents(
     Example:
         >>> parents = {"a1": "A", "a2": "A", "b1": "B"}
         >>> ranked = fuse_with_documents(
-        ...     [("b1", 0.58), ("a1", 0.55), ("a2", 0.5)], [("b1", 7.0), ("a1", 6.0), ("a2", 6.0)],
-        ...     parents, document_weight=0.5, keyword_pool="sum")
+        ...     [("b1", 0.5), ("a1", 0.5), ("a2", 0.5)], [("b1", 8.0), ("a1", 5.0), ("a2", 5.0)],
+        ...     parents, document_weight=1.0, document_keyword=[("A", 12.0), ("B", 8.0)],
+        ...     indexed={"A", "B"})
         >>> [chunk_id for chunk_id, _ in ranked]
-        ['a1', 'b1', 'a2']
+        ['a1', 'a2', 'b1']
     """
-    if dense_weight is None:
-        dense_weight = DENSE_WEIGHT
-    if document_weight is None:
-        document_weight = DOCUMENT_WEIGHT
-    if keyword_pool is None:
-        keyword_pool = KEYWORD_POOL
+    dense_weight = DENSE_WEIGHT if dense_weight is None else dense_weight
+    document_weight = DOCUMENT_WEIGHT if document_weight is None else document_weight
     chunk_scores = fuse(dense, keyword, dense_weight=dense_weight)
     if document_weight <= 0 or not chunk_scores:
         return chunk_scores
@@ -270,36 +241,129 @@ def fuse_with_documents(
         return parents.get(chunk_id) or f"\x00{chunk_id}"
 
     cosines: dict[str, float] = {}
-    for chunk_id, score in dense:
-        doc = parent(chunk_id)
-        cosines[doc] = max(cosines.get(doc, 0.0), min(1.0, max(0.0, float(score))))
+    for chunk_id, score in dense_cosines(dense)[0].items():
+        cosines[parent(chunk_id)] = max(cosines.get(parent(chunk_id), 0.0), score)
     floor = min(cosines.values(), default=0.0)
     pooled: dict[str, float] = {}
-    seen: set[str] = set()
-    for chunk_id, score in keyword:
-        if score <= 0 or chunk_id in seen:
-            continue
-        seen.add(chunk_id)
-        doc = parent(chunk_id)
-        if keyword_pool == "sum":
-            pooled[doc] = pooled.get(doc, 0.0) + float(score)
-        else:
-            pooled[doc] = max(pooled.get(doc, 0.0), float(score))
-    best = max(pooled.values(), default=1.0)
-    relevance = {doc: score / best for doc, score in pooled.items()}
+    for chunk_id, score in keyword_unit_scores(keyword):
+        pooled.setdefault(parent(chunk_id), score)
     if indexed:
         whole = dict(keyword_unit_scores(document_keyword))
-        relevance.update({doc: whole.get(doc, 0.0) for doc in indexed})
+        pooled.update({doc: whole.get(doc, 0.0) for doc in indexed})
     documents = {
-        doc: dense_weight * cosines.get(doc, floor) + (1.0 - dense_weight) * relevance.get(doc, 0.0)
+        doc: dense_weight * cosines.get(doc, floor) + (1.0 - dense_weight) * pooled.get(doc, 0.0)
         for doc in {parent(chunk_id) for chunk_id, _ in chunk_scores}
     }
     order = {chunk_id: position for position, (chunk_id, _) in enumerate(chunk_scores)}
     mixed = [
-        (
-            chunk_id,
-            document_weight * documents[parent(chunk_id)] + (1.0 - document_weight) * score,
-        )
+        (chunk_id, document_weight * documents[parent(chunk_id)] + (1 - document_weight) * score)
         for chunk_id, score in chunk_scores
     ]
     return sorted(mixed, key=lambda item: (-item[1], order[item[0]]))
+
+
+def group_by_document(
+    ranked: Sequence[tuple[str, float]],
+    parents: Mapping[str, str],
+    k: int,
+    *,
+    max_chunks: int | None = None,
+) -> list[tuple[float, list[str]]]:
+    """The ``k`` best documents of a chunk ranking, each with its best chunks.
+
+    Args:
+        ranked: ``(chunk_id, score)`` pairs, best first (the fused candidates).
+        parents: Chunk id to document id (its ``source``); a chunk without one
+            is a document of its own.
+        k: Most documents returned.
+        max_chunks: Most chunks kept per document, its best. None:
+            :data:`MERGED_CHUNKS`.
+
+    Returns:
+        ``(score, chunk ids)`` per document, best first: the score is its best
+        chunk's, the ids best first.
+
+    Example:
+        >>> group_by_document([("a1", 0.9), ("b1", 0.8), ("a2", 0.7)], {"a1": "A", "a2": "A"}, 2)
+        [(0.9, ['a1', 'a2']), (0.8, ['b1'])]
+    """
+    limit = MERGED_CHUNKS if max_chunks is None else max(1, max_chunks)
+    groups: dict[str, tuple[float, list[str]]] = {}
+    for chunk_id, score in ranked:
+        doc = parents.get(chunk_id) or f"\x00{chunk_id}"
+        if doc not in groups:
+            if len(groups) < k:
+                groups[doc] = (score, [chunk_id])
+        elif len(groups[doc][1]) < limit and chunk_id not in groups[doc][1]:
+            groups[doc][1].append(chunk_id)
+    return list(groups.values())
+
+
+def merge_chunks(chunks: Sequence[Document], score: float) -> Document:
+    """One result from chunks of one document, best first: their text in document order.
+
+    Chunks are put in document order by ``metadata["chunk_index"]``;
+    neighbouring chunks are joined by :func:`join_chunks`, others with a line
+    ``[...]`` between them.
+
+    Args:
+        chunks: The document's chunks, best first, each with ``metadata["chunk_id"]``.
+        score: The result's score (the best chunk's).
+
+    Returns:
+        A Document with the best chunk's id and metadata, ``score`` and
+        ``chunk_ids`` (the merged chunk ids, in document order).
+
+    Example:
+        >>> merged = merge_chunks([
+        ...     Document("sixteen weeks at full pay", metadata={"chunk_id": "b", "chunk_index": 1}),
+        ...     Document("Leave lasts sixteen weeks", metadata={"chunk_id": "a"}),
+        ... ], 0.8)
+        >>> merged.page_content, merged.metadata["chunk_ids"], merged.metadata["chunk_id"]
+        ('Leave lasts sixteen weeks at full pay', ['a', 'b'], 'b')
+    """
+    ordered = sorted(chunks, key=lambda doc: doc.metadata.get("chunk_index", 0))
+    runs: list[list[str]] = []
+    previous = None
+    for doc in ordered:
+        index = doc.metadata.get("chunk_index", 0)
+        if runs and previous is not None and index == previous + 1:
+            runs[-1].append(doc.page_content)
+        else:
+            runs.append([doc.page_content])
+        previous = index
+    metadata = {**chunks[0].metadata, "score": score}
+    metadata["chunk_ids"] = [doc.metadata["chunk_id"] for doc in ordered]
+    return Document("\n[...]\n".join(map(join_chunks, runs)), id=chunks[0].id, metadata=metadata)
+
+
+def join_chunks(texts: Sequence[str]) -> str:
+    """Join consecutive chunks of one document, saying the text each repeats of the last once.
+
+    A splitter with overlap starts a chunk with the end of the previous one; a
+    shared run of at least :data:`MIN_OVERLAP` characters is kept once, so its
+    words are neither shown nor counted twice. Chunks that do not overlap are
+    joined with a space.
+
+    Example:
+        >>> join_chunks(["Leave lasts sixteen", "lasts sixteen weeks.", "Pay is full."])
+        'Leave lasts sixteen weeks. Pay is full.'
+    """
+    joined = ""
+    for text in texts:
+        shared = _overlap(joined, text)
+        joined = joined + text[shared:] if shared or not joined else f"{joined} {text}"
+    return joined
+
+
+def _overlap(before: str, after: str) -> int:
+    """Length of the longest start of ``after`` that ``before`` ends with; 0 below the minimum."""
+    if min(len(before), len(after)) < MIN_OVERLAP:
+        return 0
+    probe = after[:MIN_OVERLAP]
+    position = before.find(probe, max(0, len(before) - len(after)))
+    while position != -1:  # the first match is the longest overlap
+        if after.startswith(before[position:]):
+            return len(before) - position
+        position = before.find(probe, position + 1)
+    return 0

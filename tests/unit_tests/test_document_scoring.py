@@ -19,9 +19,9 @@ keyword_lists = ranked_hits(ids, low=0.01, high=1e4, max_size=10)
 parent_maps = st.dictionaries(ids, st.sampled_from(["A", "B", "C", ""]), max_size=10)
 
 
-@given(dense_lists, keyword_lists, parent_maps, st.sampled_from(["sum", "max"]))
-def test_scores_stay_in_unit_interval_over_the_union(dense, keyword, parents, pool):
-    ranked = fuse_with_documents(dense, keyword, parents, keyword_pool=pool)
+@given(dense_lists, keyword_lists, parent_maps)
+def test_scores_stay_in_unit_interval_over_the_union(dense, keyword, parents):
+    ranked = fuse_with_documents(dense, keyword, parents)
     assert {c for c, _ in ranked} == {c for c, _ in dense} | {c for c, _ in keyword}
     assert all(0.0 <= s <= 1.0 + 1e-9 for _, s in ranked)
     assert [s for _, s in ranked] == sorted((s for _, s in ranked), reverse=True)
@@ -29,29 +29,27 @@ def test_scores_stay_in_unit_interval_over_the_union(dense, keyword, parents, po
 
 @given(dense_lists, keyword_lists, parent_maps)
 def test_document_weight_zero_is_plain_fusion(dense, keyword, parents):
-    assert fuse_with_documents(dense, keyword, parents, document_weight=0.0) == fuse(
-        dense, keyword
-    )
+    assert fuse_with_documents(dense, keyword, parents, document_weight=0.0) == fuse(dense, keyword)
 
 
 @given(dense_lists, keyword_lists)
 def test_chunks_without_parents_are_their_own_documents(dense, keyword):
     # every chunk its own document: the document part equals the chunk part
-    ranked = fuse_with_documents(dense, keyword, {}, keyword_pool="max")
+    ranked = fuse_with_documents(dense, keyword, {})
     plain = dict(fuse(dense, keyword))
     for chunk_id, score in ranked:
         assert score == pytest.approx(plain[chunk_id])
 
 
-def test_keyword_evidence_spread_over_a_document_adds_up():
+def test_a_document_scores_by_its_best_chunk():
     parents = {"a1": "A", "a2": "A", "b1": "B"}
-    dense = [("b1", 0.5), ("a1", 0.5), ("a2", 0.5)]
-    keyword = [("b1", 8.0), ("a1", 5.0), ("a2", 5.0)]  # A matches more words, in two chunks
-    assert fuse(dense, keyword)[0][0] == "b1"
-    ranked = fuse_with_documents(dense, keyword, parents, keyword_pool="sum", document_weight=1.0)
-    assert ranked[0][0] in ("a1", "a2")
-    best_only = fuse_with_documents(dense, keyword, parents, keyword_pool="max")
-    assert best_only[0][0] == "b1"
+    dense = [("b1", 0.5), ("a2", 0.6), ("a1", 0.2)]
+    keyword = [("b1", 8.0), ("a1", 4.0), ("a2", 2.0)]
+    ranked = dict(fuse_with_documents(dense, keyword, parents, document_weight=1.0))
+    # A's cosine is a2's (0.6), its keyword score a1's (4 / 8): both chunks score A's
+    assert ranked["a1"] == pytest.approx(ranked["a2"])
+    assert ranked["a1"] == pytest.approx(0.75 * 0.6 + 0.25 * 0.5)
+    assert ranked["b1"] == pytest.approx(0.75 * 0.5 + 0.25 * 1.0)
 
 
 def test_module_defaults_are_read_at_call_time(monkeypatch):

@@ -3,6 +3,7 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from langchain_core.documents import Document
 
 from langchain_knowledge_inject._store.fusion import (
     CANDIDATE_DEPTH,
@@ -10,7 +11,9 @@ from langchain_knowledge_inject._store.fusion import (
     DENSE_WEIGHT,
     dense_score,
     fuse,
+    group_by_document,
     keyword_unit_scores,
+    merge_chunks,
 )
 from tests.unit_tests.fakes import ranked_hits
 
@@ -105,3 +108,78 @@ def test_raising_a_keyword_score_never_lowers_a_chunk(dense, keyword):
     # The boosted chunk's score never falls relative to any other chunk.
     for other in others:
         assert after[target] - after[other] >= before[target] - before[other] - 1e-9
+
+
+def _chunk(cid: str, index: int, text: str, source: str = "leave.md") -> Document:
+    return Document(
+        text, id=cid, metadata={"chunk_id": cid, "chunk_index": index, "source": source}
+    )
+
+
+def test_group_by_document_keeps_the_first_k_documents_at_their_best_chunk():
+    ranked = [("a2", 0.9), ("b1", 0.8), ("a1", 0.7), ("c1", 0.6), ("b2", 0.5), ("a3", 0.4)]
+    parents = {"a1": "A", "a2": "A", "a3": "A", "b1": "B", "b2": "B", "c1": "C"}
+    assert group_by_document(ranked, parents, 2, max_chunks=2) == [
+        (0.9, ["a2", "a1"]),
+        (0.8, ["b1", "b2"]),
+    ]
+    assert group_by_document(ranked, parents, 5, max_chunks=1) == [
+        (0.9, ["a2"]),
+        (0.8, ["b1"]),
+        (0.6, ["c1"]),
+    ]
+    # Chunks without a source are documents of their own; repeated ids count once.
+    assert group_by_document([("x", 0.5), ("y", 0.4), ("x", 0.3)], {"y": ""}, 5) == [
+        (0.5, ["x"]),
+        (0.4, ["y"]),
+    ]
+    assert group_by_document([], parents, 3) == []
+
+
+@given(dense_lists, st.dictionaries(ids, st.sampled_from("ABC"), max_size=12), st.integers(1, 5))
+def test_grouping_returns_distinct_documents_best_first(ranked, parents, k):
+    groups = group_by_document(ranked, parents, k, max_chunks=2)
+    assert len(groups) <= k
+    documents = [parents.get(ids[0]) or ids[0] for _, ids in groups]
+    assert len(set(documents)) == len(documents)
+    assert [s for s, _ in groups] == sorted((s for s, _ in groups), reverse=True)
+    assert all(1 <= len(ids) <= 2 for _, ids in groups)
+    # every group is led by its document's best chunk in the ranking
+    first = {}
+    for cid, score in ranked:
+        first.setdefault(parents.get(cid) or cid, (cid, score))
+    for score, chunk_ids in groups:
+        assert first[parents.get(chunk_ids[0]) or chunk_ids[0]] == (chunk_ids[0], score)
+
+
+def test_merge_chunks_puts_chunks_in_document_order_and_says_the_overlap_once():
+    first = _chunk("a", 0, "Parental leave lasts sixteen weeks at full pay.")
+    second = _chunk("b", 1, "weeks at full pay. Either parent may take it.")
+    later = _chunk("d", 3, "Unused weeks lapse after a year.")
+    merged = merge_chunks([second, later, first], 0.8)
+    assert merged.page_content == (
+        "Parental leave lasts sixteen weeks at full pay. Either parent may take it."
+        "\n[...]\nUnused weeks lapse after a year."
+    )
+    assert merged.metadata["chunk_ids"] == ["a", "b", "d"]
+    assert merged.metadata["chunk_id"] == "b"  # the best chunk's metadata
+    assert merged.id == "b"
+    assert merged.metadata["score"] == 0.8
+    assert merged.metadata["source"] == "leave.md"
+
+
+def test_merge_chunks_without_overlap_or_index_loses_no_text():
+    one = _chunk("a", 0, "Leave is sixteen weeks.")
+    two = _chunk("b", 1, "Requests go to HR.")
+    assert (
+        merge_chunks([one, two], 0.5).page_content == "Leave is sixteen weeks. Requests go to HR."
+    )
+    # a shared run shorter than MIN_OVERLAP is no overlap
+    three = _chunk("c", 1, "weeks. HR answers.")
+    assert merge_chunks([one, three], 0.5).page_content == (
+        "Leave is sixteen weeks. weeks. HR answers."
+    )
+    plain = Document("Only text.", id="z", metadata={"chunk_id": "z"})
+    merged = merge_chunks([plain], 0.3)
+    assert merged.page_content == "Only text."
+    assert merged.metadata == {"chunk_id": "z", "score": 0.3, "chunk_ids": ["z"]}
