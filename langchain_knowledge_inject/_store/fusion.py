@@ -95,13 +95,7 @@ DEFAULT_MIN_SCORE = 0.47
 
 
 def dense_score(distance: float) -> float:
-    """Turn a Chroma cosine distance into a score in [0, 1]: the cosine similarity.
-
-    Args:
-        distance: Chroma's cosine distance, ``1 - cosine``, in [0, 2].
-
-    Returns:
-        ``1 - distance`` clipped to [0, 1].
+    """The cosine similarity, clipped to [0, 1], from Chroma's cosine distance (``1 - cosine``).
 
     Example:
         >>> dense_score(0.25), dense_score(1.4)
@@ -111,15 +105,9 @@ def dense_score(distance: float) -> float:
 
 
 def keyword_unit_scores(hits: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
-    """Scale raw BM25 scores into [0, 1] relative to the best hit, keeping their order.
+    """``(id, bm25)`` hits as ``(id, bm25 / best)``, best first; the first of repeated ids counts.
 
-    Args:
-        hits: ``(chunk_id, bm25)`` pairs, best first, as returned by
-            :meth:`~langchain_knowledge_inject._store.keyword.KeywordIndex.search`.
-
-    Returns:
-        ``(chunk_id, bm25 / best_bm25)`` pairs, best first (ties and repeated
-        chunk ids keep the first seen); hits with a score <= 0 are dropped.
+    Hits scoring 0 or less are dropped.
 
     Example:
         >>> keyword_unit_scores([("a", 8.0), ("b", 2.0), ("c", 0.0)])
@@ -158,16 +146,15 @@ def fuse(
     """Fuse a dense and a keyword ranking into one, best first.
 
     Args:
-        dense: ``(chunk_id, cosine score in [0, 1])`` pairs, best first
-            (:func:`dense_score` of Chroma's distances).
+        dense: ``(chunk_id, cosine in [0, 1])`` pairs, best first.
         keyword: ``(chunk_id, raw BM25)`` pairs, best first.
         dense_weight: Weight ``w`` of the cosine, in [0, 1].
 
     Returns:
-        ``(chunk_id, w * cosine + (1 - w) * bm25 / best_bm25)`` pairs over the
-        union of both lists, best first (ties keep dense-list order). A chunk
-        missing from the dense list gets the lowest cosine of that list; one
-        missing from the keyword list gets 0 on that side.
+        ``(chunk_id, w * cosine + (1 - w) * bm25 / best_bm25)`` over the union
+        of both lists, best first (ties keep dense-list order). A chunk missing
+        from the dense list gets that list's lowest cosine; one missing from
+        the keyword list gets 0 on that side.
 
     Example:
         >>> fuse([("a", 0.6)], [("a", 10.0), ("b", 5.0)])
@@ -307,7 +294,7 @@ def merge_chunks(chunks: Sequence[Document], score: float) -> Document:
     ``[...]`` between them.
 
     Args:
-        chunks: The document's chunks, best first, each with ``metadata["chunk_id"]``.
+        chunks: The document's chunks, best first, each with its chunk id as ``id``.
         score: The result's score (the best chunk's).
 
     Returns:
@@ -316,10 +303,10 @@ def merge_chunks(chunks: Sequence[Document], score: float) -> Document:
 
     Example:
         >>> merged = merge_chunks([
-        ...     Document("sixteen weeks at full pay", metadata={"chunk_id": "b", "chunk_index": 1}),
-        ...     Document("Leave lasts sixteen weeks", metadata={"chunk_id": "a"}),
+        ...     Document("sixteen weeks at full pay", id="b", metadata={"chunk_index": 1}),
+        ...     Document("Leave lasts sixteen weeks", id="a"),
         ... ], 0.8)
-        >>> merged.page_content, merged.metadata["chunk_ids"], merged.metadata["chunk_id"]
+        >>> merged.page_content, merged.metadata["chunk_ids"], merged.id
         ('Leave lasts sixteen weeks at full pay', ['a', 'b'], 'b')
     """
     ordered = sorted(chunks, key=lambda doc: doc.metadata.get("chunk_index", 0))
@@ -333,7 +320,7 @@ def merge_chunks(chunks: Sequence[Document], score: float) -> Document:
             runs.append([doc.page_content])
         previous = index
     metadata = {**chunks[0].metadata, "score": score}
-    metadata["chunk_ids"] = [doc.metadata["chunk_id"] for doc in ordered]
+    metadata["chunk_ids"] = [doc.id for doc in ordered]
     return Document("\n[...]\n".join(map(join_chunks, runs)), id=chunks[0].id, metadata=metadata)
 
 
