@@ -3,7 +3,9 @@
 Systems, the default first, all in one process on the same chunks and vectors:
 
 1. **ours**: ``KnowledgeBase`` with every default, ``search(query, k=10,
-   min_score=0.0)`` (no threshold, as the peers have none).
+   min_score=0.0)`` (no threshold, as the peers have none). On a store whose
+   search does not group chunks by document yet, a second line groups them
+   as ``fusion.group_by_document`` does, over ``search_hits``.
 2. **bm25s + Chroma RRF**: a ``bm25s`` index (k1 1.2, b 0.75, English stop
    words, Snowball stemming when PyStemmer is installed) and a plain chromadb
    collection (cosine) over the chunk texts and vectors; the top 100 of each
@@ -59,6 +61,7 @@ from langchain_core.embeddings import Embeddings
 from retrieval_quality import SCIFACT, load, ndcg_at_10
 
 from langchain_knowledge_inject import KnowledgeBase
+from langchain_knowledge_inject._store import fusion
 from langchain_knowledge_inject._store.embeddings import DEFAULT_MODEL_NAME, default_embeddings
 
 K = 10
@@ -93,10 +96,10 @@ class TimedEmbeddings(Embeddings):
 class TableEmbeddings(Embeddings):
     """Vectors looked up by text; a text not in the table gets a perturbed neighbour's vector."""
 
-    def __init__(self, table: dict[str, list[float]], originals: dict[str, list[float]]) -> None:
+    def __init__(self, table: dict[str, np.ndarray], originals: dict[str, np.ndarray]) -> None:
         self.table = table
         self.texts = list(originals)
-        self.vectors = np.asarray([originals[t] for t in self.texts], dtype=np.float32)
+        self.vectors = np.vstack([originals[t] for t in self.texts]).astype(np.float32)
         self.words = [set(WORD.findall(t.lower())) for t in self.texts]
         postings: dict[str, list[int]] = {}
         for i, words in enumerate(self.words):
@@ -104,7 +107,7 @@ class TableEmbeddings(Embeddings):
                 postings.setdefault(word, []).append(i)
         self.postings = postings
 
-    def _synthetic(self, text: str) -> list[float]:
+    def _synthetic(self, text: str) -> np.ndarray:
         words = set(WORD.findall(text.lower()))
         rare = sorted((w for w in words if w in self.postings), key=lambda w: len(self.postings[w]))
         votes: Counter[int] = Counter()
@@ -114,14 +117,14 @@ class TableEmbeddings(Embeddings):
         seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
         noise = np.random.default_rng(seed).normal(0.0, 0.0247, self.vectors.shape[1])
         vector = self.vectors[nearest] + noise  # cosine about 0.9 with the original
-        return (vector / np.linalg.norm(vector)).astype(np.float32).tolist()
+        return (vector / np.linalg.norm(vector)).astype(np.float32)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         out = []
         for text in texts:
             if text not in self.table:
                 self.table[text] = self._synthetic(text)
-            out.append(self.table[text])
+            out.append(self.table[text].tolist())
         return out
 
     def embed_query(self, text: str) -> list[float]:
@@ -145,12 +148,12 @@ def perturbed_copies(docs: list[Document], copies: int, seed: int = 7) -> list[D
     return out
 
 
-def stored_chunks(kb: KnowledgeBase) -> tuple[list[str], list[str], list[list[float]], list[dict]]:
-    """Every chunk of ``kb``'s shared partition: ids, texts, vectors, metadata."""
+def stored_chunks(kb: KnowledgeBase) -> tuple[list[str], list[str], np.ndarray, list[dict]]:
+    """Every chunk of ``kb``'s shared partition: ids, texts, vectors (float32), metadata."""
     store = kb.vectorstore()
     ids: list[str] = []
     texts: list[str] = []
-    vectors: list[list[float]] = []
+    vectors: list[np.ndarray] = []
     metas: list[dict] = []
     offset = 0
     while True:
@@ -161,10 +164,10 @@ def stored_chunks(kb: KnowledgeBase) -> tuple[list[str], list[str], list[list[fl
             break
         ids += page["ids"]
         texts += page["documents"]
-        vectors += [list(map(float, v)) for v in page["embeddings"]]
+        vectors.append(np.asarray(page["embeddings"], dtype=np.float32))
         metas += page["metadatas"]
         offset += len(page["ids"])
-    return ids, texts, vectors, metas
+    return ids, texts, np.vstack(vectors), metas
 
 
 def timed_build(build: Callable[[], object], embeddings: TimedEmbeddings) -> tuple[object, float]:
@@ -179,6 +182,30 @@ def build_ours(docs, path, embeddings):
     for i in range(0, len(docs), 2000):
         kb.add_documents(docs[i : i + 2000])
     return kb
+
+
+def sources_of(found: list[Document]) -> list[str]:
+    return [d.metadata["source"] for d in found]
+
+
+def merges(kb: KnowledgeBase) -> bool:
+    """Whether ``search`` already returns one result per document (``chunk_ids`` in metadata)."""
+    found = kb.search("cell", k=3, min_score=0.0)
+    return bool(found) and "chunk_ids" in found[0].metadata
+
+
+def merged_search(kb: KnowledgeBase, query: str) -> list[str]:
+    """Results grouped by document on a store whose search does not group: ``search_hits`` + merge.
+
+    An upper bound on the cost: it reads back every candidate chunk to learn its
+    source, where the search path knows them already.
+    """
+    hits = kb.search_hits(query, k=fusion.CANDIDATE_DEPTH, min_score=0.0)
+    chunks = {d.id: d for d in kb.get_by_ids([cid for cid, _ in hits])}
+    parents = {cid: d.metadata.get("source", "") for cid, d in chunks.items()}
+    groups = fusion.group_by_document(hits, parents, K)
+    needed = [fusion.merge_chunks([chunks[c] for c in ids], score) for score, ids in groups]
+    return sources_of(needed)
 
 
 def build_bm25s_chroma(ids, texts, vectors, sources, path):
@@ -273,7 +300,11 @@ def measure(name: str, search, queries, vectors, qrels) -> dict[str, float]:
 
 
 def run_size(docs, queries, qrels, query_vectors, originals, copies, tmp, skip_ensemble):
-    table = {**originals, **dict(zip(queries.values(), query_vectors, strict=True))}
+    table = dict(originals)
+    table.update(
+        (q, np.asarray(v, dtype=np.float32))
+        for q, v in zip(queries.values(), query_vectors, strict=True)
+    )
     embeddings = TimedEmbeddings(TableEmbeddings(table, originals))
     corpus = docs + perturbed_copies(docs, copies)
     print(f"\n{len(corpus):,} abstracts ({copies} perturbed copies each); load {load_avg()}")
@@ -288,10 +319,12 @@ def run_size(docs, queries, qrels, query_vectors, originals, copies, tmp, skip_e
     systems: list[tuple[str, Callable, float]] = [
         (
             "ours (hybrid, defaults)",
-            lambda q, v: [d.metadata["source"] for d in kb.search(q, k=K, min_score=0.0)],
+            lambda q, v: sources_of(kb.search(q, k=K, min_score=0.0)),
             ours_build,
         )
     ]
+    if not merges(kb):
+        systems.append(("ours, merged (prototype)", lambda q, v: merged_search(kb, q), ours_build))
     peer, seconds = timed_build(
         lambda: build_bm25s_chroma(
             ids, texts, vectors, sources, os.path.join(tmp, f"peer{copies}")
@@ -343,7 +376,7 @@ def main() -> None:
         seed = build_ours(docs, os.path.join(tmp, "chunks"), cached)
         _, texts, vectors, _ = stored_chunks(seed)
         seed.close()
-        originals = dict(zip(texts, vectors, strict=True))
+        originals = dict(zip(texts, vectors, strict=True))  # rows of one float32 array
         print(f"default chunks: {len(originals):,} distinct; embedding cache {cached.hits} hits")
         for copies in map(int, args.copies.split(",")):
             skip = len(docs) * (copies + 1) > args.skip_ensemble_above
