@@ -31,7 +31,8 @@ the most words in common, plus Gaussian noise scaled to cosine 0.9 with it
 copies are distractors for every system alike.
 
 Printed per size: p50 / p95 search latency over the split's queries (test by
-default), index build time, nDCG@10 at k=10 by document (each abstract at its
+default; each query runs on every system, in rotating order, after 10
+warm-up queries), index build time, nDCG@10 at k=10 by document (each abstract at its
 first result) and distinct abstracts per answer, and ratios to bm25s + Chroma
 RRF. The figures and their history are in docs/performance.md.
 
@@ -281,22 +282,29 @@ def build_ensemble(texts, sources, path, embeddings):
     return search
 
 
-def measure(name: str, search, queries, vectors, qrels) -> dict[str, float]:
-    times, ndcg, distinct = [], [], []
-    for (qid, text), vector in zip(queries.items(), vectors, strict=True):
-        start = time.perf_counter()
-        sources = search(text, vector)
-        times.append(time.perf_counter() - start)
-        ranked = list(dict.fromkeys(sources))
-        ndcg.append(ndcg_at_10(ranked, qrels[qid]))
-        distinct.append(len(ranked))
-    times.sort()
-    return {
-        "p50": 1000 * statistics.median(times),
-        "p95": 1000 * times[int(0.95 * (len(times) - 1))],
-        "ndcg": statistics.mean(ndcg),
-        "docs": statistics.mean(distinct),
-    }
+def measure(systems, queries, vectors, qrels) -> dict[str, dict[str, float]]:
+    """Each system on every query, the systems in rotating order per query (load drifts alike)."""
+    times: dict[str, list[float]] = {name: [] for name, _, _ in systems}
+    ndcg: dict[str, list[float]] = {name: [] for name, _, _ in systems}
+    distinct: dict[str, list[int]] = {name: [] for name, _, _ in systems}
+    for i, ((qid, text), vector) in enumerate(zip(queries.items(), vectors, strict=True)):
+        for name, search, _ in systems[i % len(systems) :] + systems[: i % len(systems)]:
+            start = time.perf_counter()
+            sources = search(text, vector)
+            times[name].append(time.perf_counter() - start)
+            ranked = list(dict.fromkeys(sources))
+            ndcg[name].append(ndcg_at_10(ranked, qrels[qid]))
+            distinct[name].append(len(ranked))
+    out = {}
+    for name, spent in times.items():
+        spent.sort()
+        out[name] = {
+            "p50": 1000 * statistics.median(spent),
+            "p95": 1000 * spent[int(0.95 * (len(spent) - 1))],
+            "ndcg": statistics.mean(ndcg[name]),
+            "docs": statistics.mean(distinct[name]),
+        }
+    return out
 
 
 def run_size(docs, queries, qrels, query_vectors, originals, copies, tmp, skip_ensemble):
@@ -338,7 +346,11 @@ def run_size(docs, queries, qrels, query_vectors, originals, copies, tmp, skip_e
             embeddings,
         )
         systems.append(("EnsembleRetriever", ensemble, seconds))
-    results = {name: (measure(name, s, queries, query_vectors, qrels), b) for name, s, b in systems}
+    for _, search, _ in systems:  # warm-up
+        for text, vector in list(zip(queries.values(), query_vectors, strict=True))[:10]:
+            search(text, vector)
+    measured = measure(systems, queries, query_vectors, qrels)
+    results = {name: (measured[name], build) for name, _, build in systems}
     ref, ref_build = results["bm25s + Chroma RRF"]
     print(
         f"  {'system':26s} {'p50 ms':>8s} {'p95 ms':>8s} {'build s':>8s} {'nDCG@10':>8s}"
