@@ -9,7 +9,8 @@ Systems, the default first, all in one process on the same chunks and vectors:
 2. **bm25s + Chroma RRF**: a ``bm25s`` index (k1 1.2, b 0.75, English stop
    words, Snowball stemming when PyStemmer is installed) and a plain chromadb
    collection (cosine) over the chunk texts and vectors; the top 100 of each
-   fused by reciprocal rank fusion (60), the first 10 returned.
+   (ids only) fused by reciprocal rank fusion (60), the first 10 returned as
+   Documents, their texts from memory.
 3. **EnsembleRetriever**: LangChain's ``EnsembleRetriever`` over
    ``langchain_community``'s ``BM25Retriever`` and a ``langchain_chroma.Chroma``
    retriever (cosine), both at ``k=10``, as its documentation sets it up.
@@ -250,9 +251,10 @@ def build_bm25s_chroma(ids, texts, vectors, sources, path):
             for rank, cid in enumerate(ranking):
                 fused[cid] = fused.get(cid, 0.0) + 1.0 / (RRF_K + rank + 1)
         top = sorted(fused, key=lambda c: -fused[c])[:K]
-        return [source_of[c] for c in top]
+        found = [Document(texts[row[c]], metadata={"source": sources[row[c]]}) for c in top]
+        return sources_of(found)
 
-    source_of = dict(zip(ids, sources, strict=True))
+    row = {cid: i for i, cid in enumerate(ids)}
     return search
 
 

@@ -225,7 +225,7 @@ def fuse_with_documents(
         return chunk_scores
 
     def parent(chunk_id: str) -> str:
-        return parents.get(chunk_id) or f"\x00{chunk_id}"
+        return _document_of(parents, chunk_id)
 
     cosines: dict[str, float] = {}
     for chunk_id, score in dense_cosines(dense)[0].items():
@@ -277,13 +277,18 @@ def group_by_document(
     limit = MERGED_CHUNKS if max_chunks is None else max(1, max_chunks)
     groups: dict[str, tuple[float, list[str]]] = {}
     for chunk_id, score in ranked:
-        doc = parents.get(chunk_id) or f"\x00{chunk_id}"
+        doc = _document_of(parents, chunk_id)
         if doc not in groups:
             if len(groups) < k:
                 groups[doc] = (score, [chunk_id])
         elif len(groups[doc][1]) < limit and chunk_id not in groups[doc][1]:
             groups[doc][1].append(chunk_id)
     return list(groups.values())
+
+
+def _document_of(parents: Mapping[str, str], chunk_id: str) -> str:
+    """The chunk's document: its parent, or the chunk itself where it has none."""
+    return parents.get(chunk_id) or f"\x00{chunk_id}"
 
 
 def merge_chunks(chunks: Sequence[Document], score: float) -> Document:
