@@ -73,11 +73,16 @@ WORD = re.compile(r"\w+")
 
 
 class TimedEmbeddings(Embeddings):
-    """Wraps an ``Embeddings`` and adds up the time spent in it (subtracted from build times)."""
+    """Wraps an ``Embeddings`` and adds up the time spent in it (subtracted from build times).
 
-    def __init__(self, inner: Embeddings, model_name: str = DEFAULT_MODEL_NAME) -> None:
+    ``model`` is the default model, never called: the knowledge base reads its
+    window and tokenizer from it, so it splits into the default chunks.
+    """
+
+    def __init__(self, inner: Embeddings, model: Embeddings) -> None:
         self.inner = inner
-        self.model_name = model_name
+        self.model = model
+        self.model_name = DEFAULT_MODEL_NAME
         self.seconds = 0.0
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -309,13 +314,13 @@ def measure(systems, queries, vectors, qrels) -> dict[str, dict[str, float]]:
     return out
 
 
-def run_size(docs, queries, qrels, query_vectors, originals, copies, tmp, skip_ensemble):
+def run_size(docs, queries, qrels, query_vectors, originals, model, copies, tmp, skip_ensemble):
     table = dict(originals)
     table.update(
         (q, np.asarray(v, dtype=np.float32))
         for q, v in zip(queries.values(), query_vectors, strict=True)
     )
-    embeddings = TimedEmbeddings(TableEmbeddings(table, originals))
+    embeddings = TimedEmbeddings(TableEmbeddings(table, originals), model)
     corpus = docs + perturbed_copies(docs, copies)
     print(f"\n{len(corpus):,} abstracts ({copies} perturbed copies each); load {load_avg()}")
     kb, ours_build = timed_build(
@@ -323,9 +328,15 @@ def run_size(docs, queries, qrels, query_vectors, originals, copies, tmp, skip_e
     )
     ids, texts, vectors, metas = stored_chunks(kb)
     sources = [m["source"] for m in metas]
+    synthetic = sum(text not in originals for text in texts)
     print(
-        f"  {len(ids):,} chunks; ours built in {ours_build:.1f} s (embedding excluded)", flush=True
+        f"  {len(ids):,} chunks ({synthetic:,} with synthetic vectors);"
+        f" ours built in {ours_build:.1f} s (embedding excluded)",
+        flush=True,
     )
+    if copies == 0 and synthetic:
+        msg = "the abstracts alone were not cut into the default chunks"
+        raise RuntimeError(msg)
     systems: list[tuple[str, Callable, float]] = [
         (
             "ours (hybrid, defaults)",
@@ -394,7 +405,9 @@ def main() -> None:
         print(f"default chunks: {len(originals):,} distinct; embedding cache {cached.hits} hits")
         for copies in map(int, args.copies.split(",")):
             skip = len(docs) * (copies + 1) > args.skip_ensemble_above
-            run_size(docs, queries, qrels, query_vectors, originals, copies, tmp, skip)
+            run_size(
+                docs, queries, qrels, query_vectors, originals, cached.inner, copies, tmp, skip
+            )
 
 
 if __name__ == "__main__":
