@@ -220,33 +220,36 @@ def fuse_with_documents(
     """
     dense_weight = DENSE_WEIGHT if dense_weight is None else dense_weight
     document_weight = DOCUMENT_WEIGHT if document_weight is None else document_weight
-    chunk_scores = fuse(dense, keyword, dense_weight=dense_weight)
-    if document_weight <= 0 or not chunk_scores:
-        return chunk_scores
-
-    def parent(chunk_id: str) -> str:
-        return _document_of(parents, chunk_id)
-
-    cosines: dict[str, float] = {}
-    for chunk_id, score in dense_cosines(dense)[0].items():
-        cosines[parent(chunk_id)] = max(cosines.get(parent(chunk_id), 0.0), score)
-    floor = min(cosines.values(), default=0.0)
-    pooled: dict[str, float] = {}
-    for chunk_id, score in keyword_unit_scores(keyword):
-        pooled.setdefault(parent(chunk_id), score)
+    if document_weight <= 0:
+        return fuse(dense, keyword, dense_weight=dense_weight)
+    cosines, floor = dense_cosines(dense)
+    relevance = dict(keyword_unit_scores(keyword))
+    chunks = list(dict.fromkeys([*cosines, *relevance]))
+    parent = {chunk_id: _document_of(parents, chunk_id) for chunk_id in chunks}
+    best_cosine: dict[str, float] = {}
+    for chunk_id, cosine in cosines.items():
+        best_cosine[parent[chunk_id]] = max(best_cosine.get(parent[chunk_id], 0.0), cosine)
+    best_keyword: dict[str, float] = {}
+    for chunk_id, score in relevance.items():
+        best_keyword.setdefault(parent[chunk_id], score)
     if indexed:
         whole = dict(keyword_unit_scores(document_keyword))
-        pooled.update({doc: whole.get(doc, 0.0) for doc in indexed})
-    documents = {
-        doc: dense_weight * cosines.get(doc, floor) + (1.0 - dense_weight) * pooled.get(doc, 0.0)
-        for doc in {parent(chunk_id) for chunk_id, _ in chunk_scores}
-    }
-    order = {chunk_id: position for position, (chunk_id, _) in enumerate(chunk_scores)}
-    mixed = [
-        (chunk_id, document_weight * documents[parent(chunk_id)] + (1 - document_weight) * score)
-        for chunk_id, score in chunk_scores
-    ]
-    return sorted(mixed, key=lambda item: (-item[1], order[item[0]]))
+        best_keyword.update({doc: whole.get(doc, 0.0) for doc in indexed})
+    document_floor = min(best_cosine.values(), default=0.0)
+    document_scores: dict[str, float] = {}
+    mixed = []
+    for position, chunk_id in enumerate(chunks):
+        chunk = dense_weight * cosines.get(chunk_id, floor)
+        chunk += (1.0 - dense_weight) * relevance.get(chunk_id, 0.0)
+        doc = parent[chunk_id]
+        if doc not in document_scores:
+            document_scores[doc] = dense_weight * best_cosine.get(doc, document_floor) + (
+                1.0 - dense_weight
+            ) * best_keyword.get(doc, 0.0)
+        score = document_weight * document_scores[doc] + (1.0 - document_weight) * chunk
+        mixed.append((-score, -chunk, position, chunk_id))
+    mixed.sort()
+    return [(chunk_id, -score) for score, _, _, chunk_id in mixed]
 
 
 def group_by_document(
