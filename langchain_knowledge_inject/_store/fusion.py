@@ -8,12 +8,10 @@ dropped. What the number measures depends on the mode:
   (:func:`dense_score`; a negative similarity counts as 0). Absolute: an
   unrelated query scores low.
 * ``keyword``: the BM25 score relative to the query's best hit
-  (:func:`keyword_unit_scores`): the best hit scores 1. Where the document
-  index answers, each chunk's relative BM25 is first blended with its
-  document's, as hybrid search does with no dense side. Raw BM25 has no fixed
-  scale (it grows with the corpus and the query), so a relative score is the
-  only one that behaves the same in every knowledge base; ``min_score`` trims
-  the tail but cannot tell that a whole query is unrelated.
+  (:func:`keyword_unit_scores`), blended with its document's where the
+  document index answers. Raw BM25 has no fixed scale, so a relative score is
+  the only one that behaves the same in every knowledge base; ``min_score``
+  trims the tail but cannot tell that a whole query is unrelated.
 * ``hybrid`` (the default): ``w * cosine + (1 - w) * keyword`` (:func:`fuse`,
   ``w`` = :data:`DENSE_WEIGHT`), each chunk's score blended with its
   document's (:func:`fuse_with_documents`). The cosine carries the absolute
@@ -41,25 +39,6 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Literal
 
 from langchain_core.documents import Document
-
-__all__ = [
-    "CANDIDATE_DEPTH",
-    "DEFAULT_MIN_SCORE",
-    "DENSE_WEIGHT",
-    "DOCUMENT_KEYWORD",
-    "DOCUMENT_WEIGHT",
-    "MERGED_CHUNKS",
-    "MIN_OVERLAP",
-    "DocumentKeyword",
-    "dense_cosines",
-    "dense_score",
-    "fuse",
-    "fuse_with_documents",
-    "group_by_document",
-    "join_chunks",
-    "keyword_unit_scores",
-    "merge_chunks",
-]
 
 CANDIDATE_DEPTH = 100
 """Candidate chunks fetched from each side for a search (at least ``k``)."""
