@@ -159,14 +159,13 @@ from langchain_core.documents import Document
 
 from langchain_knowledge_inject import KnowledgeBase
 from langchain_knowledge_inject._store import documents, fusion
-from langchain_knowledge_inject._store.embedding_quantization import QUANTIZED_FILE_TAG
 from langchain_knowledge_inject._store.embeddings import (
     DEFAULT_MODEL_NAME,
     default_embeddings,
     default_token_counter,
 )
 from langchain_knowledge_inject._store.fusion import DEFAULT_MIN_SCORE
-from langchain_knowledge_inject._store.writes import WINDOW_CHUNK_TOKENS, WINDOW_OVERLAP_TOKENS
+QUANTIZED_FILE_TAG, WINDOW_CHUNK_TOKENS, WINDOW_OVERLAP_TOKENS = "int8smooth", 254, 32
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("dense", "keyword", "hybrid")

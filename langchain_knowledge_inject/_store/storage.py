@@ -1,9 +1,10 @@
-"""Where a knowledge base is stored: the store directory, its lock, and Chroma.
+"""Where a knowledge base is stored: the store directory, its lock, names, disk and errors.
 
-A store directory holds ``catalog.sqlite3`` (see ``catalog.py``) and, for the
-embedded default, ``chroma/`` (a ``chromadb.PersistentClient``). Every tenant
-partition of a knowledge base is one Chroma collection in cosine space, named
-from the knowledge-base id and a hash of the tenant.
+A store directory holds ``chroma/`` (the embedded ``chromadb.PersistentClient``,
+unless a client is given) and ``keyword/`` (the keyword cache, rebuilt from
+Chroma whenever it is missing). Every tenant partition of a knowledge base is
+one Chroma collection in cosine space, named from the knowledge-base id and a
+hash of the tenant.
 """
 
 from __future__ import annotations
@@ -13,15 +14,13 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
-import sqlite3
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from langchain_knowledge_inject._store.catalog import open_connection
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
     KnowledgeBaseOpenError,
@@ -30,8 +29,28 @@ from langchain_knowledge_inject.errors import (
 
 logger = logging.getLogger(__name__)
 
-RECORD_KEYS = ("restricted", "sensitive_sources")
-"""Settings that are also kept in Chroma, so that losing the catalog cannot clear them."""
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+"""A knowledge base's name: 1-63 letters, digits, '.', '_' or '-'; a letter or digit first."""
+
+
+def is_valid_name(name: object) -> bool:
+    """Whether ``name`` is allowed as a knowledge base's name (see :data:`NAME_PATTERN`)."""
+    return isinstance(name, str) and NAME_PATTERN.match(name) is not None
+
+
+def knowledge_base_id(name: str) -> str:
+    """The id of the knowledge base ``name``: derived from the name, the same everywhere.
+
+    So every process that opens ``name`` on one Chroma server uses the same collections.
+    """
+    return hashlib.sha256(f"kinject-kb\x1f{name}".encode()).hexdigest()[:12]
+
+
+def collection_name(kb_id: str, partition: str) -> str:
+    """The Chroma collection of one tenant partition of a knowledge base."""
+    if not partition:
+        return f"kinject-{kb_id}-shared"
+    return f"kinject-{kb_id}-t{hashlib.sha256(partition.encode()).hexdigest()[:16]}"
 
 
 def default_store_path() -> Path:
@@ -45,11 +64,8 @@ def default_store_path() -> Path:
 
 
 def store_is_writable(path: Path) -> bool:
-    """Whether the store directory (and its catalog, when there is one) can be written."""
-    catalog = path / "catalog.sqlite3"
-    if not os.access(path, os.W_OK):
-        return False
-    return not catalog.exists() or os.access(catalog, os.W_OK)
+    """Whether the store directory can be written."""
+    return os.access(path, os.W_OK)
 
 
 def ensure_store_dir(path: Path) -> None:
@@ -61,78 +77,6 @@ def ensure_store_dir(path: Path) -> None:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         msg = f"Cannot create the store directory {path}: {exc}"
-        raise KnowledgeBaseOpenError(msg) from exc
-
-
-def open_store_dir(path: Path, *, rebuild_damaged: bool = False) -> Any:
-    """Create the store directory if needed and open its catalog; clear errors.
-
-    Args:
-        path: The store directory.
-        rebuild_damaged: When the catalog is damaged (not a SQLite database, or
-            malformed), keep it aside as ``catalog.sqlite3.damaged-<time>`` and
-            start a new one, to be rebuilt from Chroma. Without it, a damaged
-            catalog raises :class:`KnowledgeBaseOpenError`.
-
-    A store that cannot be written (a read-only file system or directory) is
-    opened read-only: see :func:`store_is_writable`.
-    """
-    ensure_store_dir(path)
-    catalog = path / "catalog.sqlite3"
-    if not store_is_writable(path):
-        if not catalog.exists():
-            msg = f"The store directory {path} is read-only and holds no catalog yet"
-            raise KnowledgeBaseOpenError(msg)
-        return _open_or_explain(catalog, read_only=True)
-    try:
-        return open_connection(catalog)
-    except KnowledgeBaseOpenError as exc:
-        reason = classify_store_error(exc.__cause__ or exc)
-        if reason == "read_only":
-            return _open_or_explain(catalog, read_only=True)
-        if reason != "damaged":
-            raise
-        if not rebuild_damaged:
-            msg = (
-                f"The catalog {catalog} is damaged ({exc.__cause__}). The chunks are kept in "
-                "Chroma: opening a knowledge base there (KnowledgeBase(name, path=...), or "
-                "`kinject check --kb NAME --repair`) keeps the damaged file aside and rebuilds "
-                "the catalog and keyword index from Chroma."
-            )
-            raise KnowledgeBaseOpenError(msg) from exc
-    kept = set_aside_damaged(catalog)
-    logger.warning(
-        "The catalog %s was damaged; it is kept as %s and a new one is rebuilt from Chroma",
-        catalog,
-        kept.name,
-    )
-    return open_connection(catalog)
-
-
-def set_aside_damaged(catalog: Path) -> Path:
-    """Rename a damaged catalog (and its WAL files) aside, never deleting it; return the name."""
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    kept = catalog.with_name(f"{catalog.name}.damaged-{stamp}")
-    count = 1
-    while any(Path(f"{kept}{suffix}").exists() for suffix in ("", "-wal", "-shm")):
-        count += 1
-        kept = catalog.with_name(f"{catalog.name}.damaged-{stamp}-{count}")
-    for suffix in ("", "-wal", "-shm"):
-        source = Path(f"{catalog}{suffix}")
-        if source.exists():
-            source.rename(Path(f"{kept}{suffix}"))
-    return kept
-
-
-def _open_or_explain(catalog: Path, *, read_only: bool) -> Any:
-    try:
-        return open_connection(catalog, read_only=read_only)
-    except KnowledgeBaseOpenError as exc:
-        msg = (
-            f"The catalog {catalog} is on a read-only store and cannot be read "
-            f"({exc.__cause__}); restore a readable copy, or make the store writable so "
-            "that it can be rebuilt from Chroma."
-        )
         raise KnowledgeBaseOpenError(msg) from exc
 
 
@@ -152,87 +96,22 @@ def persistent_client(path: Path, name: str, *, read_only: bool = False) -> Any:
     try:
         if read_only and where.exists():
             import atexit
-            import shutil
             import tempfile
 
             scratch = tempfile.mkdtemp(prefix="kinject-readonly-")
             atexit.register(shutil.rmtree, scratch, ignore_errors=True)
             snapshot = Path(scratch) / "chroma"
             shutil.copytree(where, snapshot)
-            logger.warning(
-                "The store %s is read-only: searching a copy of its Chroma store in %s",
-                path,
-                snapshot,
-            )
+            logger.warning("The store %s is read-only: searching a copy in %s", path, snapshot)
             where = snapshot
         return chromadb.PersistentClient(path=str(where))
     except Exception as exc:
-        reason = classify_store_error(exc)
         hint = {
             "disk_full": " The disk is full: free disk space, then open it again.",
             "read_only": " The store is read-only and could not be copied for reading.",
-        }.get(reason or "", "")
+        }.get(classify_store_error(exc) or "", "")
         msg = f"Cannot open the Chroma store in {where}: {exc}.{hint}"
         raise KnowledgeBaseOpenError(msg, kb_name=name) from exc
-
-
-def collection_name(kb_id: str, partition: str) -> str:
-    """The Chroma collection of one tenant partition of a knowledge base."""
-    if not partition:
-        return f"kinject-{kb_id}-shared"
-    return f"kinject-{kb_id}-t{hashlib.sha256(partition.encode()).hexdigest()[:16]}"
-
-
-def record_collection_name(kb_id: str) -> str:
-    """The Chroma collection that records a knowledge base's own settings (no vectors)."""
-    return f"kinject-{kb_id}-kb"
-
-
-def read_kb_record(client: Any, kb_id: str) -> dict[str, Any] | None:
-    """The knowledge-base record kept in Chroma, or None when there is none.
-
-    Raises:
-        Exception: Chroma could not be asked (server down, ...): the caller decides.
-    """
-    try:
-        collection = client.get_collection(record_collection_name(kb_id), embedding_function=None)
-    except Exception as exc:
-        if is_not_found(exc):
-            return None
-        raise
-    meta = dict(collection.metadata or {})
-    record: dict[str, Any] = {"name": meta.get("kinject_kb", "")}
-    for key in RECORD_KEYS:
-        record[key] = meta.get(f"kinject_{key}") is True
-    for key in ("description", "embedding_model", "routing_hint"):
-        record[key] = str(meta.get(f"kinject_{key}") or "")
-    for key in ("topics", "routing_keywords"):
-        try:
-            record[key] = list(json.loads(meta.get(f"kinject_{key}") or "[]"))
-        except (TypeError, ValueError):
-            record[key] = []
-    return record
-
-
-def write_kb_record(client: Any, kb_id: str, name: str, row: Mapping[str, Any]) -> None:
-    """Write (replace) the knowledge-base record kept in Chroma from a catalog row."""
-    settings = row.get("settings") or {}
-    metadata: dict[str, Any] = {
-        "kinject_kb": name,
-        "kinject_kb_id": kb_id,
-        "kinject_description": str(row.get("description") or ""),
-        "kinject_embedding_model": str(row.get("embedding_model") or ""),
-        "kinject_topics": json.dumps(list(row.get("topics") or [])),
-        "kinject_routing_hint": str(settings.get("routing_hint") or ""),
-        "kinject_routing_keywords": json.dumps(list(settings.get("routing_keywords") or [])),
-    }
-    for key in RECORD_KEYS:
-        metadata[f"kinject_{key}"] = bool(settings.get(key, False))
-    collection = client.get_or_create_collection(
-        record_collection_name(kb_id), metadata=metadata, embedding_function=None
-    )
-    if dict(collection.metadata or {}) != metadata:
-        collection.modify(metadata=metadata)
 
 
 def is_not_found(exc: BaseException) -> bool:
@@ -255,15 +134,10 @@ def classify_store_error(exc: BaseException) -> str | None:
     if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         return "read_only"
     text = str(exc).lower()
-    if any(marker in text for marker in _DISK_FULL):
-        return "disk_full"
-    if any(marker in text for marker in _READ_ONLY):
-        return "read_only"
-    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
-        return "damaged" if any(marker in text for marker in _DAMAGED) else None
-    if any(marker in text for marker in _DAMAGED):
-        return "damaged"
-    return None
+    for reason, markers in (("disk_full", _DISK_FULL), ("read_only", _READ_ONLY)):
+        if any(marker in text for marker in markers):
+            return reason
+    return "damaged" if any(marker in text for marker in _DAMAGED) else None
 
 
 def store_error(exc: BaseException, *, action: str, kb_name: str, path: Path) -> StoreError | None:
@@ -290,10 +164,8 @@ def store_error(exc: BaseException, *, action: str, kb_name: str, path: Path) ->
         )
     elif reason == "damaged":
         msg = (
-            f"The catalog of knowledge base {kb_name!r} ({path / 'catalog.sqlite3'}) is damaged "
-            f"({exc}): {action} failed. The chunks are kept in Chroma: run "
-            f"`kinject check --kb {kb_name} --repair` (or kb.check(repair=True)) to rebuild the "
-            "catalog and the keyword index from Chroma."
+            f"The Chroma store of knowledge base {kb_name!r} ({path}) is damaged ({exc}): "
+            f"{action} failed. Restore the store directory from a backup."
         )
     else:
         return None
@@ -313,23 +185,6 @@ def chroma_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-WRITE_MARK = "kinject_written"
-"""Chroma metadata key of a chunk's write mark (seconds since the epoch, the writer's clock).
-
-Server mode: every chunk written carries it, and other processes catch up from it (``sync``).
-"""
-
-
-def write_mark() -> float:
-    """The mark of a write sent now."""
-    return round(time.time(), 6)
-
-
-def strip_mark(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Chunk metadata without the write mark."""
-    return {k: v for k, v in (metadata or {}).items() if k != WRITE_MARK}
-
-
 class StoreLock:
     """An advisory lock that keeps a second process out of an embedded store directory.
 
@@ -338,7 +193,9 @@ class StoreLock:
     other's vectors. So the first process to open a store directory holds an
     exclusive ``flock`` on ``<path>/.kinject.lock`` until its last knowledge base
     there is closed; another process gets a clear error instead of a corrupt
-    store. Within one process the lock is shared (reference-counted).
+    store. Within one process the lock is shared (reference-counted). A child
+    forked from the holder does not inherit it: it must take its own, which the
+    parent still holds, so it gets the "open in another process" error.
     """
 
     _held: ClassVar[dict[str, tuple[Any, int]]] = {}
@@ -352,63 +209,13 @@ class StoreLock:
             self._forget_inherited()
             handle, count = self._held.get(self.key, (None, 0))
             if handle is None:
-                handle = self._acquire_shared(path) if read_only else self._acquire(path)
+                handle = _flock(path, shared=read_only)
             self._held[self.key] = (handle, count + 1)
 
     @classmethod
     def _forget_inherited(cls) -> None:
-        """In a child forked from the holder, the parent's locks are not this process's.
-
-        Their file handles are left open (closing them could not release the
-        parent's ``flock`` anyway); the child must take its own lock, which the
-        parent still holds, so it gets the "open in another process" error.
-        """
         if cls._held_by != os.getpid():
-            cls._held = {}
-            cls._held_by = os.getpid()
-
-    @staticmethod
-    def _acquire(path: Path) -> Any:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX: documented, not enforced
-            return object()
-        lock_path = path / ".kinject.lock"
-        handle = lock_path.open("a+")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            handle.seek(0)
-            owner = handle.read().strip() or "unknown"
-            handle.close()
-            msg = (
-                f"The store {path} is open in another process (pid {owner}). The embedded "
-                "Chroma store serves one process at a time: close the other process, or run a "
-                "Chroma server (`chroma run --path DIR`) and pass client=chromadb.HttpClient(...)."
-            )
-            raise KnowledgeBaseOpenError(msg) from exc
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        return handle
-
-    @staticmethod
-    def _acquire_shared(path: Path) -> Any:
-        """A read-only store: a shared lock when the lock file is there, else none."""
-        try:
-            import fcntl
-
-            handle = (path / ".kinject.lock").open("r")
-        except (ImportError, OSError):
-            return object()
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError as exc:
-            handle.close()
-            msg = f"The store {path} is being written by another process"
-            raise KnowledgeBaseOpenError(msg) from exc
-        return handle
+            cls._held, cls._held_by = {}, os.getpid()
 
     def release(self) -> None:
         """Release this holder's share; the lock goes when the last holder releases."""
@@ -420,12 +227,42 @@ class StoreLock:
             handle, count = self._held.get(self.key, (None, 0))
             if handle is None:
                 return
-            if count <= 1:
-                self._held.pop(self.key, None)
-                if handle is not None and hasattr(handle, "close"):
-                    handle.close()
-            else:
+            if count > 1:
                 self._held[self.key] = (handle, count - 1)
+                return
+            self._held.pop(self.key, None)
+            if hasattr(handle, "close"):
+                handle.close()
+
+
+def _flock(path: Path, *, shared: bool) -> Any:
+    """Take the store's lock file: exclusive (writing), or shared when it exists (read-only)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: documented, not enforced
+        return object()
+    lock_path = path / ".kinject.lock"
+    if shared and not lock_path.exists():
+        return object()
+    handle = lock_path.open("r" if shared else "a+")
+    try:
+        fcntl.flock(handle, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except OSError as exc:
+        handle.seek(0)
+        owner = handle.read().strip() or "unknown"
+        handle.close()
+        msg = (
+            f"The store {path} is open in another process (pid {owner}). The embedded "
+            "Chroma store serves one process at a time: close the other process, or run a "
+            "Chroma server (`chroma run --path DIR`) and pass client=chromadb.HttpClient(...)."
+        )
+        raise KnowledgeBaseOpenError(msg) from exc
+    if not shared:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+    return handle
 
 
 MIN_FREE_ENV = "KINJECT_MIN_FREE_MB"
@@ -454,11 +291,11 @@ def min_free_bytes() -> int:
 
 
 def estimated_write_bytes(texts: Sequence[str], dimensions: int) -> int:
-    """A generous estimate of the disk a write of ``texts`` takes, all stores together.
+    """A generous estimate of the disk a write of ``texts`` takes, Chroma and keyword cache.
 
-    Chroma keeps each text, its metadata, its vector and the vector index; the catalog keeps
-    the registry row, the keyword index and the document index. Six times the text and three
-    times the vector cover all of them with room for journals.
+    Chroma keeps each text, its metadata, its vector and the vector index; the keyword
+    cache keeps both indexes. Six times the text and three times the vector cover them
+    with room for journals.
     """
     text_bytes = sum(len(t.encode("utf-8", "replace")) for t in texts)
     return text_bytes * 6 + len(texts) * max(dimensions, 0) * 4 * 3
@@ -470,3 +307,30 @@ def free_bytes(path: Path) -> int | None:
         return shutil.disk_usage(path).free
     except OSError:
         return None
+
+
+def ensure_room(path: Path, needed: int, *, action: str, kb_name: str) -> None:
+    """Refuse a write that would leave less than the reserve free on the store's disk.
+
+    Chroma's local store does not recover in-process from a write that fills the disk
+    (its compaction fails, and later calls in the same process may block), so a write
+    stops before that point with ``StoreError(reason="disk_full")``, having written
+    nothing. The reserve is ``KINJECT_MIN_FREE_MB`` (default 16 MiB; 0 turns it off).
+
+    Args:
+        path: The store directory.
+        needed: The write's estimated size in bytes (:func:`estimated_write_bytes`).
+        action: What is being done, for the message ("adding documents").
+        kb_name: The knowledge base.
+    """
+    reserve = min_free_bytes()
+    free = free_bytes(path) if reserve else None
+    if free is None or free >= needed + reserve:
+        return
+    msg = (
+        f"The disk holding knowledge base {kb_name!r} is full: {free >> 20} MiB free, "
+        f"and {action} needs about {max(needed >> 20, 1)} MiB plus a reserve of "
+        f"{reserve >> 20} MiB. Nothing was written and searches still work. Free disk "
+        f"space, then run the same call again; no restart is needed (the reserve is {MIN_FREE_ENV})."
+    )
+    raise StoreError(msg, kb_name=kb_name, reason="disk_full", path=path)

@@ -1,4 +1,4 @@
-"""`kinject check`: drift between registry, keyword index and Chroma, reported and repaired."""
+"""`kinject check`: drift between the keyword cache and Chroma, reported and repaired."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ def test_check_reports_and_repairs_drift(tmp_path, fake_default_model, capsys):
             for i in range(4)
         ]
     ).ids
-    kb._keyword.delete(kb.id, "", ids[:1])
-    kb._conn.commit()
+    kb._cache._part("").chunks.delete(ids[:1])
     kb.close()
 
     assert main(["check", "--kb", "hr", "--path", str(tmp_path)]) == 1

@@ -25,7 +25,7 @@ from langchain_knowledge_inject import (
 )
 from langchain_knowledge_inject._store.calls import BoundedCalls, WorkerPool
 from langchain_knowledge_inject._store.filters import MAX_FILTER_DEPTH
-from langchain_knowledge_inject._store.sync import WRITE_MARK
+from langchain_knowledge_inject._store.chroma import STAMP
 from langchain_knowledge_inject.errors import (
     ForkedProcessError,
     KnowledgeBaseOpenError,
@@ -403,11 +403,11 @@ def test_a_bad_filter_in_the_injector_raises_rather_than_degrades(tmp_path, emb)
     assert injector.prepare([HumanMessage("annual leave")]).manifest.injected
 
 
-# -- keyword catch-up in server mode (two catalogs on one Chroma) ------------------------
+# -- keyword catch-up in server mode (two keyword caches on one Chroma) ------------------
 
 
 def _two_catalogs(tmp_path, emb, *, sync_interval):
-    """Two catalogs over one Chroma collection: ``first`` writes, ``second`` catches up."""
+    """Two keyword caches over one Chroma collection: ``first`` writes, ``second`` catches up."""
     client = chromadb.EphemeralClient()
     name = f"shared-{uuid.uuid4().hex[:8]}"
     first = KnowledgeBase(name, path=tmp_path / "a", client=client, embeddings=emb)
@@ -421,7 +421,7 @@ def test_another_catalogs_writes_reach_the_keyword_index(tmp_path, emb):
     first.add_documents(DOCS)
     hits = second.search("receipt euros", k=1, mode="keyword", min_score=0.0)
     assert hits and hits[0].metadata["source"] == "expenses.md"
-    assert WRITE_MARK not in hits[0].metadata
+    assert STAMP not in hits[0].metadata
     # incremental: a new write, an update of metadata, then a delete
     first.add_documents([Document("Parking badges are issued by security.",
                                   metadata={"source": "parking.md"})])  # fmt: skip
@@ -445,14 +445,17 @@ def test_catch_up_is_rate_limited_by_the_interval(tmp_path, emb):
     assert second.search("annual leave", mode="keyword", min_score=0.0)  # first catch-up
     first.add_documents(DOCS[1:])
     assert not second.search("receipt euros", mode="keyword", min_score=0.0)  # not yet due
-    assert second._sync.catch_up("") == 1  # what the next due catch-up does
+    assert second._cache.catch_up("") == 1  # what the next due catch-up does
     assert second.search("receipt euros", mode="keyword", min_score=0.0)
 
 
-def test_sync_interval_none_never_catches_up(tmp_path, emb):
+def test_sync_interval_none_catches_up_once_when_first_used(tmp_path, emb):
     first, second = _two_catalogs(tmp_path, emb, sync_interval=None)
-    first.add_documents(DOCS)
+    first.add_documents(DOCS[:1])
+    assert second.search("annual leave", mode="keyword", min_score=0.0)  # the one catch-up
+    first.add_documents(DOCS[1:])
     assert not second.search("receipt euros", mode="keyword", min_score=0.0)
+    assert second.search("receipt euros", mode="dense", min_score=0.0)  # Chroma has it
 
 
 def test_every_surface_records_the_failure_class_in_the_manifest(tmp_path, emb):
