@@ -337,8 +337,9 @@ def document_vectors(data: Collected, data_dir: Path) -> dict[str, np.ndarray]:
 
 def keyword_variants(data: Collected, qrels) -> None:
     """Document-level BM25 variants, keyword alone, over the document index's own text."""
-    from langchain_knowledge_inject._store.keyword import STOPWORDS, TOKENIZER, query_terms
     from langchain_knowledge_inject._store.keyword_tokens import Fts5Tokenizer
+
+    from langchain_knowledge_inject._store.keyword import STOPWORDS, TOKENIZER, query_terms
 
     sources = sorted(data.documents)
     tokenizer = Fts5Tokenizer(TOKENIZER)

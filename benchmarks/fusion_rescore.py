@@ -66,8 +66,9 @@ class Bm25:
     """BM25 over the document index's text, outside FTS5 (FTS5's IDF, k1 1.2, b 0.75)."""
 
     def __init__(self, data: Collected) -> None:
-        from langchain_knowledge_inject._store.keyword import STOPWORDS, TOKENIZER, query_terms
         from langchain_knowledge_inject._store.keyword_tokens import Fts5Tokenizer
+
+        from langchain_knowledge_inject._store.keyword import STOPWORDS, TOKENIZER, query_terms
 
         self.query_terms = query_terms
         self.sources = sorted(data.documents)

@@ -46,12 +46,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from embedding_speed import load, ndcg_at_10
-
 from langchain_knowledge_inject._store.embedding_quantization import (
     FP32_MATMULS,
     SMOOTH_MATMULS,
     write_quantized,
 )
+
 from langchain_knowledge_inject._store.embeddings import (
     _export_folder,
     _quantization_target,

@@ -165,6 +165,7 @@ from langchain_knowledge_inject._store.embeddings import (
     default_token_counter,
 )
 from langchain_knowledge_inject._store.fusion import DEFAULT_MIN_SCORE
+
 QUANTIZED_FILE_TAG, WINDOW_CHUNK_TOKENS, WINDOW_OVERLAP_TOKENS = "int8smooth", 254, 32
 
 ROOT = Path(__file__).resolve().parents[1]

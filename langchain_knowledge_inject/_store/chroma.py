@@ -1,12 +1,10 @@
 """The Chroma side of one knowledge base: the one record of its chunks and settings.
 
-:class:`ChromaSide` holds the client, the :class:`~.calls.BoundedCalls` that
-bound every call to a server, and each partition's collection. Every chunk is
-stored with its text, its metadata, a write stamp (:data:`STAMP`: the writer's
-clock, from which keyword caches catch up) and the fingerprint of its source
-when one was given (:data:`FINGERPRINT`); the knowledge base's settings are the
-metadata of every partition collection (:mod:`~.flags`), read through a cache of
-at most :data:`SETTINGS_TTL` seconds.
+Every chunk is stored with its text, its metadata, a write stamp (:data:`STAMP`,
+the writer's clock, from which keyword caches catch up) and its source's
+fingerprint when one was given (:data:`FINGERPRINT`); the knowledge base's
+settings are the metadata of every partition collection (:mod:`~.flags`), read
+through a cache of at most :data:`SETTINGS_TTL` seconds.
 """
 
 from __future__ import annotations
@@ -34,6 +32,8 @@ FINGERPRINT = "kinject_fingerprint"
 """Chunk metadata: the fingerprint of its source given to ``add_documents`` (a file hash)."""
 PAGE = 1000
 """Records per ``get`` when reading a collection page by page."""
+SOURCE_PATH_KEY = "source_path"
+"""Metadata key of the full path of an ingested file: the identity of its source."""
 
 
 @dataclass(frozen=True)
@@ -41,48 +41,48 @@ class Chunk:
     """One chunk as Chroma stores it."""
 
     chunk_id: str
-    """Its id (derived from partition, source and content, or chosen by the caller)."""
     partition: str
-    """Tenant partition ("" for the shared partition)."""
+    """Tenant partition ("" for the shared one)."""
     source: str
-    """The identity of its source (``writes.source_key``; "" when unknown)."""
+    """The identity of its source (:func:`source_key`; "" when unknown)."""
     text: str
-    """The chunk text."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Its metadata, without the package's own ``kinject_`` keys."""
     stamp: float = 0.0
     """Its :data:`STAMP` (0 when written without one)."""
     fingerprint: str | None = None
-    """Its source's fingerprint, when one was stored."""
 
 
-def user_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Chunk metadata without the package's own ``kinject_`` keys."""
-    return {k: v for k, v in (metadata or {}).items() if not str(k).startswith("kinject_")}
+def source_key(metadata: Mapping[str, Any] | None) -> str:
+    """The identity of a chunk's source: ``metadata["source_path"]``, else ``metadata["source"]``.
 
-
-def source_of(metadata: Mapping[str, Any] | None) -> str:
-    """The identity of a chunk's source: ``source_path``, else ``source`` (see ``writes``)."""
+    ``ingest`` stores a short ``source`` (the path relative to the ingest root, what
+    the model cites) and the file's full path in ``source_path``: chunk ids,
+    replacement of a changed file and fingerprints key on the full path, so two
+    files with the same name in different folders stay apart.
+    """
     meta = metadata or {}
-    return str(meta.get("source_path") or meta.get("source") or "")
+    return str(meta.get(SOURCE_PATH_KEY) or meta.get("source") or "")
 
 
 def to_chunks(got: Mapping[str, Any], partition: str) -> list[Chunk]:
-    """The records of a Chroma ``get`` result as :class:`Chunk` (text "" when not asked)."""
-    metas = got.get("metadatas") or [None] * len(got["ids"])
-    texts = got.get("documents") or [""] * len(got["ids"])
-    return [
-        Chunk(
-            cid,
-            partition,
-            source_of(meta),
-            text if isinstance(text, str) else "",
-            user_metadata(meta),
-            float((meta or {}).get(STAMP) or 0.0),
-            (meta or {}).get(FINGERPRINT),
-        )
-        for cid, text, meta in zip(got["ids"], texts, metas, strict=True)
-    ]
+    """The records of a Chroma ``get`` result as chunks (text "" when not asked for)."""
+    ids = got["ids"]
+    texts, metas = got.get("documents") or [""] * len(ids), got.get("metadatas") or [{}] * len(ids)
+    out = []
+    for cid, text, meta in zip(ids, texts, metas, strict=True):
+        meta = meta or {}
+        own = {k: v for k, v in meta.items() if not str(k).startswith("kinject_")}
+        stamp, fingerprint = float(meta.get(STAMP) or 0.0), meta.get(FINGERPRINT)
+        text = text if isinstance(text, str) else ""
+        out.append(Chunk(cid, partition, source_key(meta), text, own, stamp, fingerprint))
+    return out
+
+
+def stored_metadata(chunk: Chunk) -> dict[str, Any]:
+    """What Chroma stores as a chunk's metadata: its own, its stamp and its fingerprint."""
+    own = {STAMP: chunk.stamp, FINGERPRINT: chunk.fingerprint}
+    return chroma_metadata({**chunk.metadata, **own})
 
 
 class ChromaSide:
@@ -90,89 +90,64 @@ class ChromaSide:
 
     Args:
         client: The ``chromadb`` client.
-        kb_name: The knowledge base's name.
-        kb_id: Its id (collection names derive from it).
+        kb_id: The knowledge base's id (collection names derive from it).
         server: Whether ``client`` is shared with other processes (calls bounded).
         calls: Runs each server call within the knowledge base's timeout.
     """
 
-    def __init__(
-        self, client: Any, *, kb_name: str, kb_id: str, server: bool, calls: BoundedCalls
-    ) -> None:
-        self.client = client
-        self.kb_name = kb_name
-        self.kb_id = kb_id
-        self.server = server
-        self.calls = calls
+    def __init__(self, client: Any, *, kb_id: str, server: bool, calls: BoundedCalls) -> None:
+        self.client, self.kb_id, self.server, self.calls = client, kb_id, server, calls
         self._collections: dict[str, Any] = {}
         self._settings: tuple[float, dict[str, Any]] | None = None
         self.last: dict[str, Any] = {}
-        """The settings read last (what a shared collection deleted under us comes back with)."""
-
-    def bounded(self, collection: Any) -> Any:
-        """``collection`` with its data calls bounded by the timeout (server mode)."""
-        if not self.server or isinstance(collection, BoundedCollection):
-            return collection
-        return BoundedCollection(collection, self.calls)
+        """The settings read last: what a shared collection deleted under us comes back with."""
 
     def _get(self, partition: str) -> Any:
         name = collection_name(self.kb_id, partition)
         found = self.calls.call(
             "get_collection", self.client.get_collection, name, embedding_function=None
         )
-        return self.bounded(found)
+        return found if not self.server else BoundedCollection(found, self.calls)
 
     def collection(self, partition: str, *, create: bool = False) -> Any:
         """The partition's collection (bounded); None when absent and not created.
 
-        A tenant partition created here copies the shared collection's settings
-        (restriction included), read afresh, and checks them again once created.
+        A tenant partition created here copies the shared collection's settings,
+        read afresh; the shared one, deleted under us, comes back as it was.
         """
         found = self._collections.get(partition)
-        if found is not None:
-            return found
-        try:
-            found = self._get(partition)
-        except Exception as exc:
-            if not is_not_found(exc):
-                raise
-            if not create:
-                return None
-            # the shared collection is the knowledge base: gone under us, it comes back as it was
-            found = self._create(partition, self.settings(fresh=True) if partition else self.last)
-        self._collections[partition] = found
+        if found is None:
+            try:
+                found = self._get(partition)
+            except Exception as exc:
+                if not is_not_found(exc):
+                    raise
+                if not create:
+                    return None
+                found = self.create(
+                    partition, self.settings(fresh=True) if partition else self.last
+                )
+            self._collections[partition] = found
         return found
 
-    def _create(self, partition: str, settings: Mapping[str, Any]) -> Any:
-        metadata = {
-            "hnsw:space": "cosine",
-            **merged_metadata({}, {**settings, "partition": partition}),
-        }
-        name = collection_name(self.kb_id, partition)
+    def create(self, partition: str, settings: Mapping[str, Any]) -> Any:
+        """Create a partition's collection holding ``settings`` (restriction checked once more)."""
+        metadata = merged_metadata({}, {**settings, "partition": partition})
         created = self.calls.call(
             "get_or_create_collection",
             self.client.get_or_create_collection,
-            name,
-            metadata=metadata,
+            collection_name(self.kb_id, partition),
+            metadata={"hnsw:space": "cosine", **metadata},
             embedding_function=None,
         )
-        if (
-            partition
-            and self.settings(fresh=True)["restricted"]
-            and not read_settings(created.metadata)["restricted"]
-        ):  # restricted while it was being created
-            self.calls.call(
-                "modify",
-                created.modify,
-                metadata=merged_metadata(created.metadata, {"restricted": True}),
-            )
-        return self.bounded(created)
-
-    def create_shared(self, settings: Mapping[str, Any]) -> Any:
-        """Create the shared partition's collection, which holds the knowledge base itself."""
-        found = self._create("", settings)
-        self._collections[""] = found
-        self._settings, self.last = None, dict(settings)
+        late = partition and not read_settings(created.metadata)["restricted"]
+        if late and self.settings(fresh=True)["restricted"]:  # restricted while being created
+            restricted = merged_metadata(created.metadata, {"restricted": True})
+            self.calls.call("modify", created.modify, metadata=restricted)
+        found = created if not self.server else BoundedCollection(created, self.calls)
+        self._collections[partition] = found
+        if not partition:
+            self._settings, self.last = None, dict(settings)
         return found
 
     def forget(self) -> None:
@@ -180,89 +155,77 @@ class ChromaSide:
         self._collections.clear()
         self._settings = None
 
-    # -- settings -------------------------------------------------------------------
     def settings(self, *, fresh: bool = False) -> dict[str, Any]:
-        """The knowledge base's settings (:func:`~.flags.read_settings` of the shared collection).
+        """The knowledge base's settings, from the shared collection's metadata.
 
         Reused for at most :data:`SETTINGS_TTL` seconds unless ``fresh``.
-
-        Raises:
-            Exception: Chroma could not be asked, or the knowledge base is gone.
         """
         cached = self._settings
-        if cached is not None and not fresh and time.monotonic() - cached[0] < SETTINGS_TTL:
-            return cached[1]
-        settings = read_settings(self._get("").metadata)
-        self._settings, self.last = (time.monotonic(), settings), settings
-        return settings
+        if cached is None or fresh or time.monotonic() - cached[0] >= SETTINGS_TTL:
+            self.last = read_settings(self._get("").metadata)
+            self._settings = cached = (time.monotonic(), self.last)
+        return cached[1]
 
     def update_settings(self, updates: Mapping[str, Any]) -> None:
         """Write ``updates`` into the metadata of every partition collection.
 
-        Each is read afresh and merged just before it is written (Chroma's
-        ``modify`` replaces the whole metadata). Turning restriction on writes
-        the shared collection first, turning it off last, so that a failure half
-        way leaves the knowledge base restricted.
+        Each is read afresh and merged just before it is written (``modify``
+        replaces the whole metadata). Restriction turned on is written to the
+        shared collection first, turned off last: a failure half way leaves it on.
         """
-        names = sorted(
-            self.partitions(), key=lambda p: (p != "") == (updates.get("restricted") is False)
-        )
-        for partition in names:
+        off = updates.get("restricted") is False
+        for partition in sorted(self.partitions(), key=lambda p: (p == "") == off):
             current = self._get(partition)
             merged = merged_metadata(current.metadata, updates)
-            self.calls.call(
-                "modify", getattr(current, "unbounded", current).modify, metadata=merged
-            )
+            modify = getattr(current, "unbounded", current).modify
+            self.calls.call("modify", modify, metadata=merged)
         self._settings = None
 
     def partitions(self) -> dict[str, Any]:
         """The knowledge base's partition collections in Chroma, by partition."""
-        prefix = f"kinject-{self.kb_id}-"
-        found: dict[str, Any] = {}
+        found = {}
         for collection in self.calls.call("list_collections", self.client.list_collections):
-            meta = getattr(collection, "metadata", None) or {}
+            meta = collection.metadata or {}
             partition = meta.get(PREFIX + "partition", meta.get("kinject_partition"))
-            if collection.name.startswith(prefix) and partition is not None:
+            if collection.name.startswith(f"kinject-{self.kb_id}-") and partition is not None:
                 found[str(partition)] = collection
         return found
 
     # -- chunks ---------------------------------------------------------------------
-    def write_batch(self) -> int:
-        """Most records per write request (smaller for a server: each must beat the timeout)."""
+    def _batches(self, items: Sequence[Any]) -> Iterator[slice]:
         batch = int(self.calls.call("get_max_batch_size", self.client.get_max_batch_size))
-        return min(batch, SERVER_WRITE_BATCH) if self.server else batch
+        batch = min(batch, SERVER_WRITE_BATCH) if self.server else batch
+        return (slice(start, start + batch) for start in range(0, len(items), batch))
 
     def upsert(
         self, partition: str, chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]]
     ) -> None:
         """Write chunks with their vectors, in batches."""
-        collection, batch = self.collection(partition, create=True), self.write_batch()
-        for start in range(0, len(chunks), batch):
-            part = chunks[start : start + batch]
+        collection = self.collection(partition, create=True)
+        for part in self._batches(chunks):
             collection.upsert(
-                ids=[c.chunk_id for c in part],
-                embeddings=[list(v) for v in vectors[start : start + batch]],
-                documents=[c.text for c in part],
-                metadatas=[stored_metadata(c) for c in part],
+                ids=[c.chunk_id for c in chunks[part]],
+                embeddings=[list(v) for v in vectors[part]],
+                documents=[c.text for c in chunks[part]],
+                metadatas=[stored_metadata(c) for c in chunks[part]],
             )
 
     def update(self, partition: str, chunks: Sequence[Chunk]) -> None:
         """Rewrite the metadata of stored chunks (their text and vector stay)."""
-        collection, batch = self.collection(partition, create=True), self.write_batch()
-        for start in range(0, len(chunks), batch):
-            part = chunks[start : start + batch]
-            collection.update(
-                ids=[c.chunk_id for c in part], metadatas=[stored_metadata(c) for c in part]
+        collection = self.collection(partition, create=True)
+        for part in self._batches(chunks):
+            ids, metas = (
+                [c.chunk_id for c in chunks[part]],
+                [stored_metadata(c) for c in chunks[part]],
             )
+            collection.update(ids=ids, metadatas=metas)
 
     def delete(self, partition: str, ids: Sequence[str]) -> None:
         """Delete chunks by id (unknown ids are ignored)."""
-        collection = self.collection(partition)
-        if collection is None or not ids:
-            return
-        batch = self.write_batch()
-        for start in range(0, len(ids), batch):
-            collection.delete(ids=list(ids[start : start + batch]))
+        collection = self.collection(partition) if ids else None
+        if collection is not None:
+            for part in self._batches(ids):
+                collection.delete(ids=list(ids[part]))
 
     def get(
         self,
@@ -279,25 +242,24 @@ class ChromaSide:
         include = ["documents", "metadatas"] if text else ["metadatas"]
         if ids is None:
             return to_chunks(collection.get(where=where, include=include), partition)
-        out: list[Chunk] = []
-        for start in range(0, len(ids), PAGE):
-            part = list(ids[start : start + PAGE])
-            out += to_chunks(collection.get(ids=part, where=where, include=include), partition)
-        return out
+        pages = (list(ids[start : start + PAGE]) for start in range(0, len(ids), PAGE))
+        return [
+            c
+            for page in pages
+            for c in to_chunks(collection.get(ids=page, where=where, include=include), partition)
+        ]
 
     def pages(self, partition: str, *, text: bool = True) -> Iterator[list[Chunk]]:
-        """Every chunk of a partition, :data:`PAGE` at a time."""
-        collection = self.collection(partition)
-        offset = 0
+        """Every chunk of a partition, :data:`PAGE` at a time (ids only unless ``text``)."""
+        collection, offset = self.collection(partition), 0
         while collection is not None:
             include = ["documents", "metadatas"] if text else []
             got = collection.get(limit=PAGE, offset=offset, include=include)
-            if not got["ids"]:
-                return
-            yield to_chunks(got, partition)
-            offset += len(got["ids"])
+            if got["ids"]:
+                yield to_chunks(got, partition)
             if len(got["ids"]) < PAGE:
                 return
+            offset += PAGE
 
     def of_sources(self, partition: str, sources: Sequence[str], *, text: bool) -> list[Chunk]:
         """Every stored chunk of ``sources`` (by source identity)."""
@@ -312,12 +274,3 @@ class ChromaSide:
         """How many chunks the partition holds (0 when it has no collection)."""
         collection = self.collection(partition)
         return 0 if collection is None else int(collection.count())
-
-
-def stored_metadata(chunk: Chunk) -> dict[str, Any]:
-    """What Chroma stores as a chunk's metadata: its own, its stamp and its fingerprint."""
-    out = chroma_metadata(chunk.metadata)
-    out[STAMP] = chunk.stamp
-    if chunk.fingerprint is not None:
-        out[FINGERPRINT] = chunk.fingerprint
-    return out

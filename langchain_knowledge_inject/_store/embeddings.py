@@ -84,13 +84,18 @@ def resolve_backend(backend: str | None = None) -> Literal["torch", "onnx"]:
         msg = f"Embedding backend must be one of {', '.join(allowed)}; got {name!r}"
         raise ConfigurationError(msg, option="backend", value=name)
     if name == "auto":
-        import importlib.util
-
-        try:
-            return "onnx" if importlib.util.find_spec("optimum.onnxruntime") else "torch"
-        except (ImportError, ValueError):
-            return "torch"
+        return "onnx" if onnx_available() else "torch"
     return name  # type: ignore[return-value]
+
+
+def onnx_available() -> bool:
+    """Whether the ``onnx`` extra (Optimum's ONNX Runtime support) is installed."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("optimum.onnxruntime") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def default_embeddings(
@@ -158,11 +163,13 @@ class DefaultEmbeddings(Embeddings):
         try:
             from langchain_huggingface import HuggingFaceEmbeddings
 
-            configure_torch_threads()
+            threads = configure_torch_threads()
             kwargs: dict[str, Any] = {"device": "cpu"}
             if self.backend == "onnx":
+                if not onnx_available():
+                    raise ImportError("the ONNX backend needs Optimum's ONNX Runtime support")
                 _export_onnx(source, where)
-                kwargs.update(backend="onnx", model_kwargs={"provider": "CPUExecutionProvider"})
+                kwargs.update(backend="onnx", model_kwargs=_onnx_options(threads))
             return HuggingFaceEmbeddings(
                 model_name=str(where),
                 model_kwargs=kwargs,
@@ -170,7 +177,8 @@ class DefaultEmbeddings(Embeddings):
             )
         except ImportError as exc:
             extra = ' "langchain-knowledge-inject[onnx]"' if self.backend == "onnx" else ""
-            msg = f"The default embedding model cannot load ({exc}): pip install{extra or ' langchain-huggingface'}"
+            fix = extra or " langchain-huggingface"
+            msg = f"The default embedding model cannot load ({exc}): pip install{fix}"
             raise KnowledgeBaseOpenError(msg) from exc
         except Exception as exc:
             msg = f"Could not load the default embedding model from {where}: {exc}"
@@ -201,6 +209,16 @@ class DefaultEmbeddings(Embeddings):
         return tokenizer
 
 
+def _onnx_options(threads: int) -> dict[str, Any]:
+    """ONNX Runtime on the CPU: torch's thread count, one inter-op thread, idle threads asleep."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return {"provider": "CPUExecutionProvider", "session_options": options}
+
+
 def _export_onnx(source: Path, folder: Path) -> None:
     """Export the model to ONNX into ``folder`` once (a temp folder renamed into place)."""
     if (folder / "onnx" / "model.onnx").is_file():
@@ -221,7 +239,9 @@ def _export_onnx(source: Path, folder: Path) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def model_window(embeddings: Embeddings, *, _depth: int = 0) -> tuple[int, Callable[[str], int]] | None:
+def model_window(
+    embeddings: Embeddings, *, _depth: int = 0
+) -> tuple[int, Callable[[str], int]] | None:
     """The model's window in word pieces and a counter of its word pieces, where readable.
 
     Read from any object exposing ``max_seq_length`` and a ``tokenizer``: the

@@ -54,7 +54,41 @@ _MAX_TERM_CHARS = 64
 _WORD = re.compile(r"[^\W_]+")
 
 STOPWORDS = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with"]
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    ]
 )
 """Words dropped from queries (the classic Lucene English stop set)."""
 
@@ -236,7 +270,7 @@ class KeywordIndex:
             return None
         clauses = [(should, tantivy.Query.term_query(schema, "text", t)) for t in tokens]
         for phrase_words in query_phrases(query, stopwords) if phrases else ():
-            words = [t for word in phrase_words.split(" ") for t in _tokens(word)]
+            words: list[Any] = [t for word in phrase_words.split(" ") for t in _tokens(word)]
             if len(words) >= 2:
                 phrase = tantivy.Query.phrase_query(schema, "text", words)
                 clauses.append((should, tantivy.Query.boost_query(phrase, PHRASE_WEIGHT)))

@@ -1,34 +1,18 @@
 """The keyword cache: each partition's keyword indexes, kept in step with Chroma, never trusted.
 
-Chroma is the record. The keyword side of a partition (a chunk index and a
-document index of one row per source, :class:`~.keyword.KeywordIndex`) is a cache
-on local disk, ``<store>/keyword/<kb id>/<partition>/``, rebuilt from Chroma
-whenever it is missing, damaged, built from another collection, or behind. The
-same catch-up serves crash recovery, a lost cache and other processes' writes.
-
-How it knows it is behind: every chunk carries a write stamp
-(:data:`~.chroma.STAMP`, the writer's clock), and ``state.json`` beside the
-indexes records the collection it was built from, ``synced`` (every chunk
-stamped before ``synced - overlap`` is in the cache) and the ids and stamps of
-the chunks it holds that were stamped since. A catch-up asks Chroma for the
-metadata of the chunks stamped since ``synced - overlap`` and indexes those it
-does not hold in that version; the overlap (the knowledge base's ``timeout``
-plus :data:`CLOCK_SKEW_S`) covers a write committed late and machines' clocks
-that differ. Then Chroma's count is compared with the cache's: a difference (a
-delete by another process, a write by a client that does not stamp) is settled
-by an ids-only scan. Records without text cannot be searched by keyword; they
-are counted (``unexplained``) and left in place.
-
-When: the embedded store belongs to one process, so each partition is caught
-up once, when first used, and afterwards changes only through this process's
-writes (:meth:`KeywordCache.apply`). With a Chroma server, before a keyword or
-hybrid search at most every ``interval`` seconds. Processes on one machine
-that share a store directory share the cache: writes and catch-ups hold its
-``lock`` file, and readers reload the indexes.
-
-:class:`KeywordBackend` is what the knowledge base asks of its keyword side; a
-backend that lets the Chroma server rank by BM25 (Chroma's distributed and
-hosted deployments) would be one more class with nothing to catch up.
+A partition's keyword side (a chunk index, and a document index of one row per
+source: :class:`~.keyword.KeywordIndex`) is a cache on local disk,
+``<store>/keyword/<kb id>/<partition>/``, rebuilt from Chroma whenever it is
+missing, damaged, built from another collection or of another format. Its
+``state.json`` records the collection it was built from, ``synced`` (every chunk
+stamped before ``synced - overlap`` is in it) and the ids and stamps of the
+chunks stamped since. A catch-up indexes the chunks stamped since then that it
+does not hold in that version, then compares counts: a difference (a delete by
+another process, a client that does not stamp) is settled by an ids-only scan.
+Crash recovery, a lost cache and other processes' writes all go this way
+(docs/reliability.md). :class:`KeywordBackend` is what the knowledge base asks of
+its keyword side; a server-side BM25 (Chroma's distributed deployments) would
+be one more class with nothing to catch up.
 """
 
 from __future__ import annotations
@@ -59,7 +43,7 @@ logger = logging.getLogger(__name__)
 CLOCK_SKEW_S = 10.0
 """Allowed difference between the clocks of the machines that write to one server."""
 FORMAT = 1
-"""Version of the cache's layout and tokenization: another version is rebuilt."""
+"""Version of the cache's layout and tokenization: a cache of another version is rebuilt."""
 MAX_OPEN = 64
 """Partitions whose indexes stay open at once (the least recently used are closed)."""
 _HEAL_INTERVAL = 60.0
@@ -76,20 +60,15 @@ class KeywordBackend(Protocol):
     def search_documents(
         self, partition: str, query: str, *, k: int, stopwords: AbstractSet[str], sources: set[str]
     ) -> tuple[list[tuple[str, float]], set[str]]:
-        """``(source, BM25)`` of whole documents, best first, and which of ``sources`` are scored."""
+        """``(source, BM25)`` of whole documents, best first; which of ``sources`` have a row."""
 
     def apply(
-        self,
-        partition: str,
-        *,
-        upserted: Sequence[Chunk] = (),
-        deleted: Sequence[str] = (),
-        complete: Mapping[str, Sequence[Chunk]] | None = None,
+        self, partition: str, *, upserted: Sequence[Chunk], deleted: Sequence[str], complete: Any
     ) -> None:
         """Take this process's write, just made to Chroma."""
 
     def ensure(self, partition: str, *, wait: bool = True) -> None:
-        """Bring the partition up to date with Chroma when it may be behind."""
+        """Catch up with Chroma when it may be behind."""
 
 
 @dataclass
@@ -97,13 +76,10 @@ class PartitionDrift:
     """How one partition's keyword cache differs from its Chroma collection."""
 
     partition: str
-    """The tenant partition ("" is the shared one)."""
     chunks: int
     """Chunks in Chroma."""
     keyword_missing: list[str] = field(default_factory=list)
-    """Chroma chunks the keyword cache lacks."""
     keyword_extra: list[str] = field(default_factory=list)
-    """Keyword rows of chunks Chroma does not hold."""
     unexplained: list[str] = field(default_factory=list)
     """Chroma records without text: not searchable by keyword, left in place."""
 
@@ -115,14 +91,12 @@ class PartitionDrift:
 
 @dataclass
 class ConsistencyReport:
-    """Result of ``KnowledgeBase.check``: the keyword cache against Chroma."""
+    """What ``KnowledgeBase.check`` found: the keyword cache against Chroma, per partition."""
 
     kb_name: str
-    """The knowledge base checked."""
     partitions: list[PartitionDrift]
-    """Per-partition findings (before repair)."""
     repaired: bool = False
-    """Whether drift was found and the partitions with it rebuilt from Chroma."""
+    """Whether drift was found and those partitions rebuilt from Chroma."""
 
     @property
     def unexplained(self) -> list[str]:
@@ -148,27 +122,28 @@ class ConsistencyReport:
                     f"  {name}: {len(p.unexplained)} Chroma records hold no text and were left "
                     "in place (not searchable by keyword, not deleted)"
                 )
-        if self.repaired:
-            lines.append("  repaired: the keyword cache was rebuilt from Chroma")
-        return "\n".join(lines)
+        return "\n".join(lines + ["  repaired: rebuilt from Chroma"] * self.repaired)
 
 
 class _Partition:
-    """One partition's open indexes and state."""
+    """One partition's open indexes and state (``folder`` None: in memory)."""
 
     def __init__(self, folder: Path | None) -> None:
-        self.folder = folder
-        self.lock = threading.RLock()
+        self.folder, self.lock = folder, threading.RLock()
         self.checked_at: float | None = None
         self.healed_at = -_HEAL_INTERVAL
-        self.state: dict[str, Any] | None = None
         self.reopen()
+
+    def _read_state(self) -> dict[str, Any] | None:
+        assert self.folder is not None
+        return dict(json.loads((self.folder / "state.json").read_text("utf-8")))
 
     def reopen(self) -> None:
         """Open the indexes, or start them afresh when the cache is missing or damaged."""
+        self.state: dict[str, Any] | None = None
         if self.folder is not None:
             try:
-                self.state = json.loads((self.folder / "state.json").read_text(encoding="utf-8"))
+                self.state = self._read_state()
                 self.chunks = KeywordIndex(self.folder / "chunks")
                 self.documents = KeywordIndex(self.folder / "documents")
                 return
@@ -177,7 +152,6 @@ class _Partition:
             except Exception as exc:
                 logger.warning("keyword cache %s is damaged (%s): rebuilt", self.folder, exc)
             self.wipe()
-        self.state = None
         self.chunks = KeywordIndex(None if self.folder is None else self.folder / "chunks")
         self.documents = KeywordIndex(None if self.folder is None else self.folder / "documents")
 
@@ -191,11 +165,10 @@ class _Partition:
 
     def save(self) -> None:
         """Write the state atomically."""
-        if self.folder is None or self.state is None:
-            return
-        scratch = self.folder / f"state.json.{os.getpid()}.tmp"
-        scratch.write_text(json.dumps(self.state), encoding="utf-8")
-        os.replace(scratch, self.folder / "state.json")
+        if self.folder is not None and self.state is not None:
+            scratch = self.folder / f"state.json.{os.getpid()}.tmp"
+            scratch.write_text(json.dumps(self.state), encoding="utf-8")
+            os.replace(scratch, self.folder / "state.json")
 
     @contextlib.contextmanager
     def exclusive(self, *, wait: bool) -> Iterator[bool]:
@@ -215,10 +188,9 @@ class _Partition:
                 except BlockingIOError:
                     yield False
                     return
-                try:  # what another process sharing the folder committed
-                    self.state = json.loads((self.folder / "state.json").read_text("utf-8"))
-                except (OSError, ValueError):
+                with contextlib.suppress(OSError, ValueError):  # what another process committed
                     self.state = None
+                    self.state = self._read_state()
                 self.chunks.reload()
                 self.documents.reload()
             yield True
@@ -232,12 +204,13 @@ class KeywordCache:
     """The keyword side of one knowledge base: a cache of its Chroma partitions.
 
     Args:
-        root: ``<store>/keyword/<kb id>``; None keeps the cache in memory (a
-            read-only store), built from Chroma when first used.
+        root: ``<store>/keyword/<kb id>``; None keeps it in memory (a read-only store).
         chroma: The knowledge base's Chroma side.
-        exclusive: Only this process writes to the collections (the embedded store).
-        interval: With a server, most seconds between two catch-ups of a
-            partition; None: once, when it is first used.
+        exclusive: Only this process writes to the collections (the embedded store):
+            each partition is caught up once, when first used, and then follows
+            this process's writes.
+        interval: Otherwise, most seconds between two catch-ups of a partition
+            before a search; None: once, when first used.
         overlap: How far back a catch-up looks beyond the last one, in seconds.
     """
 
@@ -250,26 +223,18 @@ class KeywordCache:
         interval: float | None,
         overlap: float,
     ) -> None:
-        self.root = root
-        self.chroma = chroma
-        self.exclusive = exclusive
-        self.interval = interval
-        self.overlap = overlap
+        self.root, self.chroma, self.exclusive = root, chroma, exclusive
+        self.interval, self.overlap = interval, overlap
         self._open: dict[str, _Partition] = {}
         self._guard = threading.Lock()
 
     def _folder(self, partition: str) -> Path | None:
-        if self.root is None:
-            return None
-        return self.root / (
-            hashlib.sha256(partition.encode()).hexdigest()[:16] if partition else "shared"
-        )
+        key = hashlib.sha256(partition.encode()).hexdigest()[:16] if partition else "shared"
+        return None if self.root is None else self.root / key
 
     def _part(self, partition: str) -> _Partition:
         with self._guard:
-            part = self._open.pop(partition, None)
-            if part is None:
-                part = _Partition(self._folder(partition))
+            part = self._open.pop(partition, None) or _Partition(self._folder(partition))
             self._open[partition] = part  # most recently used last
             while len(self._open) > MAX_OPEN:
                 self._open.pop(next(iter(self._open)))
@@ -287,32 +252,22 @@ class KeywordCache:
     def drop(self, partition: str | None = None) -> None:
         """Delete one partition's cache, or the whole knowledge base's."""
         with self._guard:
-            if partition is None:
-                self._open.clear()
-            else:
-                self._open.pop(partition, None)
+            self._open.clear() if partition is None else self._open.pop(partition, None)
         folder = self.root if partition is None else self._folder(partition)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
 
-    # -- reading -------------------------------------------------------------------
+    # -- reading -----------------------------------------------------------------------
     def search(
         self, partition: str, query: str, *, k: int, stopwords: AbstractSet[str] = STOPWORDS
     ) -> list[tuple[str, float, str]]:
         """``(chunk id, BM25, source)`` of the partition's best chunks."""
-        return self._healing(
-            partition, lambda part: part.chunks.search(query, k=k, stopwords=stopwords)
-        )
+        return self._healing(partition, lambda p: p.chunks.search(query, k=k, stopwords=stopwords))
 
     def search_documents(
-        self,
-        partition: str,
-        query: str,
-        *,
-        k: int,
-        stopwords: AbstractSet[str] = STOPWORDS,
+        self, partition: str, query: str, *, k: int, stopwords: AbstractSet[str] = STOPWORDS,
         sources: set[str],
-    ) -> tuple[list[tuple[str, float]], set[str]]:
+    ) -> tuple[list[tuple[str, float]], set[str]]:  # fmt: skip
         """``(source, BM25)`` of the best whole documents, and which of ``sources`` have a row."""
         if not documents.enabled() or not sources:
             return [], set()
@@ -323,11 +278,8 @@ class KeywordCache:
 
         return self._healing(partition, run)
 
-    def count(self, partition: str) -> int:
-        """Chunks the partition's cache holds."""
-        return self._part(partition).chunks.count()
-
     def _healing(self, partition: str, fn: Any) -> Any:
+        """``fn(part)``; an index that fails (damaged) is rebuilt once a minute at most."""
         part = self._part(partition)
         try:
             return fn(part)
@@ -339,25 +291,24 @@ class KeywordCache:
             with part.exclusive(wait=True):
                 part.wipe()
                 part.reopen()
-                self._rebuild(part, partition, self.chroma.collection(partition))
+                self._rebuild(part, partition)
                 part.checked_at = time.monotonic()
             return fn(part)
 
-    # -- keeping up ------------------------------------------------------------------
+    # -- keeping up ----------------------------------------------------------------------
     def ensure(self, partition: str, *, wait: bool = True) -> None:
-        """Catch the partition up with Chroma when it may be behind (see the module docstring).
+        """Catch the partition up with Chroma when it may be behind.
 
         Args:
             partition: The partition.
             wait: Wait for another thread or process that holds the partition; False
-                searches with what the cache holds (it is caught up already once).
+                searches with what the cache holds (it is caught up once already).
         """
         checked = self._part(partition).checked_at
-        if checked is not None and (
+        if checked is None or not (
             self.exclusive or self.interval is None or time.monotonic() - checked < self.interval
         ):
-            return
-        self.catch_up(partition, wait=wait or checked is None)
+            self.catch_up(partition, wait=wait or checked is None)
 
     def catch_up(self, partition: str, *, wait: bool = True) -> int:
         """Catch the partition up with Chroma now; how many chunks were indexed or dropped."""
@@ -365,87 +316,75 @@ class KeywordCache:
         with part.exclusive(wait=wait) as held:
             if not held:
                 return 0
-            changed = self._catch_up(part, partition)
+            collection, state = self.chroma.collection(partition), part.state
+            current = None if collection is None else str(collection.id)
+            if state is not None and state["collection"] not in (current, None):
+                logger.warning(
+                    "The Chroma collection that the keyword cache of partition %r was built "
+                    "from is gone (%s now): rebuilt from Chroma",
+                    partition or "(shared)", "none" if current is None else "another",
+                )  # fmt: skip
+            if (
+                state is None
+                or state.get("format") != FORMAT
+                or state["collection"] not in (current, None)
+            ):
+                changed = self._rebuild(part, partition)
+            else:
+                changed = self._follow(part, partition, collection, state) if collection else 0
             part.checked_at = time.monotonic()
             return changed
 
-    def _catch_up(self, part: _Partition, partition: str) -> int:
-        """Bring one partition up to date; how many chunks were indexed or dropped."""
-        started = time.time()
-        collection = self.chroma.collection(partition)
-        state = part.state
-        current = None if collection is None else str(collection.id)
-        if state is not None and state.get("collection") not in (current, None):
-            logger.warning(
-                "The Chroma collection that the keyword cache of partition %r was built from "
-                "is gone (%s now): the cache is rebuilt from Chroma",
-                partition or "(shared)",
-                "none" if current is None else "another one",
-            )
-        elif state is not None and state.get("format") == FORMAT:
-            return self._follow(part, partition, collection, state, started)
-        return self._rebuild(part, partition, collection)  # missing, old, or another collection
-
     def _follow(
-        self, part: _Partition, partition: str, collection: Any, state: dict[str, Any], started: float
+        self, part: _Partition, partition: str, collection: Any, state: dict[str, Any]
     ) -> int:
-        """Index what Chroma got since the last catch-up (see the module docstring)."""
-        if collection is None:
-            return 0
-        since = float(state["synced"]) - self.overlap
-        recent: dict[str, float] = state.get("recent", {})
-        window: dict[str, float] = {}
-        for chunk in self.chroma.get(partition, where={STAMP: {"$gte": since}}, text=False):
-            window[chunk.chunk_id] = chunk.stamp
+        """Index what Chroma got since the last catch-up, then settle a count that differs."""
+        started, since = time.time(), float(state["synced"]) - self.overlap
+        recent = state.get("recent", {})
+        window = {
+            c.chunk_id: c.stamp
+            for c in self.chroma.get(partition, where={STAMP: {"$gte": since}}, text=False)
+        }
         stale = [cid for cid, stamp in window.items() if recent.get(cid) != stamp]
         fetched = self.chroma.get(partition, stale) if stale else []
-        self._index(part, partition, [c for c in fetched if c.text.strip()], ())
+        self._index(part, partition, fetched, ())
         state.update(collection=str(collection.id), synced=started, recent=window)
-        changed = len(stale)
         unexplained = set(state.get("unexplained", []))
-        if collection.count() != part.chunks.count() + len(unexplained):
-            changed += self._reconcile(part, partition, unexplained)
+        changed = len(stale)
+        if collection.count() != part.chunks.count() + len(unexplained):  # an ids-only scan
+            remote = {c.chunk_id for page in self.chroma.pages(partition, text=False) for c in page}
+            local = part.chunks.ids()
+            gone = sorted(local - remote)
+            fetched = self.chroma.get(partition, sorted(remote - local - unexplained))
+            self._index(part, partition, fetched, gone)
+            empty = {c.chunk_id for c in fetched if not c.text.strip()}
+            state["unexplained"] = sorted((unexplained & remote) | empty)
+            changed += len(gone) + len(fetched)
         part.save()
         return changed
 
-    def _reconcile(self, part: _Partition, partition: str, unexplained: set[str]) -> int:
-        """Make the cache hold exactly the collection's ids (an ids-only scan)."""
-        remote = {c.chunk_id for page in self.chroma.pages(partition, text=False) for c in page}
-        local = part.chunks.ids()
-        gone = sorted(local - remote)
-        fetched = self.chroma.get(partition, sorted(remote - local - unexplained))
-        with_text = [c for c in fetched if c.text.strip()]
-        self._index(part, partition, with_text, gone)
-        assert part.state is not None
-        part.state["unexplained"] = sorted(
-            (unexplained & remote) | {c.chunk_id for c in fetched if not c.text.strip()}
-        )
-        return len(gone) + len(fetched)
-
-    def _rebuild(self, part: _Partition, partition: str, collection: Any) -> int:
+    def _rebuild(self, part: _Partition, partition: str) -> int:
         """Build one partition's cache afresh from its collection."""
-        started = time.time()
+        started, collection = time.time(), self.chroma.collection(partition)
         part.chunks.clear()
         part.documents.clear()
-        part.state = _state(None if collection is None else str(collection.id), started)
+        state = part.state = {"format": FORMAT, "synced": started, "recent": {}, "unexplained": []}
+        state["collection"] = None if collection is None else str(collection.id)
         sources: set[str] = set()
-        unexplained: list[str] = []
-        recent: dict[str, float] = part.state["recent"]
 
         def rows() -> Iterator[tuple[str, str, str]]:
             for page in self.chroma.pages(partition) if collection is not None else ():
                 for chunk in page:
                     if not chunk.text.strip():
-                        unexplained.append(chunk.chunk_id)
+                        state["unexplained"].append(chunk.chunk_id)
                         continue
                     if chunk.stamp >= started - self.overlap:
-                        recent[chunk.chunk_id] = chunk.stamp
+                        state["recent"][chunk.chunk_id] = chunk.stamp
                     sources.add(chunk.source)
                     yield chunk.chunk_id, chunk.text, chunk.source
 
         part.chunks.write(rows())
         self._documents(part, partition, sources, {})
-        part.state["unexplained"] = unexplained
         part.save()
         if part.chunks.count():
             logger.info(
@@ -453,7 +392,7 @@ class KeywordCache:
             )
         return part.chunks.count()
 
-    # -- writing ---------------------------------------------------------------------
+    # -- writing -------------------------------------------------------------------------
     def apply(
         self,
         partition: str,
@@ -468,34 +407,29 @@ class KeywordCache:
             partition: Its partition.
             upserted: Chunks written (new text or new metadata), with their stamps.
             deleted: Ids deleted.
-            complete: Every chunk, by source, of sources the write gave whole
+            complete: Every chunk, by source, of the sources the write gave whole
                 (``add_documents``): their document rows need no read from Chroma.
         """
         part = self._part(partition)
         with part.exclusive(wait=True):
             try:
-                self._index(
-                    part, partition, [c for c in upserted if c.text.strip()], deleted, complete
-                )
+                self._index(part, partition, upserted, deleted, complete or {})
             except BaseException:
-                part.checked_at = None  # caught up from Chroma by the next search
+                part.checked_at = None  # caught up from Chroma when next used
                 raise
-            state = part.state
-            if state is None:  # lost meanwhile: the next search rebuilds it
+            if (state := part.state) is None:  # lost meanwhile: the next search rebuilds it
                 part.checked_at = None
                 return
-            if state.get("collection") is None and (
-                collection := self.chroma.collection(partition)
-            ):
+            if state["collection"] is None and (collection := self.chroma.collection(partition)):
                 state["collection"] = str(collection.id)
-            recent = state.setdefault("recent", {})
-            for cid in deleted:
-                recent.pop(cid, None)
+            recent = {cid: s for cid, s in state["recent"].items() if cid not in set(deleted)}
             recent.update({c.chunk_id: c.stamp for c in upserted})
             if self.exclusive and upserted and part.checked_at is not None:  # all before is in
                 state["synced"] = max(state["synced"], min(c.stamp for c in upserted))
-                floor = state["synced"] - self.overlap
-                state["recent"] = {cid: s for cid, s in recent.items() if s >= floor}
+                recent = {
+                    cid: s for cid, s in recent.items() if s >= state["synced"] - self.overlap
+                }
+            state["recent"] = recent
             part.save()
 
     def _index(
@@ -506,10 +440,11 @@ class KeywordCache:
         deleted: Sequence[str],
         complete: Mapping[str, Sequence[Chunk]] | None = None,
     ) -> None:
-        if not upserted and not deleted:
-            return
-        affected = {c.source for c in upserted} | set(part.chunks.sources(list(deleted)).values())
-        part.chunks.write(((c.chunk_id, c.text, c.source) for c in upserted), deleted)
+        """Write chunks into both indexes (a chunk without text is only removed)."""
+        ids = [*deleted, *(c.chunk_id for c in upserted)]
+        affected = {c.source for c in upserted} | set(part.chunks.sources(ids).values())
+        rows = ((c.chunk_id, c.text, c.source) for c in upserted if c.text.strip())
+        part.chunks.write(rows, [*deleted, *(c.chunk_id for c in upserted if not c.text.strip())])
         self._documents(part, partition, affected, complete or {})
 
     def _documents(
@@ -523,7 +458,7 @@ class KeywordCache:
         sources = sources - {""}
         if not documents.enabled() or not sources:
             return
-        grouped: dict[str, list[Chunk]] = {s: list(complete[s]) for s in sources if s in complete}
+        grouped = {s: list(complete[s]) for s in sources if s in complete}
         for chunk in self.chroma.of_sources(partition, sorted(sources - set(grouped)), text=True):
             grouped.setdefault(chunk.source, []).append(chunk)
         texts = {
@@ -534,41 +469,30 @@ class KeywordCache:
             ((s, t, s) for s, t in texts.items() if t), [s for s, t in texts.items() if not t]
         )
 
-    # -- checking --------------------------------------------------------------------
+    # -- checking ------------------------------------------------------------------------
     def check(self, partitions: Sequence[str], *, repair: bool, kb_name: str) -> ConsistencyReport:
-        """Compare each partition's cache with Chroma id by id; rebuild those that differ."""
+        """Compare each partition's cache with Chroma by id; ``repair`` rebuilds those differing."""
         report = ConsistencyReport(kb_name, [])
         for partition in partitions:
             part = self._part(partition)
             with part.exclusive(wait=True):
-                remote: dict[str, bool] = {}
-                for page in self.chroma.pages(partition):
-                    remote.update((c.chunk_id, bool(c.text.strip())) for c in page)
+                texts = {
+                    c.chunk_id: bool(c.text.strip())
+                    for page in self.chroma.pages(partition)
+                    for c in page
+                }
+                searchable = {cid for cid, has_text in texts.items() if has_text}
                 try:
                     local = part.chunks.ids()
                 except (ValueError, OSError):  # damaged: nothing in it counts
                     local = set()
-                searchable = {cid for cid, has_text in remote.items() if has_text}
                 drift = PartitionDrift(
-                    partition,
-                    len(remote),
-                    keyword_missing=sorted(searchable - local),
-                    keyword_extra=sorted(local - searchable),
-                    unexplained=sorted(set(remote) - searchable),
-                )
+                    partition, len(texts), sorted(searchable - local), sorted(local - searchable),
+                    sorted(set(texts) - searchable),
+                )  # fmt: skip
                 report.partitions.append(drift)
                 if repair and not drift.clean:
-                    self._rebuild(part, partition, self.chroma.collection(partition))
+                    self._rebuild(part, partition)
                     part.checked_at = time.monotonic()
         report.repaired = repair and not report.clean
         return report
-
-
-def _state(collection: str | None, synced: float) -> dict[str, Any]:
-    return {
-        "format": FORMAT,
-        "collection": collection,
-        "synced": synced,
-        "recent": {},
-        "unexplained": [],
-    }

@@ -1,23 +1,16 @@
 """``KnowledgeBase``: one named knowledge base, kept in Chroma, searched by vector and keyword.
 
-Storage layout of a store directory (default: a per-user data directory,
-overridable with ``path=`` or the environment variable ``KINJECT_HOME``)::
-
-    <path>/chroma/    the embedded Chroma store (unless a client is given): every chunk,
-                      its vector, text and metadata, and the knowledge base's settings
-    <path>/keyword/   the keyword cache, rebuilt from Chroma whenever it is missing
-
-Chroma is the one record (:mod:`~.chroma`, :mod:`~.flags`); the keyword side is
-a cache of it (:mod:`~.keyword_cache`). Tenants: every ``tenant_id`` is its own
-Chroma collection (cosine space), and chunks without a tenant form the shared
-partition. A search reads exactly one partition, so a tenant's chunks are only
-ever returned to a search that names that tenant.
-
-The class checks arguments and hands the work to one helper per job:
-:class:`~.writes.Writes`, :class:`~.search.PartitionSearch`,
-:class:`~.keyword_cache.KeywordCache` and :class:`~.chroma.ChromaSide`. Its async
-methods run the same code in a worker thread, as langchain-core's
-``VectorStore`` does, so no async path blocks the event loop.
+A store directory (default: a per-user data directory, or ``path=``, or
+``KINJECT_HOME``) holds ``chroma/``, the embedded Chroma store (unless a client
+is given): every chunk with its vector, text and metadata, and the knowledge
+base's settings (:mod:`~.flags`); and ``keyword/``, the keyword cache of it
+(:mod:`~.keyword_cache`). Every ``tenant_id`` is its own Chroma collection
+(cosine), so a search, which reads exactly one partition, never sees another
+tenant's chunks. The class checks arguments and hands the work to one helper per
+job (:class:`~.writes.Writes`, :class:`~.search.PartitionSearch`,
+:class:`~.keyword_cache.KeywordCache`, :class:`~.chroma.ChromaSide`); each async
+method runs the same code in a worker thread, as langchain-core's ``VectorStore``
+does, so no async path blocks the event loop.
 """
 
 from __future__ import annotations
@@ -26,10 +19,10 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from langchain_core.documents import Document
 
@@ -53,6 +46,7 @@ from langchain_knowledge_inject._store.flags import (
     RestrictionFlags,
     check_raw_read,
     read_flags,
+    read_settings,
 )
 from langchain_knowledge_inject._store.keyword import STOPWORDS
 from langchain_knowledge_inject._store.keyword_cache import (
@@ -67,7 +61,12 @@ from langchain_knowledge_inject._store.metadata import (
     info_of,
     list_knowledge_bases,
 )
-from langchain_knowledge_inject._store.migration import migrate_kb, migrate_store, needs_migration
+from langchain_knowledge_inject._store.migration import (
+    copy_collection,
+    find_collection,
+    migrate_kb,
+    migrate_store,
+)
 from langchain_knowledge_inject._store.retriever import KnowledgeBaseRetriever
 from langchain_knowledge_inject._store.search import PartitionSearch
 from langchain_knowledge_inject._store.search_args import (
@@ -76,14 +75,15 @@ from langchain_knowledge_inject._store.search_args import (
     check_search_args,
 )
 from langchain_knowledge_inject._store.storage import (
+    NAME_PATTERN,
     StoreLock,
     collection_name,
     default_store_path,
     ensure_store_dir,
     is_not_found,
-    is_valid_name,
     knowledge_base_id,
     persistent_client,
+    read_only_message,
     store_error,
     store_is_writable,
 )
@@ -124,6 +124,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 DEFAULT_SYNC_INTERVAL = 5.0
 """With a Chroma server: most seconds before other processes' writes reach keyword search."""
@@ -131,6 +132,17 @@ _DEFAULT_SPLITTER: Any = object()
 _LOCAL_GRACE_S = 1.0  # asearch with a server: local work (embedding, keyword) past the timeout
 _UNBOUNDED_WRITE_S = 60.0  # how late a write may commit when the knowledge base has no timeout
 _FLAGS = ("restricted", "sensitive_sources")
+
+
+def _twin(method: Callable[..., T]) -> Callable[..., Coroutine[Any, Any, T]]:
+    """The async twin of a ``KnowledgeBase`` method: the method, run in a worker thread."""
+
+    async def twin(self: KnowledgeBase, *args: Any, **kwargs: Any) -> T:
+        return await self._in_thread(method, self, *args, **kwargs)
+
+    twin.__name__ = twin.__qualname__ = f"a{method.__name__}"
+    twin.__doc__ = f"Async twin of :meth:`{method.__name__}` (runs it in a worker thread)."
+    return twin
 
 
 class KnowledgeBase:
@@ -179,11 +191,10 @@ class KnowledgeBase:
         embeddings: Any LangChain ``Embeddings``. Defaults to all-MiniLM-L6-v2, offline.
         description: What the knowledge base holds (stored; None keeps the stored one).
         topics: Its topics (stored; None keeps the stored ones, or derives them).
-        text_splitter: Splits documents longer than a chunk before storing.
-            Defaults to a ``RecursiveCharacterTextSplitter`` that follows the model:
-            half its window with an eighth of it as overlap, in its word pieces
-            (the default model: 128 and 32), where the window can be read; else
-            1000 characters with 150 overlap. None stores every document as one chunk.
+        text_splitter: Splits documents longer than a chunk before storing. Default:
+            half the model's window, an eighth as overlap, in its word pieces (the
+            default model: 128 and 32; see ``writes.default_splitter``). None: one
+            chunk per document.
         create: Create the knowledge base when it does not exist; False raises
             :class:`KnowledgeBaseNotFoundError` instead.
         restricted: Turn restricted mode on (stored with the data, in Chroma). It
@@ -195,18 +206,14 @@ class KnowledgeBase:
         routing_keywords: Restricted mode routing keywords (stored).
         timeout: Seconds a call to a Chroma server (``client=``) may take, for a
             search as a whole and for each write batch; past it the call fails
-            with :class:`StoreTimeoutError` (a turn goes on without knowledge).
-            None waits without limit. The embedded store is not bounded.
+            with :class:`StoreTimeoutError`. None waits without limit.
         sync_interval: With a Chroma server: at most this many seconds after
             another process writes, this one's keyword search has its chunks
-            (dense search sees them at once). None: the keyword cache catches up
-            once, when first used.
+            (dense search at once). None: caught up once, when first used.
 
-    Fork safety: a knowledge base belongs to the process that opened it. Used in
-    a child forked afterwards (a Gunicorn worker with ``--preload``, a
-    ``multiprocessing`` worker under the ``fork`` start method) it raises
-    :class:`ForkedProcessError` instead of sharing its Chroma client with the
-    parent. Open it in each worker after the fork.
+    Fork safety: used in a child forked after it was opened (Gunicorn ``--preload``,
+    ``multiprocessing`` with ``fork``) it raises :class:`ForkedProcessError`: open
+    it in each worker after the fork.
     """
 
     id: str
@@ -232,14 +239,13 @@ class KnowledgeBase:
     ) -> None:
         check_seconds("timeout", timeout)
         check_seconds("sync_interval", sync_interval, zero=True)
-        self._pid = os.getpid()
-        if not is_valid_name(name):
+        if not isinstance(name, str) or not NAME_PATTERN.match(name):
             msg = (
                 f"Invalid knowledge-base name {name!r}: use 1-63 letters, digits, '.', '_' or '-',"
                 " starting with a letter or digit"
             )
             raise ConfigurationError(msg, option="name", value=name)
-        self.name, self.id = name, knowledge_base_id(name)
+        self.name, self.id, self._pid = name, knowledge_base_id(name), os.getpid()
         self.path = Path(path).expanduser() if path is not None else default_store_path()
         ensure_store_dir(self.path)
         self.read_only = not store_is_writable(self.path)
@@ -247,26 +253,19 @@ class KnowledgeBase:
         server = client is not None
         self._store_lock = None if server else StoreLock(self.path, read_only=self.read_only)
         try:
-            self.embeddings = (
-                embeddings if embeddings is not None else default_embeddings(cache_dir=self.path)
-            )
+            self.embeddings = embeddings or default_embeddings(cache_dir=self.path)
             self.timeout = timeout if server else None
-            chroma_client = (
-                client if server else persistent_client(self.path, name, read_only=self.read_only)
-            )
-            if server and timeout is not None:
-                apply_http_timeout(chroma_client, timeout)
-            self._chroma = ChromaSide(
-                chroma_client, kb_name=name, kb_id=self.id, server=server,
-                calls=BoundedCalls(self.timeout, kb_name=name),
-            )  # fmt: skip
+            if client is None:
+                client = persistent_client(self.path, name, read_only=self.read_only)
+            elif timeout is not None:
+                apply_http_timeout(client, timeout)
+            calls = BoundedCalls(self.timeout, kb_name=name)
+            self._chroma = ChromaSide(client, kb_id=self.id, server=server, calls=calls)
             self._async_pool = WorkerPool(32, f"kinject-{name}-search") if server else None
+            given: dict[str, Any] = {"restricted": restricted, "routing_hint": routing_hint}
+            given.update(sensitive_sources=sensitive_sources, routing_keywords=routing_keywords)
             self._pending: dict[str, Any] | None = None
-            self._open(
-                create=create, description=description, topics=topics,
-                given={"restricted": restricted, "sensitive_sources": sensitive_sources,
-                       "routing_hint": routing_hint, "routing_keywords": routing_keywords},
-            )  # fmt: skip
+            self._open(create=create, description=description, topics=topics, given=given)
         except BaseException:
             self._release_store_lock()
             raise
@@ -294,18 +293,17 @@ class KnowledgeBase:
         topics: Sequence[str] | None,
         given: Mapping[str, Any],
     ) -> None:
-        """Find or create the knowledge base in Chroma and apply the settings given."""
-        chroma = self._chroma
+        """Find or create the knowledge base in Chroma (version-1 stores migrated first)."""
+        client = self._chroma.client
         try:
             if not self.read_only:
-                migrate_store(self.path, chroma.client)
-            metadata = self._shared_metadata()
+                migrate_store(self.path, client)
+            shared = self._chroma.collection("")
             if (
-                needs_migration(metadata)
-                and not self.read_only
-                and migrate_kb(chroma.client, self.name)
-            ):
-                metadata = self._shared_metadata()
+                shared is None or not isinstance((shared.metadata or {}).get("kinject:format"), int)
+            ) and (not self.read_only and migrate_kb(client, self.name)):
+                self._chroma.forget()
+                shared = self._chroma.collection("")
         except KnowledgeInjectError:
             raise
         except Exception as exc:
@@ -316,8 +314,8 @@ class KnowledgeBase:
                 )
                 raise KnowledgeBaseOpenError(msg, kb_name=self.name) from exc
             logger.warning(
-                "Knowledge base %r opened while Chroma does not answer (%s): every call fails "
-                "until it does, and its flags count as restricted", self.name, type(exc).__name__,
+                "Knowledge base %r opened while Chroma does not answer (%s): its calls fail "
+                "until it does", self.name, type(exc).__name__,
             )  # fmt: skip
             self._pending = {
                 "create": create,
@@ -326,119 +324,75 @@ class KnowledgeBase:
                 "given": given,
             }
             return
-        model = embedding_model_name(self.embeddings)
         wanted = {k: v for k, v in given.items() if v is not None}
         if "routing_keywords" in wanted:
             wanted["routing_keywords"] = [str(v) for v in wanted["routing_keywords"]]
-        if metadata is None:
-            self._create(create, model, description, topics, wanted)
-        else:
-            self._update(read_flags_settings(metadata), model, description, topics, wanted)
-        self._pending = None
-
-    def _shared_metadata(self) -> dict[str, Any] | None:
-        try:
-            return (
-                dict(self._chroma.collection("").metadata or {})
-                if self._chroma.collection("")
-                else None
-            )
-        except Exception as exc:
-            if is_not_found(exc):
-                return None
-            raise
-
-    def _create(
-        self,
-        create: bool,
-        model: str,
-        description: str | None,
-        topics: Sequence[str] | None,
-        wanted: dict[str, Any],
-    ) -> None:
-        if not create:
-            names = ", ".join(
-                i.name for i in list_knowledge_bases(self.path, client=self._chroma.client)
-            )
-            msg = f"No knowledge base named {self.name!r} in {self.path} (existing: {names or 'none'})"
-            raise KnowledgeBaseNotFoundError(msg, kb_name=self.name)
-        if self.read_only:
-            msg = f"Knowledge base {self.name!r} is not in the read-only store {self.path}"
-            raise KnowledgeBaseOpenError(msg, kb_name=self.name)
-        remembered = self._remembered() or {}
-        for key in _FLAGS:  # lost from Chroma (a wiped server): what this store saw last wins
-            if remembered.get(key) and wanted.get(key) is not True:
-                self._refuse_off(wanted, key)
-                logger.warning(
-                    "Knowledge base %r was %s here before: it is created so again", self.name, key
-                )
-                wanted[key] = True
-        settings = {
-            "kb": self.name, "kb_id": self.id, "format": FORMAT, "model": model,
-            "description": description or "", "topics": list(topics or []), **wanted,
-        }  # fmt: skip
-        self._chroma.create_shared(settings)
-        self._remember(settings)
-
-    def _update(
-        self,
-        stored: dict[str, Any],
-        model: str,
-        description: str | None,
-        topics: Sequence[str] | None,
-        wanted: dict[str, Any],
-    ) -> None:
+        model = embedding_model_name(self.embeddings)
+        if shared is None:
+            shared = self._create(create, {**wanted, "model": model})
+        stored = read_settings(shared.metadata)
         if stored["model"] not in ("", model):
             msg = (
-                f"Knowledge base {self.name!r} was built with the embedding model {stored['model']!r}; "
-                f"it cannot be searched with {model!r}. Open it with the same model, or ingest "
-                "into a new knowledge base."
+                f"Knowledge base {self.name!r} was built with the embedding model "
+                f"{stored['model']!r}; it cannot be searched with {model!r}. Open it with the "
+                "same model, or ingest into a new knowledge base."
             )
             raise KnowledgeBaseOpenError(msg, kb_name=self.name)
         for key in _FLAGS:
-            if stored[key]:
-                self._refuse_off(wanted, key)
+            if stored[key] and wanted.get(key) is False:
+                msg = (
+                    f"Knowledge base {self.name!r} is {key.replace('_', ' ')}: the constructor "
+                    "never turns that off. Call kb.unrestrict() to turn restriction off (logged)."
+                )
+                raise ConfigurationError(msg, option=key, value=False)
+        wanted.update(model=model, kb=self.name, kb_id=self.id)
         if description is not None:
             wanted["description"] = description
         if topics is not None:
             wanted["topics"] = [str(t) for t in topics]
-        wanted["model"] = model
         changes = {k: v for k, v in wanted.items() if stored.get(k) != v}
         if changes and not self.read_only:
             self._chroma.update_settings(changes)
         self._remember({**stored, **changes})
+        self._pending = None
 
-    def _refuse_off(self, wanted: Mapping[str, Any], key: str) -> None:
-        if wanted.get(key) is False:
-            msg = (
-                f"Knowledge base {self.name!r} is {key.replace('_', ' ')}: the constructor never "
-                f"turns that off. Call kb.unrestrict() on it to turn restriction off (logged)."
+    def _create(self, create: bool, wanted: dict[str, Any]) -> Any:
+        """Create the knowledge base: its shared collection."""
+        if not create or self.read_only:
+            names = [i.name for i in list_knowledge_bases(self.path, client=self._chroma.client)]
+            msg = f"No knowledge base named {self.name!r} in {self.path} (existing: "
+            raise KnowledgeBaseNotFoundError(
+                f"{msg}{', '.join(names) or 'none'})", kb_name=self.name
             )
-            raise ConfigurationError(msg, option=key, value=False)
+        remembered = self._remembered() or {}
+        for key in _FLAGS:  # lost from Chroma (a wiped server): what this store saw last wins
+            if remembered.get(key) and wanted.get(key) is None:
+                logger.warning(
+                    "Knowledge base %r was %s here before: created so again", self.name, key
+                )
+                wanted[key] = True
+        settings = {"kb": self.name, "kb_id": self.id, "format": FORMAT, **wanted}
+        return self._chroma.create("", {"description": "", "topics": [], **settings})
 
-    def _memory_file(self) -> Path:
+    def _memory(self) -> Path:
         return self.path / "keyword" / self.id / "kb.json"
 
     def _remembered(self) -> dict[str, Any] | None:
-        """What this store saw of the knowledge base last (flags only count to keep them on)."""
+        """What this store saw of the knowledge base last (its flags only count to keep them on)."""
         try:
-            return dict(json.loads(self._memory_file().read_text(encoding="utf-8")))
+            return dict(json.loads(self._memory().read_text(encoding="utf-8")))
         except (OSError, ValueError, TypeError):
             return None
 
     def _remember(self, settings: Mapping[str, Any]) -> None:
-        if self.read_only:
-            return
         seen = {"name": self.name, **{k: bool(settings.get(k)) for k in _FLAGS}}
-        if self._remembered() == seen:
+        if self.read_only or self._remembered() == seen:
             return
         try:
-            self._memory_file().parent.mkdir(parents=True, exist_ok=True)
-            self._memory_file().write_text(json.dumps(seen), encoding="utf-8")
+            self._memory().parent.mkdir(parents=True, exist_ok=True)
+            self._memory().write_text(json.dumps(seen), encoding="utf-8")
         except OSError as exc:  # a full disk: Chroma holds the flags anyway
-            logger.warning(
-                "Knowledge base %r: could not note its flags locally (%s)", self.name, exc
-            )
+            logger.warning("Knowledge base %r: its flags not noted locally (%s)", self.name, exc)
 
     def _ready(self) -> None:
         """Raise in a forked child; finish an open that found Chroma unreachable."""
@@ -452,25 +406,19 @@ class KnowledgeBase:
             )
             raise ForkedProcessError(msg, kb_name=self.name, opened_in=self._pid)
         if self._pending is not None:
-            try:
-                self._open(**self._pending)
-            except KnowledgeInjectError:
-                raise
+            self._open(**self._pending)
             if self._pending is not None:
                 msg = f"Knowledge base {self.name!r}: the Chroma server does not answer"
                 raise RetrievalError(msg, kb_name=self.name)
 
-    # -- settings and flags --------------------------------------------------------------
+    # -- settings and flags -------------------------------------------------------------
     @property
     def restriction(self) -> RestrictionFlags:
         """The restriction flags stored with the data, fresh to about a second.
 
-        Read from the shared collection's metadata (another process's
-        :meth:`restrict` shows within :data:`~.chroma.SETTINGS_TTL` seconds).
-
         Raises:
-            RetrievalError: Chroma could not be asked; the message names the cause.
-                Treat the knowledge base as restricted.
+            RetrievalError: Chroma could not be asked (the message names the cause):
+                treat the knowledge base as restricted.
         """
         self._ready()
         try:
@@ -484,18 +432,18 @@ class KnowledgeBase:
             )
             raise RetrievalError(msg, kb_name=self.name) from exc
 
-    async def arestriction(self) -> RestrictionFlags:
-        """Async twin of :attr:`restriction` (read in a worker thread)."""
-        return await self._in_thread(lambda: self.restriction)
+    def _restriction(self) -> RestrictionFlags:
+        return self.restriction
 
-    def restrict(self, *, sensitive_sources: bool | None = None) -> None:
-        """Turn restricted mode on, in every partition collection (and ``sensitive_sources``)."""
+    arestriction = _twin(_restriction)
+
+    def restrict(self, *, sensitive_sources: bool = False) -> None:
+        """Turn restricted mode (and ``sensitive_sources``) on, in every partition collection."""
         self._ready()
         self._refuse_if_read_only("restricting")
-        updates: dict[str, Any] = {"restricted": True}
-        if sensitive_sources:
-            updates["sensitive_sources"] = True
-        self._chroma.update_settings(updates)
+        self._chroma.update_settings(
+            {"restricted": True, **({"sensitive_sources": True} if sensitive_sources else {})}
+        )
         self._remember(self._chroma.settings(fresh=True))
 
     def unrestrict(self) -> None:
@@ -522,17 +470,14 @@ class KnowledgeBase:
             derived = self._topics[1]
         return info_of(settings, chunk_count=count, derived=derived)
 
-    async def ainfo(self) -> KnowledgeBaseInfo:
-        """Async twin of :attr:`info` (read in a worker thread)."""
-        return await self._in_thread(lambda: self.info)
+    def _info(self) -> KnowledgeBaseInfo:
+        return self.info
+
+    ainfo = _twin(_info)
 
     @property
     def text_splitter(self) -> TextSplitter | None:
-        """The splitter ``add_documents`` cuts documents with (None: one chunk per document).
-
-        ``ingest`` and ``kinject ingest`` cut files with it too, so their chunks
-        fit it and are stored as they are.
-        """
+        """The splitter ``add_documents`` and ``ingest`` cut documents with (None: keep whole)."""
         if self._text_splitter is _DEFAULT_SPLITTER:
             self._text_splitter = default_splitter(self.embeddings)
         return self._text_splitter
@@ -543,34 +488,28 @@ class KnowledgeBase:
         chunks = self._chroma.of_sources(partition_of(tenant_id), [source], text=False)
         return next((c.fingerprint for c in chunks if c.fingerprint is not None), None)
 
-    # -- writes ---------------------------------------------------------------------------
+    # -- writes -------------------------------------------------------------------------
     def _refuse_if_read_only(self, action: str) -> None:
         if self.read_only:
-            msg = (
-                f"The store of knowledge base {self.name!r} ({self.path}) is read-only: {action} "
-                "was refused. Searching still works; to write, make the store directory writable "
-                "or open a writable copy of it."
-            )
+            msg = read_only_message(self.name, self.path, action)
             raise StoreError(msg, kb_name=self.name, reason="read_only", path=self.path)
 
-    def _write(self, action: str, fn: Any, /, *args: Any) -> Any:
-        """Run a write: process and store checked, store errors explained, a lost collection found."""
+    def _write(self, action: str, fn: Callable[..., T], /, *args: Any) -> T:
+        """Run a write: checked, store errors explained, a collection deleted under us found."""
         self._ready()
         self._refuse_if_read_only(action)
-        for attempt in (1, 2):
-            try:
+        try:
+            return fn(*args)
+        except KnowledgeInjectError:
+            raise
+        except Exception as exc:
+            if is_not_found(exc):  # deleted under us (server wiped or restarted): once more
+                self._chroma.forget()
                 return fn(*args)
-            except KnowledgeInjectError:
+            error = store_error(exc, action=action, kb_name=self.name, path=self.path)
+            if error is None:
                 raise
-            except Exception as exc:
-                if attempt == 1 and is_not_found(exc):
-                    self._chroma.forget()  # deleted under us (server wiped or restarted)
-                    continue
-                error = store_error(exc, action=action, kb_name=self.name, path=self.path)
-                if error is None:
-                    raise
-                raise error from exc
-        raise AssertionError  # pragma: no cover
+            raise error from exc
 
     def add_documents(
         self,
@@ -589,8 +528,7 @@ class KnowledgeBase:
         Args:
             documents: The documents; ``metadata["source"]`` names where each
                 came from (``metadata["source_path"]``, when set, is the source's
-                identity instead: see ``writes.source_key``),
-                ``metadata["tenant_id"]`` puts it in a tenant partition.
+                identity instead), ``metadata["tenant_id"]`` puts it in a tenant partition.
             tenant_id: Tenant of every document (must agree with their metadata).
             fingerprints: ``{source identity: fingerprint}`` to store (for example a file hash).
 
@@ -604,70 +542,39 @@ class KnowledgeBase:
         self._ready()
         chunks = split_documents(documents, tenant_id, self.text_splitter)
         plan = self._write("adding documents", self._writes.add, chunks, fingerprints or {})
+        replaced = sum(len(v) for v in plan.stale.values())
         return AddResult(
-            added=len(plan.to_embed),
-            unchanged=plan.unchanged,
-            updated=plan.updated,
-            replaced=sum(len(v) for v in plan.stale.values()),
-            skipped=plan.skipped,
-            ids=plan.ids,
+            len(plan.to_embed), plan.unchanged, plan.updated, replaced, plan.skipped, plan.ids
         )
 
-    async def aadd_documents(
-        self,
-        documents: Sequence[Document],
-        *,
-        tenant_id: str | None = None,
-        fingerprints: Mapping[str, str] | None = None,
-    ) -> AddResult:
-        """Async twin of :meth:`add_documents` (runs it in a worker thread)."""
-        return await self._in_thread(
-            self.add_documents, documents, tenant_id=tenant_id, fingerprints=fingerprints
-        )
+    aadd_documents = _twin(add_documents)
 
     def upsert_records(
         self, records: Sequence[tuple[str, str, Mapping[str, Any]]], *, tenant_id: str | None = None
     ) -> None:
-        """Store chunks under ids chosen by the caller; an existing id is replaced.
+        """Store ``(chunk_id, text, metadata)`` records under the caller's ids; an id is replaced.
 
         The write path of :meth:`vectorstore` and episodic memory: no splitting,
         no source replacement, the metadata kept as given.
-
-        Args:
-            records: ``(chunk_id, text, metadata)`` triples.
-            tenant_id: The tenant partition (None: the shared one).
         """
         self._write("adding documents", self._writes.upsert, records, partition_of(tenant_id))
 
-    async def aupsert_records(
-        self, records: Sequence[tuple[str, str, Mapping[str, Any]]], *, tenant_id: str | None = None
-    ) -> None:
-        """Async twin of :meth:`upsert_records` (runs it in a worker thread)."""
-        await self._in_thread(self.upsert_records, records, tenant_id=tenant_id)
+    aupsert_records = _twin(upsert_records)
 
     def delete(self, ids: Sequence[str], *, tenant_id: str | None = None) -> int:
         """Delete chunks by id from one partition; returns how many existed."""
-        return int(
-            self._write("deleting chunks", self._writes.delete, partition_of(tenant_id), list(ids))
-        )
+        partition = partition_of(tenant_id)
+        return self._write("deleting chunks", self._writes.delete, partition, list(ids))
 
-    async def adelete(self, ids: Sequence[str], *, tenant_id: str | None = None) -> int:
-        """Async twin of :meth:`delete` (runs it in a worker thread)."""
-        return await self._in_thread(self.delete, ids, tenant_id=tenant_id)
+    adelete = _twin(delete)
 
     def delete_source(self, source: str, *, tenant_id: str | None = None) -> int:
-        """Delete every chunk of ``source``; returns how many were deleted.
-
-        ``source`` is the source's identity: for a file added by ``ingest``, its
-        full path (``metadata["source_path"]``), not the short ``source`` name.
-        """
+        """Delete every chunk of ``source`` (its identity: an ingested file's full path)."""
         self._ready()
         chunks = self._chroma.of_sources(partition_of(tenant_id), [source], text=False)
         return self.delete([c.chunk_id for c in chunks], tenant_id=tenant_id)
 
-    async def adelete_source(self, source: str, *, tenant_id: str | None = None) -> int:
-        """Async twin of :meth:`delete_source` (runs it in a worker thread)."""
-        return await self._in_thread(self.delete_source, source, tenant_id=tenant_id)
+    adelete_source = _twin(delete_source)
 
     def count(self, *, tenant_id: str | None = None) -> int:
         """How many chunks one partition holds (the shared one when ``tenant_id`` is None)."""
@@ -675,40 +582,36 @@ class KnowledgeBase:
         return self._chroma.count(partition_of(tenant_id))
 
     def delete_tenant(self, tenant_id: str) -> int:
-        """Delete one tenant partition (its collection and keyword cache); how many chunks it held."""
-        partition = partition_of(tenant_id)
-        if not partition:
+        """Delete one tenant partition (collection and keyword cache); how many chunks it held."""
+        if not partition_of(tenant_id):
             msg = "delete_tenant needs a tenant id; the shared partition goes with kb.drop()"
             raise ConfigurationError(msg, option="tenant_id", value=tenant_id)
-
-        def delete() -> int:
-            count = self._chroma.count(partition)
-            if count or self._chroma.collection(partition) is not None:
-                name = collection_name(self.id, partition)
-                self._chroma.calls.call(
-                    "delete_collection", self._chroma.client.delete_collection, name
-                )
-            self._chroma.forget()
-            self._cache.drop(partition)
-            return count
-
-        return int(self._write("deleting a tenant", delete))
+        count = self.count(tenant_id=tenant_id)
+        self._write("deleting a tenant", self._delete_partitions, [tenant_id])
+        return count
 
     def drop(self) -> None:
         """Delete the whole knowledge base: its collections and its keyword cache."""
+        self._write("dropping the knowledge base", self._delete_partitions, None)
 
-        def drop() -> None:
-            for partition in self._chroma.partitions():
-                name = collection_name(self.id, partition)
-                self._chroma.calls.call(
-                    "delete_collection", self._chroma.client.delete_collection, name
+    def _delete_partitions(self, partitions: Sequence[str] | None) -> None:
+        chroma = self._chroma
+        for partition in chroma.partitions() if partitions is None else partitions:
+            try:
+                chroma.calls.call(
+                    "delete_collection",
+                    chroma.client.delete_collection,
+                    collection_name(self.id, partition),
                 )
-            self._chroma.forget()
+            except Exception as exc:
+                if not is_not_found(exc):
+                    raise
+            self._cache.drop(partition)
+        chroma.forget()
+        if partitions is None:
             self._cache.drop()
 
-        self._write("dropping the knowledge base", drop)
-
-    # -- search ---------------------------------------------------------------------------
+    # -- search -------------------------------------------------------------------------
     def search(
         self,
         query: str,
@@ -742,12 +645,13 @@ class KnowledgeBase:
             StoreTimeoutError: A Chroma server did not answer within ``timeout``.
             ForkedProcessError: Used in a process forked after it was opened.
         """
-        partition, ranked, _ = self._ranked(query, k, min_score, filter, mode, tenant_id)
+        partition, ranked, _, read = self._ranked(query, k, min_score, filter, mode, tenant_id)
         if not ranked:
             return []
-        return self._searching(
-            lambda: self._searcher.documents(self.name, self.id, partition, ranked)
-        )
+        documents = self._searcher.documents
+        return self._searching(documents, self.name, self.id, partition, ranked, read)
+
+    asearch = _twin(search)
 
     @overload
     def search_hits(
@@ -775,27 +679,27 @@ class KnowledgeBase:
         stopwords: AbstractSet[str] | None = None,
         with_dense: bool = False,
     ) -> list[tuple[str, float]] | list[tuple[str, float, float]]:
-        """:meth:`search` without reading the chunks back: ``(chunk id, score)`` pairs, best first.
+        """:meth:`search` without reading the chunks back: ``(chunk id, score)``, best first.
 
         Same arguments, order and scores as :meth:`search`, and ``stopwords``: the
-        query words the keyword side leaves out (lowercase; default ``None``: the
-        33 of :data:`~langchain_knowledge_inject._store.keyword.STOPWORDS`).
-        With ``with_dense=True``, ``(chunk id, score, cosine)`` triples: the dense
-        side's score of each hit beside its fused score (as
-        :func:`~langchain_knowledge_inject._store.fusion.fuse` counts it: the
-        dense list's lowest for a chunk found by the keyword side alone; 0 in
-        keyword mode).
+        query words the keyword side leaves out (lowercase; None: the 33 of
+        :data:`~langchain_knowledge_inject._store.keyword.STOPWORDS`). With
+        ``with_dense=True``, ``(chunk id, score, cosine)``: the dense side's score
+        beside the fused one (the dense list's lowest for a chunk the keyword side
+        alone found, as ``fusion.fuse`` counts it; 0 in keyword mode).
         """
         if stopwords is not None and not (
             isinstance(stopwords, AbstractSet) and all(isinstance(w, str) for w in stopwords)
         ):
             msg = "stopwords must be a set of lowercase words, or None"
             raise ConfigurationError(msg, option="stopwords", value=stopwords)
-        _, ranked, dense = self._ranked(query, k, min_score, filter, mode, tenant_id, stopwords)
+        _, ranked, dense, _ = self._ranked(query, k, min_score, filter, mode, tenant_id, stopwords)
         if not with_dense:
             return ranked
         cosines, floor = fusion.dense_cosines(dense)
         return [(cid, score, cosines.get(cid, floor)) for cid, score in ranked]
+
+    asearch_hits = _twin(search_hits)
 
     def _ranked(
         self,
@@ -806,119 +710,78 @@ class KnowledgeBase:
         mode: SearchMode,
         tenant_id: str | None,
         stopwords: AbstractSet[str] | None = None,
-    ) -> tuple[str, list[tuple[str, float]], list[tuple[str, float]]]:
-        """The searched partition, its best ``k`` hits scoring ``min_score`` or more, dense hits."""
+    ) -> tuple[str, list[tuple[str, float]], list[tuple[str, float]], dict[str, Any]]:
+        """The partition, its best ``k`` hits scoring ``min_score`` or more, dense hits, chunks."""
         self._ready()
         k, min_score, mode = check_search_args(k, min_score, mode)
         tenant, where = split_tenant(filter, tenant_id)
-        partition = partition_of(tenant)
-        text = (query or "")[:MAX_QUERY_CHARS]
+        partition, text = partition_of(tenant), (query or "")[:MAX_QUERY_CHARS]
         if not text.strip():
-            return partition, [], []
+            return partition, [], [], {}
         depth = max(k, fusion.CANDIDATE_DEPTH) if mode == "hybrid" else k
         stop = STOPWORDS if stopwords is None else stopwords
-        ranked, dense = self._searching(
-            lambda: self._searcher.ranked(partition, text, depth, where, mode, stop)
+        ranked, dense, read = self._searching(
+            self._searcher.ranked, partition, text, depth, where, mode, stop
         )
-        return partition, [(cid, s) for cid, s in ranked if s >= min_score][:k], dense
+        return partition, [(cid, s) for cid, s in ranked if s >= min_score][:k], dense, read
 
-    def _searching(self, fn: Any) -> Any:
+    def _searching(self, fn: Callable[..., T], /, *args: Any) -> T:
         """Run search work within one deadline; failures become :class:`RetrievalError`."""
         try:
             with self._chroma.calls.operation():
-                return fn()
+                return fn(*args)
         except (RetrievalError, ConfigurationError, KnowledgeBaseOpenError):
             raise
         except Exception as exc:
             msg = f"Search of knowledge base {self.name!r} failed: {type(exc).__name__}: {exc}"
             raise RetrievalError(msg, kb_name=self.name) from exc
 
-    async def asearch(
-        self,
-        query: str,
-        *,
-        k: int = 4,
-        min_score: float | None = None,
-        filter: Mapping[str, Any] | None = None,
-        mode: SearchMode = "hybrid",
-        tenant_id: str | None = None,
-    ) -> list[Document]:
-        """Async twin of :meth:`search` (runs it in a worker thread: Chroma's client is sync).
-
-        With a Chroma server the thread is one of this knowledge base's own, and
-        the wait is bounded by ``timeout``: a frozen server never takes a thread
-        from the event loop's default executor.
-        """
-        return await self._in_thread(
-            self.search,
-            query,
-            k=k,
-            min_score=min_score,
-            filter=filter,
-            mode=mode,
-            tenant_id=tenant_id,
-        )
-
-    async def asearch_hits(self, query: str, **kwargs: Any) -> Any:
-        """Async twin of :meth:`search_hits` (runs it in a worker thread)."""
-        return await self._in_thread(self.search_hits, query, **kwargs)
-
     def get_by_ids(self, ids: Sequence[str], *, tenant_id: str | None = None) -> list[Document]:
         """Stored chunks by id, with the metadata they were stored with (missing ids left out)."""
         self._ready()
         found = {c.chunk_id: c for c in self._chroma.get(partition_of(tenant_id), list(ids))}
+        chunks = [found[cid] for cid in dict.fromkeys(ids) if cid in found]
         return [
-            Document(id=cid, page_content=found[cid].text, metadata=dict(found[cid].metadata))
-            for cid in dict.fromkeys(ids)
-            if cid in found
+            Document(id=c.chunk_id, page_content=c.text, metadata=dict(c.metadata)) for c in chunks
         ]
 
-    async def aget_by_ids(
-        self, ids: Sequence[str], *, tenant_id: str | None = None
-    ) -> list[Document]:
-        """Async twin of :meth:`get_by_ids` (runs it in a worker thread)."""
-        return await self._in_thread(self.get_by_ids, ids, tenant_id=tenant_id)
+    aget_by_ids = _twin(get_by_ids)
 
     def check(self, *, repair: bool = False) -> ConsistencyReport:
-        """Report whether the keyword cache holds exactly Chroma's chunks; ``repair`` rebuilds it.
-
-        See :mod:`langchain_knowledge_inject._store.keyword_cache`.
-        """
+        """Whether the keyword cache holds exactly Chroma's chunks; ``repair`` rebuilds it else."""
         self._ready()
-        partitions = sorted(self._chroma.partitions())
-        return self._cache.check(partitions, repair=repair, kb_name=self.name)
+        return self._cache.check(
+            sorted(self._chroma.partitions()), repair=repair, kb_name=self.name
+        )
 
-    async def _in_thread(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+    async def _in_thread(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """Run blocking ``fn`` off the event loop.
 
         Embedded store: the loop's default executor. Chroma server: this knowledge
         base's own threads, a search waited on for at most ``timeout`` (plus a
-        second for the local work), so a frozen server holds none of the shared threads.
+        second of local work), so a frozen server holds none of the shared threads.
         """
         self._ready()
         if self._async_pool is None:
             return await asyncio.to_thread(fn, *args, **kwargs)
-        if self.timeout is None or fn != self.search:
+        if self.timeout is None or fn is not KnowledgeBase.search:
             return await asyncio.wrap_future(self._async_pool.submit(fn, *args, **kwargs))
         with self._chroma.calls.operation():  # the deadline runs from now, queued or not
             future = asyncio.wrap_future(self._async_pool.submit(fn, *args, **kwargs))
         try:
             return await asyncio.wait_for(future, self.timeout + _LOCAL_GRACE_S)
         except asyncio.TimeoutError:
-            msg = f"Search of knowledge base {self.name!r} did not finish within its timeout of {self.timeout:g} s"
+            msg = f"Search of knowledge base {self.name!r} did not finish within {self.timeout:g} s"
             raise StoreTimeoutError(
                 msg, kb_name=self.name, operation="search", seconds=self.timeout
             ) from None
 
-    # -- derived sources ------------------------------------------------------------------
+    # -- derived sources ----------------------------------------------------------------
     def as_retriever(self, **kwargs: Any) -> KnowledgeBaseRetriever:
-        """A LangChain retriever over this knowledge base.
+        """A LangChain retriever: pure top-k by default (``min_score=0.0``).
 
-        Pure top-k by default (``min_score=0.0``), as LangChain retrievers are
-        expected to be; pass ``min_score`` (``None``: the calibrated default) to
-        drop weak matches. On a restricted knowledge base it raises
-        :class:`~langchain_knowledge_inject.errors.RestrictedKnowledgeError`
-        instead of returning raw text, except inside the package's surfaces.
+        On a restricted knowledge base it raises ``RestrictedKnowledgeError``
+        rather than return raw text, except inside the package's surfaces.
 
         Args:
             **kwargs: ``k``, ``min_score``, ``mode``, ``filter``, ``tenant_id``.
@@ -928,10 +791,9 @@ class KnowledgeBase:
     def vectorstore(self, *, tenant_id: str | None = None) -> KnowledgeBaseVectorStore:
         """The partition's collection as a ``langchain_chroma.Chroma`` that writes through the KB.
 
-        Reads (MMR, raw scores, ``get``) are langchain-chroma's, refused with
-        ``RestrictedKnowledgeError`` on a restricted knowledge base outside the
-        package's surfaces; writes go through :meth:`upsert_records` and
-        :meth:`delete`, so the keyword cache stays in step.
+        Its reads are langchain-chroma's (refused on a restricted knowledge base
+        outside the package's surfaces); its writes go through :meth:`upsert_records`
+        and :meth:`delete`, so the keyword cache stays in step.
         """
         from langchain_knowledge_inject._store.vectorstore import KnowledgeBaseVectorStore
 
@@ -940,13 +802,10 @@ class KnowledgeBase:
         if self._chroma.collection(partition) is None and not self.read_only:
             self._chroma.collection(partition, create=True)
         return KnowledgeBaseVectorStore(
-            self,
-            tenant_id=tenant_id,
-            client=self._chroma.client,
+            self, tenant_id=tenant_id, client=self._chroma.client,
             collection_name=collection_name(self.id, partition),
-            embedding_function=self.embeddings,
-            create_collection_if_not_exists=False,
-        )
+            embedding_function=self.embeddings, create_collection_if_not_exists=False,
+        )  # fmt: skip
 
     def check_raw_read(self, via: str) -> None:
         """Raise ``RestrictedKnowledgeError`` when ``via`` may not return raw text now."""
@@ -968,19 +827,16 @@ class KnowledgeBase:
         tenant_id: str | None = None,
         **options: Any,
     ) -> KnowledgeBase:
-        """Adopt an existing Chroma collection (as ``langchain_chroma.Chroma`` writes it).
+        """Adopt a collection ``langchain_chroma.Chroma`` wrote, without re-embedding.
 
-        Its documents, metadatas and vectors are copied, without re-embedding,
-        into a knowledge base. A few stored documents are embedded again first
-        and compared with their stored vectors, so a collection made with another
-        model is refused. A collection whose metadata says restricted
-        (:func:`~.flags.read_flags`) gives a restricted knowledge base.
+        A few stored documents are embedded again first and compared with their
+        stored vectors, so a collection made with another model is refused. A
+        collection whose metadata says restricted gives a restricted knowledge base.
 
         Args:
             collection_name: The collection to adopt.
             name: Name of the knowledge base (default: the collection's name).
-            client: The ``chromadb`` client holding the collection; the knowledge
-                base is stored with it too.
+            client: The ``chromadb`` client holding it; the knowledge base is stored there too.
             persist_directory: Or the directory of an embedded Chroma store holding it.
             embeddings: The embedding model that built the collection.
             tenant_id: Adopt it as this tenant's partition (default: the shared one).
@@ -991,53 +847,34 @@ class KnowledgeBase:
             KnowledgeBaseNotFoundError: No such collection.
             KnowledgeBaseOpenError: The collection was embedded with another model.
         """
-        from langchain_knowledge_inject._store.adoption import copy_collection, find_collection
-
         source = find_collection(
             collection_name, client=client, persist_directory=persist_directory
         )
-        flags = read_flags(source.metadata)
-        for key in _FLAGS:
-            if getattr(flags, key):
-                if options.get(key) is False:
-                    msg = f"Collection {collection_name!r} is {key.replace('_', ' ')}: call kb.unrestrict() to turn it off"
-                    raise ConfigurationError(msg, option=key, value=False)
-                options[key] = True
+        for key in (k for k in _FLAGS if getattr(read_flags(source.metadata), k)):
+            if options.get(key) is False:
+                msg = f"Collection {collection_name!r} is {key}: kb.unrestrict() turns that off"
+                raise ConfigurationError(msg, option=key, value=False)
+            options[key] = True
         kb = cls(name or collection_name, client=client, embeddings=embeddings, **options)
-        partition = partition_of(tenant_id)
         try:
-            adopted, unexplained = kb._write(
+            kb._write(
                 "adopting a collection",
                 copy_collection,
-                kb._chroma,
-                kb._cache,
-                kb.embeddings,
+                kb._writes,
                 source,
-                partition,
+                partition_of(tenant_id),
             )
         except BaseException:
-            if kb.count(tenant_id=tenant_id) == 0 and len(kb._chroma.partitions()) <= 1:
-                kb.drop()  # made by this call: leave nothing behind
+            if kb.count(tenant_id=tenant_id) == 0:  # made by this call: leave nothing behind
+                kb.drop()
             kb.close()
             raise
-        if unexplained:
-            logger.warning(
-                "Adopting %r: %d records hold no text and were not copied",
-                collection_name,
-                unexplained,
-            )
         return kb
 
-    # -- closing ----------------------------------------------------------------------------
+    # -- closing --------------------------------------------------------------------------
     def close(self) -> None:
-        """Close the keyword cache and release the store lock.
-
-        The Chroma client is left to its owner. In a process forked after the
-        knowledge base was opened this does nothing: the lock is the parent's.
-        """
-        if os.getpid() != self._pid:
-            return
-        if hasattr(self, "_cache"):
+        """Close the keyword cache and release the store lock (nothing in a forked child)."""
+        if os.getpid() == self._pid and hasattr(self, "_cache"):
             self._cache.close()
         self._release_store_lock()
 
@@ -1065,13 +902,6 @@ class KnowledgeBase:
     # Last in the class body, so that ``list`` in the annotations above is the builtin.
     list = staticmethod(list_knowledge_bases)
     """Every knowledge base in a store directory: see :func:`list_knowledge_bases`."""
-
-
-def read_flags_settings(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings in a shared collection's metadata (see :func:`~.flags.read_settings`)."""
-    from langchain_knowledge_inject._store.flags import read_settings
-
-    return read_settings(metadata)
 
 
 KnowledgeBaseRetriever.model_rebuild(_types_namespace={"KnowledgeBase": KnowledgeBase})

@@ -1,4 +1,4 @@
-"""Stores written by version 1 (a SQLite catalog beside Chroma), moved onto Chroma alone.
+"""Stores written elsewhere: version 1 (a SQLite catalog beside Chroma), and plain collections.
 
 Version 1 kept each knowledge base's settings in ``catalog.sqlite3`` (with a
 registry of every chunk and its FTS5 keyword index) and the restriction flags
@@ -13,22 +13,37 @@ are not carried over: the next ``ingest`` reads each file once more and finds
 its chunks unchanged (nothing is embedded again). The catalog is then renamed
 ``catalog.sqlite3.migrated`` (with its ``-wal``/``-shm`` files), kept, never
 read again: delete it once the migration is checked.
+
+``KnowledgeBase.from_chroma`` adopts a collection ``langchain_chroma.Chroma`` wrote
+(:func:`copy_collection`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_knowledge_inject._store.flags import FORMAT, PREFIX, merged_metadata
+from langchain_knowledge_inject._store.chroma import PAGE
+from langchain_knowledge_inject._store.flags import FORMAT, merged_metadata
 from langchain_knowledge_inject._store.storage import (
     collection_name,
     is_not_found,
     knowledge_base_id,
 )
+from langchain_knowledge_inject.errors import (
+    ConfigurationError,
+    KnowledgeBaseNotFoundError,
+    KnowledgeBaseOpenError,
+)
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
+    from langchain_knowledge_inject._store.writes import Writes
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +74,7 @@ def _catalog_rows(catalog: Path) -> list[dict[str, Any]]:
 def migrate_store(store: Path, client: Any) -> None:
     """Migrate every knowledge base of the store's version-1 catalog, then set the catalog aside."""
     catalog = store / "catalog.sqlite3"
-    if not catalog.is_file() or not _writable(store):
+    if not catalog.is_file() or not os.access(store, os.W_OK):
         return
     for row in _catalog_rows(catalog):
         migrate_kb(client, row["name"], row)
@@ -72,12 +87,6 @@ def migrate_store(store: Path, client: Any) -> None:
         "as catalog.sqlite3.migrated and no longer read (delete it once you have checked)",
         store,
     )
-
-
-def _writable(store: Path) -> bool:
-    import os
-
-    return os.access(store, os.W_OK)
 
 
 def migrate_kb(client: Any, name: str, row: dict[str, Any] | None = None) -> bool:
@@ -153,6 +162,98 @@ def migrate_kb(client: Any, name: str, row: dict[str, Any] | None = None) -> boo
     return True
 
 
-def needs_migration(metadata: dict[str, Any] | None) -> bool:
-    """Whether a shared collection's metadata is version 1's (or the collection is missing)."""
-    return metadata is None or not isinstance((metadata or {}).get(PREFIX + "format"), int)
+MODEL_CHECK_SAMPLES = 3
+"""Stored documents embedded again to check that a collection was made with the given model."""
+MODEL_CHECK_MIN_COSINE = 0.98
+"""Lowest cosine similarity between a stored vector and its text embedded now."""
+
+
+def find_collection(collection_name: str, *, client: Any, persist_directory: Any) -> Any:
+    """The Chroma collection to adopt, from a client or an embedded store's directory.
+
+    Raises:
+        ConfigurationError: Neither or both of ``client`` and ``persist_directory``.
+        KnowledgeBaseNotFoundError: No such collection.
+    """
+    if (client is None) == (persist_directory is None):
+        msg = "Give exactly one of client= and persist_directory= to find the collection"
+        raise ConfigurationError(msg, option="client", value=client)
+    if client is None:
+        import chromadb
+
+        client = chromadb.PersistentClient(path=str(persist_directory))
+    try:
+        return client.get_collection(collection_name, embedding_function=None)
+    except Exception as exc:
+        if not is_not_found(exc):
+            raise
+        msg = f"No Chroma collection named {collection_name!r} to adopt"
+        raise KnowledgeBaseNotFoundError(msg, kb_name=collection_name) from exc
+
+
+def check_model(
+    embeddings: Embeddings, collection_name: str, sample: list[tuple[str, Any]]
+) -> None:
+    """Embed a few stored documents and compare with their stored vectors.
+
+    Raises:
+        KnowledgeBaseOpenError: The vectors were made by another model.
+    """
+    fresh = embeddings.embed_documents([text for text, _ in sample]) if sample else []
+    for (_, stored), now in zip(sample, fresh, strict=True):
+        stored = [float(x) for x in stored]
+        similarity = None
+        if len(stored) == len(now):
+            dot = sum(a * b for a, b in zip(stored, now, strict=True))
+            norms = (sum(a * a for a in stored) * sum(b * b for b in now)) ** 0.5
+            similarity = dot / norms if norms else 0.0
+        if similarity is None or similarity < MODEL_CHECK_MIN_COSINE:
+            found = (
+                f"{len(stored)}-dimensional vectors, the model gives {len(now)}"
+                if similarity is None
+                else f"cosine similarity {similarity:.3f} between a stored vector and its text "
+                "embedded now"
+            )
+            msg = (
+                f"The Chroma collection {collection_name!r} was not embedded with the model "
+                f"given ({found}). Pass the embedding model that built it."
+            )
+            raise KnowledgeBaseOpenError(msg)
+
+
+def copy_collection(writes: Writes, source: Any, partition: str) -> None:
+    """Copy a collection into ``partition`` of a knowledge base, without re-embedding.
+
+    A few stored documents are embedded again first and compared with their stored
+    vectors (another model is refused); records without text are counted, not copied.
+    """
+    adopted = unexplained = offset = 0
+    while True:
+        got = source.get(
+            limit=PAGE, offset=offset, include=["documents", "metadatas", "embeddings"]
+        )
+        ids = list(got["ids"])
+        if not ids:
+            break
+        records = list(zip(ids, got["documents"], got["metadatas"], got["embeddings"], strict=True))
+        kept = [r for r in records if isinstance(r[1], str) and r[1].strip()]
+        unexplained += len(records) - len(kept)
+        if not adopted and kept:
+            sample = [(r[1], r[3]) for r in kept[:MODEL_CHECK_SAMPLES]]
+            check_model(writes.embeddings, source.name, sample)
+        tenant = {"tenant_id": partition} if partition else {}
+        own = [
+            {k: v for k, v in (r[2] or {}).items() if not k.startswith("kinject_")} for r in kept
+        ]
+        rows = [
+            (str(r[0]), str(r[1]), {**meta, **tenant}) for r, meta in zip(kept, own, strict=True)
+        ]
+        writes.upsert(rows, partition, vectors=[[float(x) for x in r[3]] for r in kept])
+        adopted += len(rows)
+        offset += len(ids)
+        if len(ids) < PAGE:
+            break
+    if unexplained:
+        logger.warning(
+            "Adopting %r: %d records hold no text and were not copied", source.name, unexplained
+        )

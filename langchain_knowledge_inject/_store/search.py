@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject._store import documents, fusion
-from langchain_knowledge_inject._store.chroma import source_of
+from langchain_knowledge_inject._store.chroma import Chunk, source_key, to_chunks
 from langchain_knowledge_inject._store.filters import to_chroma
 from langchain_knowledge_inject._store.storage import is_not_found
 
@@ -56,16 +56,26 @@ class PartitionSearch:
         where: Mapping[str, Any] | None,
         mode: SearchMode,
         stopwords: AbstractSet[str],
-    ) -> tuple[Hits, Hits]:
-        """The partition's ranking (``depth`` candidates a side) and the dense hits."""
+    ) -> tuple[Hits, Hits, dict[str, Chunk]]:
+        """The partition's ranking (``depth`` candidates a side), the dense hits, chunks read.
+
+        Dense mode reads the chunks with the query (its ranking is Chroma's): a
+        search needs no second call to read them back.
+        """
         parents: dict[str, str] = {}
-        dense = self.dense(partition, text, depth, where, parents) if mode != "keyword" else []
+        read: dict[str, Chunk] = {}
+        if mode != "keyword":
+            dense = self.dense(
+                partition, text, depth, where, parents, read if mode == "dense" else None
+            )
+        else:
+            dense = []
         keyword: Hits = []
         if mode != "dense":
             self.cache.ensure(partition, wait=False)
             keyword = self.keyword(partition, text, depth, where, stopwords, parents)
         if mode == "dense":
-            return dense, dense
+            return dense, dense, read
         whole: Hits = []
         indexed: set[str] = set()
         if not where and documents.enabled():  # a filter selects chunks, not whole documents
@@ -74,16 +84,17 @@ class PartitionSearch:
                 partition, text, k=depth, stopwords=stopwords, sources=sources
             )
         if mode == "hybrid":
-            return fusion.fuse_with_documents(
+            fused = fusion.fuse_with_documents(
                 dense, keyword, parents, document_keyword=whole, indexed=indexed
-            ), dense
+            )
+            return fused, dense, read
         if not indexed:  # keyword mode: as hybrid search with no dense side, best hit at 1
-            return fusion.keyword_unit_scores(keyword), dense
+            return fusion.keyword_unit_scores(keyword), dense, read
         ranked = fusion.fuse_with_documents(
             [], keyword, parents, dense_weight=0.0, document_keyword=whole, indexed=indexed
         )
         best = ranked[0][1] if ranked else 0.0
-        return ([(cid, score / best) for cid, score in ranked] if best > 0 else ranked), dense
+        return [(cid, score / best) for cid, score in ranked] if best > 0 else ranked, dense, read
 
     def dense(
         self,
@@ -92,8 +103,12 @@ class PartitionSearch:
         depth: int,
         where: Mapping[str, Any] | None,
         parents: dict[str, str],
+        read: dict[str, Chunk] | None = None,
     ) -> Hits:
-        """Chroma's nearest chunks, scored (``fusion.dense_score``); their sources into ``parents``."""
+        """Chroma's nearest chunks, scored (``fusion.dense_score``); their sources to ``parents``.
+
+        With ``read``, the chunks themselves too (text and metadata), by id.
+        """
         vector = self.query_vector(text)
         for attempt in (1, 2):
             collection = self.chroma.collection(partition)
@@ -104,7 +119,11 @@ class PartitionSearch:
                     query_embeddings=[vector],
                     n_results=depth,
                     where=to_chroma(where),
-                    include=["distances", "metadatas"],
+                    include=[
+                        "distances",
+                        "metadatas",
+                        *(["documents"] if read is not None else []),
+                    ],
                 )
                 break
             except Exception as exc:
@@ -113,7 +132,10 @@ class PartitionSearch:
                 self.chroma.forget()  # deleted under us (server wiped or restarted)
         ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
         for cid, meta in zip(ids, (result["metadatas"] or [[None] * len(ids)])[0], strict=True):
-            parents[cid] = source_of(meta)
+            parents[cid] = source_key(meta)
+        if read is not None:
+            got = {key: (result[key] or [[]])[0] for key in ("documents", "metadatas")}
+            read.update((c.chunk_id, c) for c in to_chunks({"ids": ids, **got}, partition))
         return [(cid, fusion.dense_score(d)) for cid, d in zip(ids, distances, strict=True)]
 
     def keyword(
@@ -142,10 +164,16 @@ class PartitionSearch:
         return [(cid, score) for cid, score, _ in hits]
 
     def documents(
-        self, kb_name: str, kb_id: str, partition: str, ranked: Sequence[tuple[str, float]]
+        self,
+        kb_name: str,
+        kb_id: str,
+        partition: str,
+        ranked: Sequence[tuple[str, float]],
+        read: Mapping[str, Chunk],
     ) -> list[Document]:
-        """The ranked chunks read from Chroma, with their score and where they come from."""
-        found = {c.chunk_id: c for c in self.chroma.get(partition, [cid for cid, _ in ranked])}
+        """The ranked chunks (read from Chroma unless in ``read``), with score and origin."""
+        missing = [cid for cid, _ in ranked if cid not in read]
+        found = {**read, **{c.chunk_id: c for c in self.chroma.get(partition, missing)}}
         docs = []
         for cid, score in ranked:
             chunk = found.get(cid)

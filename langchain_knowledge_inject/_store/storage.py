@@ -1,10 +1,9 @@
 """Where a knowledge base is stored: the store directory, its lock, names, disk and errors.
 
 A store directory holds ``chroma/`` (the embedded ``chromadb.PersistentClient``,
-unless a client is given) and ``keyword/`` (the keyword cache, rebuilt from
-Chroma whenever it is missing). Every tenant partition of a knowledge base is
-one Chroma collection in cosine space, named from the knowledge-base id and a
-hash of the tenant.
+unless a client is given) and ``keyword/`` (the keyword cache). Every tenant
+partition of a knowledge base is one Chroma collection in cosine space, named
+from the knowledge-base id and a hash of the tenant.
 """
 
 from __future__ import annotations
@@ -21,28 +20,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from langchain_knowledge_inject.errors import (
-    ConfigurationError,
-    KnowledgeBaseOpenError,
-    StoreError,
-)
+from langchain_knowledge_inject.errors import ConfigurationError, KnowledgeBaseOpenError, StoreError
 
 logger = logging.getLogger(__name__)
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 """A knowledge base's name: 1-63 letters, digits, '.', '_' or '-'; a letter or digit first."""
-
-
-def is_valid_name(name: object) -> bool:
-    """Whether ``name`` is allowed as a knowledge base's name (see :data:`NAME_PATTERN`)."""
-    return isinstance(name, str) and NAME_PATTERN.match(name) is not None
+MIN_FREE_ENV = "KINJECT_MIN_FREE_MB"
+"""Environment variable: MiB that writes leave free on the store's disk (default 16)."""
 
 
 def knowledge_base_id(name: str) -> str:
-    """The id of the knowledge base ``name``: derived from the name, the same everywhere.
-
-    So every process that opens ``name`` on one Chroma server uses the same collections.
-    """
+    """The id of the knowledge base ``name``: derived from the name, the same in every process."""
     return hashlib.sha256(f"kinject-kb\x1f{name}".encode()).hexdigest()[:12]
 
 
@@ -70,25 +59,21 @@ def store_is_writable(path: Path) -> bool:
 
 def ensure_store_dir(path: Path) -> None:
     """Create the store directory if needed; clear errors."""
-    if path.exists() and not path.is_dir():
-        msg = f"The store path {path} exists and is not a directory"
-        raise KnowledgeBaseOpenError(msg)
     try:
+        if path.exists() and not path.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "exists and is not a directory")
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        msg = f"Cannot create the store directory {path}: {exc}"
+        msg = f"The store path {path} cannot be used: {exc.strerror or exc}"
         raise KnowledgeBaseOpenError(msg) from exc
 
 
 def persistent_client(path: Path, name: str, *, read_only: bool = False) -> Any:
     """The embedded Chroma client of a store directory.
 
-    Args:
-        path: The store directory.
-        name: The knowledge base (for messages).
-        read_only: The store cannot be written. Chroma's embedded store writes
-            even to open, so a copy of ``chroma/`` in a temporary directory is
-            opened instead: searches work, and the knowledge base refuses writes.
+    A read-only store is opened from a copy of ``chroma/`` in a temporary
+    directory (Chroma's embedded store writes even to open): searches work, and
+    the knowledge base refuses writes.
     """
     import chromadb
 
@@ -100,16 +85,14 @@ def persistent_client(path: Path, name: str, *, read_only: bool = False) -> Any:
 
             scratch = tempfile.mkdtemp(prefix="kinject-readonly-")
             atexit.register(shutil.rmtree, scratch, ignore_errors=True)
-            snapshot = Path(scratch) / "chroma"
-            shutil.copytree(where, snapshot)
-            logger.warning("The store %s is read-only: searching a copy in %s", path, snapshot)
-            where = snapshot
+            shutil.copytree(where, Path(scratch) / "chroma")
+            logger.warning("The store %s is read-only: searching a copy in %s", path, scratch)
+            where = Path(scratch) / "chroma"
         return chromadb.PersistentClient(path=str(where))
     except Exception as exc:
-        hint = {
-            "disk_full": " The disk is full: free disk space, then open it again.",
-            "read_only": " The store is read-only and could not be copied for reading.",
-        }.get(classify_store_error(exc) or "", "")
+        hint = {"disk_full": " Free disk space, then open it again."}.get(
+            classify_store_error(exc) or "", ""
+        )
         msg = f"Cannot open the Chroma store in {where}: {exc}.{hint}"
         raise KnowledgeBaseOpenError(msg, kb_name=name) from exc
 
@@ -118,13 +101,14 @@ def is_not_found(exc: BaseException) -> bool:
     """Whether a Chroma error says that a collection does not exist."""
     if type(exc).__name__ in ("NotFoundError", "InvalidCollectionException"):
         return True
-    text = str(exc).lower()
-    return "does not exist" in text or "not found" in text
+    return any(marker in str(exc).lower() for marker in ("does not exist", "not found"))
 
 
-_DISK_FULL = ("disk is full", "no space left", "database or disk is full", "disk quota")
-_READ_ONLY = ("readonly database", "read-only file system", "read only", "permission denied")
-_DAMAGED = ("malformed", "not a database", "file is encrypted")
+_MARKERS = {
+    "disk_full": ("disk is full", "no space left", "database or disk is full", "disk quota"),
+    "read_only": ("readonly database", "read-only file system", "read only", "permission denied"),
+    "damaged": ("malformed", "not a database", "file is encrypted"),
+}
 
 
 def classify_store_error(exc: BaseException) -> str | None:
@@ -134,10 +118,7 @@ def classify_store_error(exc: BaseException) -> str | None:
     if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         return "read_only"
     text = str(exc).lower()
-    for reason, markers in (("disk_full", _DISK_FULL), ("read_only", _READ_ONLY)):
-        if any(marker in text for marker in markers):
-            return reason
-    return "damaged" if any(marker in text for marker in _DAMAGED) else None
+    return next((r for r, markers in _MARKERS.items() if any(m in text for m in markers)), None)
 
 
 def store_error(exc: BaseException, *, action: str, kb_name: str, path: Path) -> StoreError | None:
@@ -150,39 +131,37 @@ def store_error(exc: BaseException, *, action: str, kb_name: str, path: Path) ->
         path: Its store directory.
     """
     reason = classify_store_error(exc)
-    if reason == "disk_full":
-        msg = (
-            f"The disk holding knowledge base {kb_name!r} is full ({exc}): {action} was not "
-            "done, nothing half-written was kept and searches still work. Free disk space, "
-            "then run the same call again; no restart is needed."
-        )
-    elif reason == "read_only":
-        msg = (
-            f"The store of knowledge base {kb_name!r} ({path}) is read-only ({exc}): {action} "
-            "was refused. Searching still works; to write, make the store directory writable "
-            "or open a writable copy of it."
-        )
-    elif reason == "damaged":
-        msg = (
-            f"The Chroma store of knowledge base {kb_name!r} ({path}) is damaged ({exc}): "
-            f"{action} failed. Restore the store directory from a backup."
-        )
-    else:
+    if reason is None:
         return None
-    return StoreError(msg, kb_name=kb_name, reason=reason, path=path)
+    detail = {
+        "disk_full": f"The disk holding knowledge base {kb_name!r} is full ({exc}): {action} was "
+        "not done, and searches still work. Free disk space, then run the same call again; no "
+        "restart is needed.",
+        "read_only": read_only_message(kb_name, path, f"{action} ({exc})"),
+        "damaged": f"The Chroma store of knowledge base {kb_name!r} ({path}) is damaged ({exc}): "
+        f"{action} failed. Restore the store directory from a backup.",
+    }[reason]
+    return StoreError(detail, kb_name=kb_name, reason=reason, path=path)
+
+
+def read_only_message(kb_name: str, path: Path, action: str) -> str:
+    """What a write refused on a read-only store says."""
+    return (
+        f"The store of knowledge base {kb_name!r} ({path}) is read-only: {action} was refused. "
+        "Searching still works; to write, make the store directory writable or open a "
+        "writable copy of it."
+    )
 
 
 def chroma_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """Metadata as Chroma stores it: scalars kept, None dropped, the rest as JSON."""
-    out: dict[str, Any] = {}
-    for key, value in metadata.items():
-        if value is None:
-            continue
-        if isinstance(value, (str, int, float, bool)):
-            out[str(key)] = value
-        else:
-            out[str(key)] = json.dumps(value, default=str, sort_keys=True)
-    return out
+    return {
+        str(k): v
+        if isinstance(v, (str, int, float, bool))
+        else json.dumps(v, default=str, sort_keys=True)
+        for k, v in metadata.items()
+        if v is not None
+    }
 
 
 class StoreLock:
@@ -192,10 +171,9 @@ class StoreLock:
     shared by processes: two writers could each persist an index without the
     other's vectors. So the first process to open a store directory holds an
     exclusive ``flock`` on ``<path>/.kinject.lock`` until its last knowledge base
-    there is closed; another process gets a clear error instead of a corrupt
-    store. Within one process the lock is shared (reference-counted). A child
-    forked from the holder does not inherit it: it must take its own, which the
-    parent still holds, so it gets the "open in another process" error.
+    there is closed; another process gets a clear error. Within one process the
+    lock is shared (counted); a child forked from the holder must take its own,
+    which the parent still holds, so it gets the error too.
     """
 
     _held: ClassVar[dict[str, tuple[Any, int]]] = {}
@@ -203,35 +181,23 @@ class StoreLock:
     _guard = threading.Lock()
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
-        self.key = str(path.resolve())
-        self._released = False
+        self.key, self._released = str(path.resolve()), False
         with self._guard:
-            self._forget_inherited()
+            if StoreLock._held_by != os.getpid():  # inherited through a fork: not ours
+                StoreLock._held, StoreLock._held_by = {}, os.getpid()
             handle, count = self._held.get(self.key, (None, 0))
-            if handle is None:
-                handle = _flock(path, shared=read_only)
-            self._held[self.key] = (handle, count + 1)
-
-    @classmethod
-    def _forget_inherited(cls) -> None:
-        if cls._held_by != os.getpid():
-            cls._held, cls._held_by = {}, os.getpid()
+            self._held[self.key] = (handle or _flock(path, shared=read_only), count + 1)
 
     def release(self) -> None:
         """Release this holder's share; the lock goes when the last holder releases."""
-        if self._released:
-            return
-        self._released = True
         with self._guard:
-            self._forget_inherited()
-            handle, count = self._held.get(self.key, (None, 0))
-            if handle is None:
+            if self._released or StoreLock._held_by != os.getpid():
                 return
+            self._released = True
+            handle, count = self._held.pop(self.key, (None, 0))
             if count > 1:
                 self._held[self.key] = (handle, count - 1)
-                return
-            self._held.pop(self.key, None)
-            if hasattr(handle, "close"):
+            elif hasattr(handle, "close"):
                 handle.close()
 
 
@@ -265,21 +231,13 @@ def _flock(path: Path, *, shared: bool) -> Any:
     return handle
 
 
-MIN_FREE_ENV = "KINJECT_MIN_FREE_MB"
-"""Environment variable: MiB that writes leave free on the store's disk (default 16)."""
-
-DEFAULT_MIN_FREE_MB = 16
-
-
 def min_free_bytes() -> int:
-    """The free space a write must leave on the store's disk (``KINJECT_MIN_FREE_MB``).
+    """The free space a write must leave on the store's disk (``KINJECT_MIN_FREE_MB``, 16).
 
     Raises:
         ConfigurationError: The variable is set to something other than a number >= 0.
     """
-    raw = os.environ.get(MIN_FREE_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MIN_FREE_MB << 20
+    raw = os.environ.get(MIN_FREE_ENV, "").strip() or "16"
     try:
         mib = float(raw)
     except ValueError:
@@ -291,11 +249,10 @@ def min_free_bytes() -> int:
 
 
 def estimated_write_bytes(texts: Sequence[str], dimensions: int) -> int:
-    """A generous estimate of the disk a write of ``texts`` takes, Chroma and keyword cache.
+    """A generous estimate of the disk a write of ``texts`` takes (Chroma and keyword cache).
 
-    Chroma keeps each text, its metadata, its vector and the vector index; the keyword
-    cache keeps both indexes. Six times the text and three times the vector cover them
-    with room for journals.
+    Six times the text and three times the vector cover the text, metadata, vector,
+    vector index and both keyword indexes, with room for journals.
     """
     text_bytes = sum(len(t.encode("utf-8", "replace")) for t in texts)
     return text_bytes * 6 + len(texts) * max(dimensions, 0) * 4 * 3
@@ -312,25 +269,18 @@ def free_bytes(path: Path) -> int | None:
 def ensure_room(path: Path, needed: int, *, action: str, kb_name: str) -> None:
     """Refuse a write that would leave less than the reserve free on the store's disk.
 
-    Chroma's local store does not recover in-process from a write that fills the disk
-    (its compaction fails, and later calls in the same process may block), so a write
-    stops before that point with ``StoreError(reason="disk_full")``, having written
-    nothing. The reserve is ``KINJECT_MIN_FREE_MB`` (default 16 MiB; 0 turns it off).
-
-    Args:
-        path: The store directory.
-        needed: The write's estimated size in bytes (:func:`estimated_write_bytes`).
-        action: What is being done, for the message ("adding documents").
-        kb_name: The knowledge base.
+    Chroma's local store does not recover in-process from a write that fills the
+    disk, so a write stops before that point with ``StoreError(reason="disk_full")``,
+    having written nothing. The reserve is ``KINJECT_MIN_FREE_MB`` (0 turns it off).
     """
     reserve = min_free_bytes()
     free = free_bytes(path) if reserve else None
     if free is None or free >= needed + reserve:
         return
     msg = (
-        f"The disk holding knowledge base {kb_name!r} is full: {free >> 20} MiB free, "
-        f"and {action} needs about {max(needed >> 20, 1)} MiB plus a reserve of "
-        f"{reserve >> 20} MiB. Nothing was written and searches still work. Free disk "
-        f"space, then run the same call again; no restart is needed (the reserve is {MIN_FREE_ENV})."
+        f"The disk holding knowledge base {kb_name!r} is full: {free >> 20} MiB free, and "
+        f"{action} needs about {max(needed >> 20, 1)} MiB plus a reserve of {reserve >> 20} "
+        "MiB. Nothing was written and searches still work. Free disk space, then run the "
+        f"same call again; no restart is needed (the reserve is {MIN_FREE_ENV})."
     )
     raise StoreError(msg, kb_name=kb_name, reason="disk_full", path=path)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 
-from langchain_knowledge_inject._store.chroma import Chunk, source_of
+from langchain_knowledge_inject._store.chroma import Chunk, source_key
 from langchain_knowledge_inject._store.embeddings import model_window
 from langchain_knowledge_inject._store.storage import (
     chroma_metadata,
@@ -43,21 +43,8 @@ logger = logging.getLogger(__name__)
 
 RESERVED_KEYS = ("score", "chunk_id", "kb_name", "kb_id")
 """Metadata keys a search sets on its results; dropped from documents being added."""
-SOURCE_PATH_KEY = "source_path"
-"""Metadata key of the full path of an ingested file: the identity of its source."""
 FALLBACK_CHUNK_CHARS = (1000, 150)
 """Chunk size and overlap, in characters, when the model's window cannot be read."""
-
-
-def source_key(metadata: Mapping[str, Any]) -> str:
-    """The identity of a chunk's source: ``metadata["source_path"]``, else ``metadata["source"]``.
-
-    ``ingest`` stores a short ``source`` (the path relative to the ingest root,
-    what the model cites) and the file's full path in ``source_path``; chunk
-    ids, replacement of a changed file and fingerprints key on the full path,
-    so two files with the same name in different folders stay apart.
-    """
-    return source_of(metadata)
 
 
 def chunk_id(partition: str, source: str, text: str) -> str:
@@ -76,25 +63,21 @@ def partition_of(tenant_id: str | None) -> str:
 def default_splitter(embeddings: Embeddings) -> TextSplitter:
     """A splitter that follows the model: half its window, an eighth of it as overlap.
 
-    Measured in the model's own word pieces, wherever the window and tokenizer
-    can be read (a sentence-transformers model, directly or through
-    ``HuggingFaceEmbeddings``; the default model: 128 with 32 overlap). Else
-    :data:`FALLBACK_CHUNK_CHARS` characters, said once in the log.
+    Measured in the model's own word pieces wherever its window and tokenizer can
+    be read (``embeddings.model_window``; the default model: 128 with 32 overlap),
+    else :data:`FALLBACK_CHUNK_CHARS` characters, said once in the log.
     """
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
     window = model_window(embeddings)
     if window is None:
-        logger.info(
-            "the window of embedding model %s cannot be read: chunks of %d characters",
-            type(embeddings).__name__,
-            FALLBACK_CHUNK_CHARS[0],
-        )
         size, overlap = FALLBACK_CHUNK_CHARS
+        logger.info("the window of %s cannot be read: chunks of %d characters",
+                    type(embeddings).__name__, size)  # fmt: skip
         return RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap)
-    tokens, counter = window
+    tokens, count = window
     return RecursiveCharacterTextSplitter(
-        chunk_size=tokens // 2, chunk_overlap=tokens // 8, length_function=counter
+        chunk_size=tokens // 2, chunk_overlap=tokens // 8, length_function=count
     )
 
 
@@ -123,39 +106,30 @@ def split_documents(
         if tenant is not None:
             meta["tenant_id"] = str(tenant)
         meta["source"] = str(meta.get("source") or "")
-        parts = [doc.page_content]
-        size = getattr(splitter, "_chunk_size", None)  # chunks that already fit stay whole
-        if (
-            splitter is not None
-            and doc.page_content.strip()
-            and not (isinstance(size, int) and len(doc.page_content) <= size)
-        ):
-            parts = splitter.split_text(doc.page_content)
+        text, size = doc.page_content, getattr(splitter, "_chunk_size", None)
+        fits = isinstance(size, int) and len(text) <= size  # chunks that fit stay whole
+        parts = splitter.split_text(text) if splitter and text.strip() and not fits else [text]
         partition = partition_of(meta.get("tenant_id"))
-        for index, text in enumerate(parts):
+        for index, part in enumerate(parts):
             chunk_meta = dict(meta)
             if len(parts) > 1:
                 if "chunk_index" in chunk_meta:  # a chunk split again: its pieces keep order
                     chunk_meta["chunk_part"] = index
                 chunk_meta.setdefault("chunk_index", index)
             key = source_key(chunk_meta)
-            chunks.append(Chunk(chunk_id(partition, key, text), partition, key, text, chunk_meta))
+            chunks.append(Chunk(chunk_id(partition, key, part), partition, key, part, chunk_meta))
     return chunks
 
 
 def embed_distinct(embeddings: Embeddings, texts: Sequence[str]) -> list[list[float]]:
     """Embed ``texts``, each distinct text once: repeated chunks share one vector."""
-    if not texts:
-        return []
     distinct = list(dict.fromkeys(texts))
-    vectors = embeddings.embed_documents(distinct)
+    vectors = embeddings.embed_documents(distinct) if distinct else []
     if len(vectors) != len(distinct):
         msg = f"The embedding model returned {len(vectors)} vectors for {len(distinct)} texts"
         raise ConfigurationError(msg, option="embeddings", value=type(embeddings).__name__)
-    if len(distinct) == len(texts):
-        return list(vectors)
     by_text = dict(zip(distinct, vectors, strict=True))
-    return [by_text[text] for text in texts]
+    return [list(by_text[text]) for text in texts]
 
 
 @dataclass
@@ -166,6 +140,7 @@ class WritePlan:
     to_update: list[Chunk] = field(default_factory=list)
     stale: dict[str, list[str]] = field(default_factory=dict)
     complete: dict[str, dict[str, list[Chunk]]] = field(default_factory=dict)
+    """Per partition, every chunk of each source named (what its document row is made of)."""
     ids: list[str] = field(default_factory=list)
     updated: int = 0
     unchanged: int = 0
@@ -177,40 +152,36 @@ def plan_writes(
 ) -> WritePlan:
     """Decide, against what Chroma holds, what a call of ``add_documents`` must write."""
     plan = WritePlan()
-    by_partition: dict[str, list[Chunk]] = {}
-    for chunk in chunks:
-        by_partition.setdefault(chunk.partition, []).append(chunk)
-    for partition, rows in by_partition.items():
+    for partition in dict.fromkeys(c.partition for c in chunks):
+        rows = [c for c in chunks if c.partition == partition]
         stored = {
             c.chunk_id: c for c in chroma.get(partition, [r.chunk_id for r in rows], text=False)
         }
-        complete = plan.complete.setdefault(partition, {})
+        complete = plan.complete.setdefault(partition, {r.source: [] for r in rows})
         seen: set[str] = set()
         for row in rows:
-            complete.setdefault(row.source, [])
             if not row.text.strip():
                 plan.skipped += 1
                 continue
-            row = dataclasses.replace(row, fingerprint=fingerprints.get(row.source))
             plan.ids.append(row.chunk_id)
             if row.chunk_id in seen:
                 continue
             seen.add(row.chunk_id)
+            row = dataclasses.replace(row, fingerprint=fingerprints.get(row.source))
             complete[row.source].append(row)
             old = stored.get(row.chunk_id)
             if old is None:
                 plan.to_embed.append(row)
-            elif old.metadata != chroma_metadata(row.metadata):
-                plan.to_update.append(row)
-                plan.updated += 1
-            elif old.fingerprint != row.fingerprint:
-                plan.to_update.append(row)  # the source's fingerprint only: not counted
+            elif (
+                old.metadata != chroma_metadata(row.metadata) or old.fingerprint != row.fingerprint
+            ):
+                plan.to_update.append(row)  # a fingerprint alone changed: not counted
+                plan.updated += old.metadata != chroma_metadata(row.metadata)
             else:
                 plan.unchanged += 1
-        named = [s for s in complete if s]
-        fresh = {c.chunk_id for c in rows}
-        stale = [c.chunk_id for c in chroma.of_sources(partition, named, text=False)]
-        if stale := sorted(set(stale) - fresh):
+        fresh = {r.chunk_id for r in rows}
+        old_ids = {c.chunk_id for c in chroma.of_sources(partition, list(complete), text=False)}
+        if stale := sorted(old_ids - fresh):
             plan.stale[partition] = stale
     return plan
 
@@ -238,13 +209,26 @@ class Writes:
         self.chroma, self.cache, self.embeddings = chroma, cache, embeddings
         self.path, self.kb_name = path, kb_name
 
+    def _write(self, partition: str, chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]],
+               updated: Sequence[Chunk] = (), stale: Sequence[str] = ()) -> None:  # fmt: skip
+        """Chroma first (the cache is caught up again if that fails half way)."""
+        try:
+            if chunks:
+                self.chroma.upsert(partition, chunks, vectors)
+            if updated:
+                self.chroma.update(partition, updated)
+            self.chroma.delete(partition, stale)
+        except BaseException:
+            self.cache.invalidate(partition)
+            raise
+
     def _room(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
         needed = estimated_write_bytes(texts, len(vectors[0]) if vectors else 0)
         ensure_room(self.path, needed, action="adding documents", kb_name=self.kb_name)
 
     def add(self, chunks: Sequence[Chunk], fingerprints: Mapping[str, str]) -> WritePlan:
         """Store chunks idempotently: embed only new ones, replace each source's stale chunks."""
-        for partition in {c.partition for c in chunks}:
+        for partition in dict.fromkeys(c.partition for c in chunks):
             self.cache.ensure(partition)
         plan = plan_writes(self.chroma, chunks, fingerprints)
         vectors = embed_distinct(self.embeddings, [c.text for c in plan.to_embed])
@@ -252,59 +236,45 @@ class Writes:
         stamp = round(time.time(), 6)
         new = [dataclasses.replace(c, stamp=stamp) for c in plan.to_embed]
         updated = [dataclasses.replace(c, stamp=stamp) for c in plan.to_update]
-        partitions = sorted({c.partition for c in chunks})
-        try:
-            for partition in partitions:
-                picked = [
-                    (c, v) for c, v in zip(new, vectors, strict=True) if c.partition == partition
-                ]
-                if picked:
-                    self.chroma.upsert(partition, [c for c, _ in picked], [v for _, v in picked])
-                if changed := [c for c in updated if c.partition == partition]:
-                    self.chroma.update(partition, changed)
-                self.chroma.delete(partition, plan.stale.get(partition, []))
-        except BaseException:
-            for partition in partitions:
-                self.cache.invalidate(partition)
-            raise
-        for partition in partitions:
-            self.cache.apply(
-                partition,
-                upserted=[c for c in [*new, *updated] if c.partition == partition],
-                deleted=plan.stale.get(partition, []),
-                complete=plan.complete.get(partition, {}),
-            )
+        for partition, stale in {p: plan.stale.get(p, []) for p in plan.complete}.items():
+            picked = [(c, v) for c, v in zip(new, vectors, strict=True) if c.partition == partition]
+            mine = [c for c in updated if c.partition == partition]
+            self._write(partition, [c for c, _ in picked], [v for _, v in picked], mine, stale)
+        for partition, complete in plan.complete.items():
+            upserted = [c for c in [*new, *updated] if c.partition == partition]
+            deleted = plan.stale.get(partition, [])
+            self.cache.apply(partition, upserted=upserted, deleted=deleted, complete=complete)
         return plan
 
-    def upsert(self, records: Sequence[tuple[str, str, Mapping[str, Any]]], partition: str) -> None:
-        """Store chunks under ids chosen by the caller (no splitting); an existing id is replaced."""
-        latest = {str(cid): (text, dict(meta)) for cid, text, meta in records}
+    def upsert(
+        self,
+        records: Sequence[tuple[str, str, Mapping[str, Any]]],
+        partition: str,
+        *,
+        vectors: Sequence[Sequence[float]] | None = None,
+    ) -> None:
+        """Store ``(id, text, metadata)`` records under their ids (no splitting); an id is replaced.
+
+        ``vectors``, when given (one per record, ids distinct), are stored as they are.
+        """
         stamp = round(time.time(), 6)
+        latest = {str(cid): (text, dict(meta)) for cid, text, meta in records}
         chunks = [
-            Chunk(cid, partition, source_key(meta), text, meta, stamp)
-            for cid, (text, meta) in latest.items()
+            Chunk(cid, partition, source_key(m), t, m, stamp) for cid, (t, m) in latest.items()
         ]
-        if not chunks:
-            return
-        vectors = embed_distinct(self.embeddings, [c.text for c in chunks])
-        self._room([c.text for c in chunks], vectors)
-        self.cache.ensure(partition)
-        try:
-            self.chroma.upsert(partition, chunks, vectors)
-        except BaseException:
-            self.cache.invalidate(partition)
-            raise
-        self.cache.apply(partition, upserted=chunks)
+        if chunks:
+            if vectors is None:
+                vectors = embed_distinct(self.embeddings, [c.text for c in chunks])
+            self._room([c.text for c in chunks], vectors)
+            self.cache.ensure(partition)
+            self._write(partition, chunks, vectors)
+            self.cache.apply(partition, upserted=chunks)
 
     def delete(self, partition: str, ids: Sequence[str]) -> int:
         """Delete chunks by id from Chroma, then from the keyword cache; how many existed."""
         ids = list(dict.fromkeys(ids))
         self.cache.ensure(partition)
         existing = self.chroma.get(partition, ids, text=False)
-        try:
-            self.chroma.delete(partition, ids)
-        except BaseException:
-            self.cache.invalidate(partition)
-            raise
+        self._write(partition, (), (), stale=ids)
         self.cache.apply(partition, deleted=ids)
         return len(existing)

@@ -210,6 +210,7 @@ def test_a_documents_lead_counts_once_more_in_the_index(tmp_path):
             ),
         ]
     )
+
     def indexed(source: str) -> str:
         return document_text(kb._chroma.of_sources("", [source], text=True))
 

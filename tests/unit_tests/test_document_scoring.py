@@ -29,9 +29,7 @@ def test_scores_stay_in_unit_interval_over_the_union(dense, keyword, parents, po
 
 @given(dense_lists, keyword_lists, parent_maps)
 def test_document_weight_zero_is_plain_fusion(dense, keyword, parents):
-    assert fuse_with_documents(dense, keyword, parents, document_weight=0.0) == fuse(
-        dense, keyword
-    )
+    assert fuse_with_documents(dense, keyword, parents, document_weight=0.0) == fuse(dense, keyword)
 
 
 @given(dense_lists, keyword_lists)
@@ -98,7 +96,6 @@ class _Client:
 
 
 class _Wrapped(DeterministicFakeEmbedding):
-    model_config = {"arbitrary_types_allowed": True}
     _client: _Client | None = None
 
 

@@ -24,8 +24,8 @@ from langchain_knowledge_inject import (
     RetrievalError,
 )
 from langchain_knowledge_inject._store.calls import BoundedCalls, WorkerPool
-from langchain_knowledge_inject._store.filters import MAX_FILTER_DEPTH
 from langchain_knowledge_inject._store.chroma import STAMP
+from langchain_knowledge_inject._store.filters import MAX_FILTER_DEPTH
 from langchain_knowledge_inject.errors import (
     ForkedProcessError,
     KnowledgeBaseOpenError,

@@ -20,10 +20,9 @@ from langchain_knowledge_inject._ingest import loading
 from langchain_knowledge_inject._ingest.loading import ingest, ingest_splitter, split_documents
 from langchain_knowledge_inject._store import embeddings as emb_module
 from langchain_knowledge_inject._store import knowledge_base
-
-DEFAULT_CHUNK_TOKENS = 128  # half the default model's window: the default splitter's chunks
 from langchain_knowledge_inject._surfaces.cli import main
 
+DEFAULT_CHUNK_TOKENS = 128  # half the default model's window: the default splitter's chunks
 # Numbered words: each occurs once in a file, so counting chunks per word measures overlap.
 PROSE = " ".join(f"cell{i} infiltration was quantified (p<0.001)." for i in range(150))
 SECTIONED = (

@@ -125,7 +125,10 @@ def test_a_second_writer_waits_for_the_first(tmp_path):
 
 def test_odd_ids_and_text_are_stored_verbatim():
     index = KeywordIndex(None)
-    odd = [("id with 'quotes' and \"double\"", "naïve café über", "s'1"), ("ид-1", "قواعد الإجازة", "")]
+    odd = [
+        ("id with 'quotes' and \"double\"", "naïve café über", "s'1"),
+        ("ид-1", "قواعد الإجازة", ""),
+    ]
     index.add(odd)
     assert index.ids() == {c for c, _, _ in odd}
     # Diacritics are folded on both sides; right-to-left text is plain text.

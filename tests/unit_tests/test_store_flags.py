@@ -54,9 +54,8 @@ def test_a_plain_langchain_chroma_on_the_collection_sees_the_flag(tmp_path, emb)
 
     kb = _restricted(tmp_path, emb)
     kb.close()
-    plain = Chroma(
-        f"kinject-{kb.id}-shared", embedding_function=emb, persist_directory=str(tmp_path / "chroma")
-    )
+    name, folder = f"kinject-{kb.id}-shared", str(tmp_path / "chroma")
+    plain = Chroma(name, embedding_function=emb, persist_directory=folder)
     assert read_flags(plain._collection.metadata).restricted is True
     assert read_flags({}).restricted is False  # a collection of another package
     assert read_flags({"kinject:restricted": "no"}).restricted is True  # unreadable: on
@@ -116,7 +115,7 @@ def test_unreadable_flags_raise_naming_the_cause(tmp_path, emb, monkeypatch):
 
     monkeypatch.setattr(kb._chroma, "_get", down)
     monkeypatch.setattr(chroma_module, "SETTINGS_TTL", 0.0)
-    with pytest.raises(RetrievalError, match="ConnectionError.*treat it as restricted"):
+    with pytest.raises(RetrievalError, match=r"ConnectionError.*treat it as restricted"):
         _ = kb.restriction
     with pytest.raises(RetrievalError, match="ConnectionError"):
         asyncio.run(kb.arestriction())

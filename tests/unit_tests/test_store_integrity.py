@@ -247,9 +247,7 @@ def test_disk_full_in_chroma_is_a_store_error_and_recovers(tmp_path, emb, monkey
     assert kb.check().clean
 
 
-def test_disk_full_in_the_keyword_cache_is_caught_up_once_space_is_back(
-    tmp_path, emb, monkeypatch
-):
+def test_disk_full_in_the_keyword_cache_is_caught_up_once_space_is_back(tmp_path, emb, monkeypatch):
     kb = KnowledgeBase("full", path=tmp_path, embeddings=emb)
     kb.add_documents(DOCS[:1])
 
