@@ -9,10 +9,10 @@ and the embedded store has none):
 * :func:`apply_http_timeout` gives the client's ``httpx`` session a timeout when
   it has none (``client._server._session``: there is no public setting), so a
   thread waiting on a frozen server frees itself;
-* :class:`BoundedCalls` runs each call on the knowledge base's own pool of daemon
-  threads and waits at most until the operation's deadline; past it the caller
-  gets :class:`~langchain_knowledge_inject.errors.StoreTimeoutError` and the stuck
-  thread stays in this pool, never in another knowledge base's or the event loop's.
+* :class:`BoundedCalls` runs each call on the knowledge base's own threads and
+  waits at most until the operation's deadline; past it the caller gets
+  :class:`~langchain_knowledge_inject.errors.StoreTimeoutError` and the stuck thread
+  stays in this pool (freed by the session timeout), never in another's.
 
 The embedded store has no network between the caller and the data: its calls
 run inline.
@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import contextvars
 import math
-import queue
-import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -70,46 +68,16 @@ def apply_http_timeout(client: Any, seconds: float) -> bool:
     return True
 
 
-class WorkerPool:
-    """A bounded pool of daemon threads, started lazily (a stuck one never blocks the exit).
+def worker_pool(size: int, name: str) -> ThreadPoolExecutor:
+    """A knowledge base's own threads for calls to its server (a frozen one holds only these)."""
+    return ThreadPoolExecutor(max_workers=size, thread_name_prefix=name)
 
-    Args:
-        size: Most threads.
-        name: Thread name prefix.
-    """
 
-    def __init__(self, size: int, name: str) -> None:
-        self._size, self._name = size, name
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._threads = self._idle = self._pending = 0
-
-    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
-        """Run ``fn(*args, **kwargs)`` on a worker, in the caller's context; its future."""
-        future: Future[T] = Future()
-        with self._lock:
-            self._pending += 1
-            if self._pending > self._idle and self._threads < self._size:
-                self._threads += 1
-                name = f"{self._name}-{self._threads}"
-                threading.Thread(target=self._work, name=name, daemon=True).start()
-        self._queue.put((future, contextvars.copy_context(), fn, args, kwargs))
-        return future
-
-    def _work(self) -> None:
-        while True:
-            with self._lock:
-                self._idle += 1
-            future, context, fn, args, kwargs = self._queue.get()
-            with self._lock:
-                self._idle -= 1
-                self._pending -= 1
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(context.run(fn, *args, **kwargs))
-            except BaseException as exc:
-                future.set_exception(exc)
+def submit(
+    pool: ThreadPoolExecutor, fn: Callable[..., T], /, *args: Any, **kwargs: Any
+) -> Future[T]:
+    """``pool.submit`` in the caller's context (its deadline and ``raw_access`` go along)."""
+    return pool.submit(contextvars.copy_context().run, fn, *args, **kwargs)
 
 
 class BoundedCalls:
@@ -124,7 +92,7 @@ class BoundedCalls:
     def __init__(self, timeout: float | None, *, kb_name: str, size: int = 32) -> None:
         self.timeout = timeout
         self._kb_name = kb_name
-        self._pool = WorkerPool(size, f"kinject-{kb_name}")
+        self._pool = worker_pool(size, f"kinject-{kb_name}")
 
     @contextmanager
     def operation(self) -> Iterator[None]:
@@ -152,7 +120,7 @@ class BoundedCalls:
         deadline = _DEADLINE.get() or time.monotonic() + self.timeout
         remaining = deadline - time.monotonic()
         if remaining > 0:
-            future = self._pool.submit(fn, *args, **kwargs)
+            future = submit(self._pool, fn, *args, **kwargs)
             try:
                 return future.result(timeout=remaining)
             except FutureTimeout:

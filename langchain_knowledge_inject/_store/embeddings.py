@@ -23,20 +23,24 @@ cores make every split wait for a pre-empted one.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
 import os
 import sys
 import threading
-from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from langchain_core.embeddings import Embeddings
 
-from langchain_knowledge_inject.errors import ConfigurationError, KnowledgeBaseOpenError
+from langchain_knowledge_inject.errors import (
+    ConfigurationError,
+    KnowledgeBaseOpenError,
+    KnowledgeInjectError,
+)
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -331,30 +335,15 @@ def embedding_model_name(embeddings: Embeddings) -> str:
     return f"{type(embeddings).__name__}{f'(size={size})' if isinstance(size, int) else ''}"
 
 
-class QueryEmbeddingCache:
-    """A thread-safe LRU cache of query embeddings: a repeated query is not embedded again.
-
-    Args:
-        embed: The function that embeds one query.
-        maxsize: How many distinct queries to keep.
-    """
-
-    def __init__(self, embed: Callable[[str], list[float]], *, maxsize: int = 2048) -> None:
-        self._embed = embed
-        self._maxsize = maxsize
-        self._data: OrderedDict[str, list[float]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def __call__(self, text: str) -> list[float]:
-        """Return the embedding of ``text``, computing it only on a miss."""
-        with self._lock:
-            vector = self._data.get(text)
-            if vector is not None:
-                self._data.move_to_end(text)
-                return vector
-        vector = self._embed(text)
-        with self._lock:
-            self._data[text] = vector
-            if len(self._data) > self._maxsize:
-                self._data.popitem(last=False)
-        return vector
+@contextlib.contextmanager
+def model_errors(kb_name: str) -> Iterator[None]:
+    """Turn a failure of the embedding model into a clear :class:`KnowledgeBaseOpenError`."""
+    try:
+        yield
+    except KnowledgeInjectError:
+        raise
+    except Exception as exc:
+        msg = (
+            f"The embedding model of knowledge base {kb_name!r} failed: {type(exc).__name__}: {exc}"
+        )
+        raise KnowledgeBaseOpenError(msg, kb_name=kb_name) from exc

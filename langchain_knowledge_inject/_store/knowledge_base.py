@@ -16,6 +16,7 @@ does, so no async path blocks the event loop.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -26,47 +27,31 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from langchain_core.documents import Document
 
-from langchain_knowledge_inject._store import fusion
-from langchain_knowledge_inject._store.calls import (
-    DEFAULT_TIMEOUT,
-    BoundedCalls,
-    WorkerPool,
-    apply_http_timeout,
-    check_seconds,
+from langchain_knowledge_inject import errors
+from langchain_knowledge_inject._store import (
+    calls,
+    flags,
+    fusion,
+    metadata,
+    migration,
+    storage,
+    writes,
 )
 from langchain_knowledge_inject._store.chroma import ChromaSide
 from langchain_knowledge_inject._store.embeddings import (
-    QueryEmbeddingCache,
     default_embeddings,
     embedding_model_name,
+    model_errors,
 )
 from langchain_knowledge_inject._store.filters import split_tenant
-from langchain_knowledge_inject._store.flags import (
-    FORMAT,
-    RestrictionFlags,
-    check_raw_read,
-    read_flags,
-    read_settings,
-)
+from langchain_knowledge_inject._store.flags import RestrictionFlags
 from langchain_knowledge_inject._store.keyword import STOPWORDS
 from langchain_knowledge_inject._store.keyword_cache import (
     CLOCK_SKEW_S,
     ConsistencyReport,
     KeywordCache,
 )
-from langchain_knowledge_inject._store.metadata import (
-    AddResult,
-    KnowledgeBaseInfo,
-    derive_topics,
-    info_of,
-    list_knowledge_bases,
-)
-from langchain_knowledge_inject._store.migration import (
-    copy_collection,
-    find_collection,
-    migrate_kb,
-    migrate_store,
-)
+from langchain_knowledge_inject._store.metadata import AddResult, KnowledgeBaseInfo
 from langchain_knowledge_inject._store.retriever import KnowledgeBaseRetriever
 from langchain_knowledge_inject._store.search import PartitionSearch
 from langchain_knowledge_inject._store.search_args import (
@@ -74,36 +59,8 @@ from langchain_knowledge_inject._store.search_args import (
     SearchMode,
     check_search_args,
 )
-from langchain_knowledge_inject._store.storage import (
-    NAME_PATTERN,
-    StoreLock,
-    collection_name,
-    default_store_path,
-    ensure_store_dir,
-    is_not_found,
-    knowledge_base_id,
-    persistent_client,
-    read_only_message,
-    store_error,
-    store_is_writable,
-)
-from langchain_knowledge_inject._store.writes import (
-    Writes,
-    chunk_id,
-    default_splitter,
-    partition_of,
-    split_documents,
-)
-from langchain_knowledge_inject.errors import (
-    ConfigurationError,
-    ForkedProcessError,
-    KnowledgeBaseNotFoundError,
-    KnowledgeBaseOpenError,
-    KnowledgeInjectError,
-    RetrievalError,
-    StoreError,
-    StoreTimeoutError,
-)
+from langchain_knowledge_inject._store.storage import default_store_path, store_is_writable
+from langchain_knowledge_inject._store.writes import chunk_id
 
 if TYPE_CHECKING:
     import chromadb
@@ -148,70 +105,49 @@ def _twin(method: Callable[..., T]) -> Callable[..., Coroutine[Any, Any, T]]:
 class KnowledgeBase:
     """A named knowledge base: Chroma collections (cosine) plus a keyword cache.
 
-    Setup:
-        ``pip install langchain-knowledge-inject``; the default embedding model
-        (all-MiniLM-L6-v2) ships with it and loads offline, on first use.
+    The default embedding model (all-MiniLM-L6-v2) ships with the package and
+    loads offline, on its first use.
 
-    Instantiate:
+    Example:
         .. code-block:: python
 
             from langchain_core.documents import Document
             from langchain_core.embeddings import DeterministicFakeEmbedding
             from langchain_knowledge_inject import KnowledgeBase
 
-            kb = KnowledgeBase(
-                "hr", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=32)
-            )
-            result = kb.add_documents(
-                [Document("Staff get 25 days of annual leave.", metadata={"source": "leave.md"})]
-            )
-            assert result.added == 1
-            assert kb.add_documents(
-                [Document("Staff get 25 days of annual leave.", metadata={"source": "leave.md"})]
-            ).unchanged == 1
-
-    Search:
-        .. code-block:: python
-
+            kb = KnowledgeBase("hr", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=32))
+            leave = Document("Staff get 25 days of annual leave.", metadata={"source": "leave.md"})
+            assert kb.add_documents([leave]).added == 1
+            assert kb.add_documents([leave]).unchanged == 1  # idempotent per source
             docs = kb.search("annual leave days", k=2, min_score=0.0, mode="keyword")
             assert docs[0].metadata["source"] == "leave.md"
-
-    Use as Retriever:
-        .. code-block:: python
-
             retriever = kb.as_retriever(k=1, min_score=0.0, mode="keyword")
             assert len(retriever.invoke("annual leave")) == 1
 
     Args:
         name: Name of the knowledge base (letters, digits, '.', '_', '-'; up to 63).
-        path: Store directory. Defaults to :func:`default_store_path`. With a
-            ``client``, the keyword cache still lives here.
-        client: A ``chromadb`` client (``chromadb.HttpClient`` for a Chroma server).
-            Defaults to an embedded ``PersistentClient`` under ``path``.
-        embeddings: Any LangChain ``Embeddings``. Defaults to all-MiniLM-L6-v2, offline.
-        description: What the knowledge base holds (stored; None keeps the stored one).
+        path: Store directory (default :func:`default_store_path`); the keyword cache
+            lives here even with a ``client``.
+        client: A ``chromadb`` client (``HttpClient`` for a server); default: an
+            embedded ``PersistentClient`` under ``path``.
+        embeddings: Any LangChain ``Embeddings``; default: all-MiniLM-L6-v2, offline.
+        description: What it holds (stored; None keeps the stored one).
         topics: Its topics (stored; None keeps the stored ones, or derives them).
-        text_splitter: Splits documents longer than a chunk before storing. Default:
-            half the model's window, an eighth as overlap, in its word pieces (the
-            default model: 128 and 32; see ``writes.default_splitter``). None: one
-            chunk per document.
-        create: Create the knowledge base when it does not exist; False raises
-            :class:`KnowledgeBaseNotFoundError` instead.
-        restricted: Turn restricted mode on (stored with the data, in Chroma). It
-            is turned off only by :meth:`unrestrict`: ``False`` on a restricted
-            knowledge base raises :class:`ConfigurationError`.
-        sensitive_sources: Hide source names from the main model in restricted mode
-            (stored; turned off only by :meth:`unrestrict`, like ``restricted``).
+        text_splitter: Cuts documents longer than a chunk. Default: half the model's
+            window, an eighth as overlap, in its word pieces (the default model: 128
+            and 32; ``writes.default_splitter``). None: one chunk per document.
+        create: Create it when missing; False raises :class:`KnowledgeBaseNotFoundError`.
+        restricted: Turn restricted mode on (stored with the data); only
+            :meth:`unrestrict` turns it off (``False`` here raises ``ConfigurationError``).
+        sensitive_sources: Hide source names in restricted mode (stored; like ``restricted``).
         routing_hint: Restricted mode routing hint (stored).
         routing_keywords: Restricted mode routing keywords (stored).
-        timeout: Seconds a call to a Chroma server (``client=``) may take, for a
-            search as a whole and for each write batch; past it the call fails
-            with :class:`StoreTimeoutError`. None waits without limit.
-        sync_interval: With a Chroma server: at most this many seconds after
-            another process writes, this one's keyword search has its chunks
-            (dense search at once). None: caught up once, when first used.
+        timeout: Seconds a call to a Chroma server may take (a search as a whole, each
+            write batch); past it :class:`StoreTimeoutError`. None: no limit.
+        sync_interval: With a server: most seconds before another process's writes
+            reach keyword search (dense at once). None: caught up once, when first used.
 
-    Fork safety: used in a child forked after it was opened (Gunicorn ``--preload``,
+    Used in a child forked after it was opened (Gunicorn ``--preload``,
     ``multiprocessing`` with ``fork``) it raises :class:`ForkedProcessError`: open
     it in each worker after the fork.
     """
@@ -234,34 +170,36 @@ class KnowledgeBase:
         sensitive_sources: bool | None = None,
         routing_hint: str | None = None,
         routing_keywords: Sequence[str] | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
+        timeout: float | None = calls.DEFAULT_TIMEOUT,
         sync_interval: float | None = DEFAULT_SYNC_INTERVAL,
     ) -> None:
-        check_seconds("timeout", timeout)
-        check_seconds("sync_interval", sync_interval, zero=True)
-        if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        calls.check_seconds("timeout", timeout)
+        calls.check_seconds("sync_interval", sync_interval, zero=True)
+        if not isinstance(name, str) or not storage.NAME_PATTERN.match(name):
             msg = (
                 f"Invalid knowledge-base name {name!r}: use 1-63 letters, digits, '.', '_' or '-',"
                 " starting with a letter or digit"
             )
-            raise ConfigurationError(msg, option="name", value=name)
-        self.name, self.id, self._pid = name, knowledge_base_id(name), os.getpid()
+            raise errors.ConfigurationError(msg, option="name", value=name)
+        self.name, self.id, self._pid = name, storage.knowledge_base_id(name), os.getpid()
         self.path = Path(path).expanduser() if path is not None else default_store_path()
-        ensure_store_dir(self.path)
+        storage.ensure_store_dir(self.path)
         self.read_only = not store_is_writable(self.path)
         """True when the store cannot be written: searches work, writes raise ``StoreError``."""
         server = client is not None
-        self._store_lock = None if server else StoreLock(self.path, read_only=self.read_only)
+        self._store_lock = (
+            None if server else storage.StoreLock(self.path, read_only=self.read_only)
+        )
         try:
             self.embeddings = embeddings or default_embeddings(cache_dir=self.path)
             self.timeout = timeout if server else None
             if client is None:
-                client = persistent_client(self.path, name, read_only=self.read_only)
+                client = storage.persistent_client(self.path, name, read_only=self.read_only)
             elif timeout is not None:
-                apply_http_timeout(client, timeout)
-            calls = BoundedCalls(self.timeout, kb_name=name)
-            self._chroma = ChromaSide(client, kb_id=self.id, server=server, calls=calls)
-            self._async_pool = WorkerPool(32, f"kinject-{name}-search") if server else None
+                calls.apply_http_timeout(client, timeout)
+            bounded = calls.BoundedCalls(self.timeout, kb_name=name)
+            self._chroma = ChromaSide(client, kb_id=self.id, server=server, calls=bounded)
+            self._async_pool = calls.worker_pool(32, f"kinject-{name}-search") if server else None
             given: dict[str, Any] = {"restricted": restricted, "routing_hint": routing_hint}
             given.update(sensitive_sources=sensitive_sources, routing_keywords=routing_keywords)
             self._pending: dict[str, Any] | None = None
@@ -276,13 +214,17 @@ class KnowledgeBase:
             interval=sync_interval,
             overlap=(self.timeout or _UNBOUNDED_WRITE_S) + CLOCK_SKEW_S,
         )
-        self._query_vector = QueryEmbeddingCache(self.embeddings.embed_query)
+        self._query_vector = functools.lru_cache(maxsize=2048)(self._embed_query)
         self._searcher = PartitionSearch(self._chroma, self._cache, self._query_vector)
-        self._writes = Writes(
+        self._writes = writes.Writes(
             self._chroma, self._cache, self.embeddings, path=self.path, kb_name=name
         )
         self._text_splitter = text_splitter
         self._topics: tuple[int, list[str]] | None = None
+
+    def _embed_query(self, text: str) -> list[float]:
+        with model_errors(self.name):
+            return self.embeddings.embed_query(text)
 
     # -- opening ------------------------------------------------------------------------
     def _open(
@@ -297,14 +239,14 @@ class KnowledgeBase:
         client = self._chroma.client
         try:
             if not self.read_only:
-                migrate_store(self.path, client)
+                migration.migrate_store(self.path, client)
             shared = self._chroma.collection("")
             if (
                 shared is None or not isinstance((shared.metadata or {}).get("kinject:format"), int)
-            ) and (not self.read_only and migrate_kb(client, self.name)):
+            ) and (not self.read_only and migration.migrate_kb(client, self.name)):
                 self._chroma.forget()
                 shared = self._chroma.collection("")
-        except KnowledgeInjectError:
+        except errors.KnowledgeInjectError:
             raise
         except Exception as exc:
             if self._remembered() is None:
@@ -312,7 +254,7 @@ class KnowledgeBase:
                     f"Knowledge base {self.name!r}: Chroma could not be asked whether it holds it "
                     f"({type(exc).__name__}: {exc}). Open it again once the Chroma server answers."
                 )
-                raise KnowledgeBaseOpenError(msg, kb_name=self.name) from exc
+                raise errors.KnowledgeBaseOpenError(msg, kb_name=self.name) from exc
             logger.warning(
                 "Knowledge base %r opened while Chroma does not answer (%s): its calls fail "
                 "until it does", self.name, type(exc).__name__,
@@ -330,21 +272,21 @@ class KnowledgeBase:
         model = embedding_model_name(self.embeddings)
         if shared is None:
             shared = self._create(create, {**wanted, "model": model})
-        stored = read_settings(shared.metadata)
+        stored = flags.read_settings(shared.metadata)
         if stored["model"] not in ("", model):
             msg = (
                 f"Knowledge base {self.name!r} was built with the embedding model "
                 f"{stored['model']!r}; it cannot be searched with {model!r}. Open it with the "
                 "same model, or ingest into a new knowledge base."
             )
-            raise KnowledgeBaseOpenError(msg, kb_name=self.name)
+            raise errors.KnowledgeBaseOpenError(msg, kb_name=self.name)
         for key in _FLAGS:
             if stored[key] and wanted.get(key) is False:
                 msg = (
                     f"Knowledge base {self.name!r} is {key.replace('_', ' ')}: the constructor "
                     "never turns that off. Call kb.unrestrict() to turn restriction off (logged)."
                 )
-                raise ConfigurationError(msg, option=key, value=False)
+                raise errors.ConfigurationError(msg, option=key, value=False)
         wanted.update(model=model, kb=self.name, kb_id=self.id)
         if description is not None:
             wanted["description"] = description
@@ -359,9 +301,11 @@ class KnowledgeBase:
     def _create(self, create: bool, wanted: dict[str, Any]) -> Any:
         """Create the knowledge base: its shared collection."""
         if not create or self.read_only:
-            names = [i.name for i in list_knowledge_bases(self.path, client=self._chroma.client)]
+            names = [
+                i.name for i in metadata.list_knowledge_bases(self.path, client=self._chroma.client)
+            ]
             msg = f"No knowledge base named {self.name!r} in {self.path} (existing: "
-            raise KnowledgeBaseNotFoundError(
+            raise errors.KnowledgeBaseNotFoundError(
                 f"{msg}{', '.join(names) or 'none'})", kb_name=self.name
             )
         remembered = self._remembered() or {}
@@ -371,7 +315,7 @@ class KnowledgeBase:
                     "Knowledge base %r was %s here before: created so again", self.name, key
                 )
                 wanted[key] = True
-        settings = {"kb": self.name, "kb_id": self.id, "format": FORMAT, **wanted}
+        settings = {"kb": self.name, "kb_id": self.id, "format": flags.FORMAT, **wanted}
         return self._chroma.create("", {"description": "", "topics": [], **settings})
 
     def _memory(self) -> Path:
@@ -404,12 +348,12 @@ class KnowledgeBase:
                 "without --preload, or in post_fork; multiprocessing: the 'spawn' start method, "
                 "or open it inside the worker function)."
             )
-            raise ForkedProcessError(msg, kb_name=self.name, opened_in=self._pid)
+            raise errors.ForkedProcessError(msg, kb_name=self.name, opened_in=self._pid)
         if self._pending is not None:
             self._open(**self._pending)
             if self._pending is not None:
                 msg = f"Knowledge base {self.name!r}: the Chroma server does not answer"
-                raise RetrievalError(msg, kb_name=self.name)
+                raise errors.RetrievalError(msg, kb_name=self.name)
 
     # -- settings and flags -------------------------------------------------------------
     @property
@@ -423,14 +367,14 @@ class KnowledgeBase:
         self._ready()
         try:
             return RestrictionFlags.of(self._chroma.settings())
-        except KnowledgeInjectError:
+        except errors.KnowledgeInjectError:
             raise
         except Exception as exc:
             msg = (
                 f"The restriction flags of knowledge base {self.name!r} could not be read from "
                 f"Chroma ({type(exc).__name__}); treat it as restricted"
             )
-            raise RetrievalError(msg, kb_name=self.name) from exc
+            raise errors.RetrievalError(msg, kb_name=self.name) from exc
 
     def _restriction(self) -> RestrictionFlags:
         return self.restriction
@@ -466,9 +410,12 @@ class KnowledgeBase:
         if not settings["topics"]:
             if self._topics is None or self._topics[0] != count:
                 sample = self._chroma.collection("").get(limit=500, include=["documents"])
-                self._topics = (count, derive_topics([t for t in sample["documents"] or [] if t]))
+                self._topics = (
+                    count,
+                    metadata.derive_topics([t for t in sample["documents"] or [] if t]),
+                )
             derived = self._topics[1]
-        return info_of(settings, chunk_count=count, derived=derived)
+        return metadata.info_of(settings, chunk_count=count, derived=derived)
 
     def _info(self) -> KnowledgeBaseInfo:
         return self.info
@@ -479,20 +426,20 @@ class KnowledgeBase:
     def text_splitter(self) -> TextSplitter | None:
         """The splitter ``add_documents`` and ``ingest`` cut documents with (None: keep whole)."""
         if self._text_splitter is _DEFAULT_SPLITTER:
-            self._text_splitter = default_splitter(self.embeddings)
+            self._text_splitter = writes.default_splitter(self.embeddings)
         return self._text_splitter
 
     def get_source_fingerprint(self, source: str, *, tenant_id: str | None = None) -> str | None:
         """The fingerprint stored with ``source`` by the last ``add_documents``, or None."""
         self._ready()
-        chunks = self._chroma.of_sources(partition_of(tenant_id), [source], text=False)
+        chunks = self._chroma.of_sources(writes.partition_of(tenant_id), [source], text=False)
         return next((c.fingerprint for c in chunks if c.fingerprint is not None), None)
 
     # -- writes -------------------------------------------------------------------------
     def _refuse_if_read_only(self, action: str) -> None:
         if self.read_only:
-            msg = read_only_message(self.name, self.path, action)
-            raise StoreError(msg, kb_name=self.name, reason="read_only", path=self.path)
+            msg = storage.read_only_message(self.name, self.path, action)
+            raise errors.StoreError(msg, kb_name=self.name, reason="read_only", path=self.path)
 
     def _write(self, action: str, fn: Callable[..., T], /, *args: Any) -> T:
         """Run a write: checked, store errors explained, a collection deleted under us found."""
@@ -500,13 +447,13 @@ class KnowledgeBase:
         self._refuse_if_read_only(action)
         try:
             return fn(*args)
-        except KnowledgeInjectError:
+        except errors.KnowledgeInjectError:
             raise
         except Exception as exc:
-            if is_not_found(exc):  # deleted under us (server wiped or restarted): once more
+            if storage.is_not_found(exc):  # deleted under us (server wiped or restarted): once more
                 self._chroma.forget()
                 return fn(*args)
-            error = store_error(exc, action=action, kb_name=self.name, path=self.path)
+            error = storage.store_error(exc, action=action, kb_name=self.name, path=self.path)
             if error is None:
                 raise
             raise error from exc
@@ -518,29 +465,21 @@ class KnowledgeBase:
         tenant_id: str | None = None,
         fingerprints: Mapping[str, str] | None = None,
     ) -> AddResult:
-        """Add documents, idempotently.
-
-        Documents are split by the knowledge base's text splitter; each chunk's
-        id derives from its tenant, source and content. A chunk already stored
-        is not embedded again. All chunks of one source given in a call replace
-        that source's previous chunks: stale ones are removed.
+        """Add documents, idempotently: split, embedded only when new (see :mod:`~.writes`).
 
         Args:
-            documents: The documents; ``metadata["source"]`` names where each
-                came from (``metadata["source_path"]``, when set, is the source's
-                identity instead), ``metadata["tenant_id"]`` puts it in a tenant partition.
+            documents: The documents; ``metadata["source"]`` (or ``["source_path"]``)
+                names the source, whose earlier chunks the ones given now replace;
+                ``metadata["tenant_id"]`` puts it in a tenant partition.
             tenant_id: Tenant of every document (must agree with their metadata).
-            fingerprints: ``{source identity: fingerprint}`` to store (for example a file hash).
-
-        Returns:
-            What was added, left unchanged, updated and replaced.
+            fingerprints: ``{source identity: fingerprint}`` to store (a file hash).
 
         Raises:
-            StoreTimeoutError: A Chroma server call took longer than ``timeout``
-                (running the same add again converges).
+            StoreTimeoutError: A Chroma server was slower than ``timeout`` (running
+                the same add again converges).
         """
         self._ready()
-        chunks = split_documents(documents, tenant_id, self.text_splitter)
+        chunks = writes.split_documents(documents, tenant_id, self.text_splitter)
         plan = self._write("adding documents", self._writes.add, chunks, fingerprints or {})
         replaced = sum(len(v) for v in plan.stale.values())
         return AddResult(
@@ -557,13 +496,15 @@ class KnowledgeBase:
         The write path of :meth:`vectorstore` and episodic memory: no splitting,
         no source replacement, the metadata kept as given.
         """
-        self._write("adding documents", self._writes.upsert, records, partition_of(tenant_id))
+        self._write(
+            "adding documents", self._writes.upsert, records, writes.partition_of(tenant_id)
+        )
 
     aupsert_records = _twin(upsert_records)
 
     def delete(self, ids: Sequence[str], *, tenant_id: str | None = None) -> int:
         """Delete chunks by id from one partition; returns how many existed."""
-        partition = partition_of(tenant_id)
+        partition = writes.partition_of(tenant_id)
         return self._write("deleting chunks", self._writes.delete, partition, list(ids))
 
     adelete = _twin(delete)
@@ -571,7 +512,7 @@ class KnowledgeBase:
     def delete_source(self, source: str, *, tenant_id: str | None = None) -> int:
         """Delete every chunk of ``source`` (its identity: an ingested file's full path)."""
         self._ready()
-        chunks = self._chroma.of_sources(partition_of(tenant_id), [source], text=False)
+        chunks = self._chroma.of_sources(writes.partition_of(tenant_id), [source], text=False)
         return self.delete([c.chunk_id for c in chunks], tenant_id=tenant_id)
 
     adelete_source = _twin(delete_source)
@@ -579,13 +520,13 @@ class KnowledgeBase:
     def count(self, *, tenant_id: str | None = None) -> int:
         """How many chunks one partition holds (the shared one when ``tenant_id`` is None)."""
         self._ready()
-        return self._chroma.count(partition_of(tenant_id))
+        return self._chroma.count(writes.partition_of(tenant_id))
 
     def delete_tenant(self, tenant_id: str) -> int:
         """Delete one tenant partition (collection and keyword cache); how many chunks it held."""
-        if not partition_of(tenant_id):
+        if not writes.partition_of(tenant_id):
             msg = "delete_tenant needs a tenant id; the shared partition goes with kb.drop()"
-            raise ConfigurationError(msg, option="tenant_id", value=tenant_id)
+            raise errors.ConfigurationError(msg, option="tenant_id", value=tenant_id)
         count = self.count(tenant_id=tenant_id)
         self._write("deleting a tenant", self._delete_partitions, [tenant_id])
         return count
@@ -601,10 +542,10 @@ class KnowledgeBase:
                 chroma.calls.call(
                     "delete_collection",
                     chroma.client.delete_collection,
-                    collection_name(self.id, partition),
+                    storage.collection_name(self.id, partition),
                 )
             except Exception as exc:
-                if not is_not_found(exc):
+                if not storage.is_not_found(exc):
                     raise
             self._cache.drop(partition)
         chroma.forget()
@@ -622,16 +563,15 @@ class KnowledgeBase:
         mode: SearchMode = "hybrid",
         tenant_id: str | None = None,
     ) -> list[Document]:
-        """Return the chunks most relevant to ``query``, best first (raw text: the owner's API).
+        """The chunks most relevant to ``query``, best first (raw text: the owner's API).
 
         Args:
             query: The question (cut to :data:`MAX_QUERY_CHARS` characters).
             k: How many chunks at most (>= 1).
-            min_score: Drop chunks scoring below this, in [0, 1]; see
-                :mod:`langchain_knowledge_inject._store.fusion` for what a score means.
-                None uses :data:`~langchain_knowledge_inject._store.fusion.DEFAULT_MIN_SCORE`.
-            filter: Metadata filter in Chroma's ``where`` language; its
-                ``tenant_id`` selects the tenant partition.
+            min_score: Drop chunks scoring below this, in [0, 1] (what a score means:
+                :mod:`~.fusion`); None: ``fusion.DEFAULT_MIN_SCORE``.
+            filter: Metadata filter in Chroma's ``where`` language (its ``tenant_id``
+                selects the partition).
             mode: ``"dense"``, ``"keyword"`` or ``"hybrid"`` (the default, a fusion).
             tenant_id: Search this tenant's partition; None searches the shared one.
 
@@ -640,10 +580,8 @@ class KnowledgeBase:
             ``["chunk_id"]``, ``["kb_name"]``, ``["kb_id"]``, ``["source"]``.
 
         Raises:
-            ConfigurationError: An argument has a value that is not allowed.
-            RetrievalError: The store could not be searched.
-            StoreTimeoutError: A Chroma server did not answer within ``timeout``.
-            ForkedProcessError: Used in a process forked after it was opened.
+            ConfigurationError: An argument that is not allowed.
+            RetrievalError: The store could not be searched (``StoreTimeoutError``: not in time).
         """
         partition, ranked, _, read = self._ranked(query, k, min_score, filter, mode, tenant_id)
         if not ranked:
@@ -692,7 +630,7 @@ class KnowledgeBase:
             isinstance(stopwords, AbstractSet) and all(isinstance(w, str) for w in stopwords)
         ):
             msg = "stopwords must be a set of lowercase words, or None"
-            raise ConfigurationError(msg, option="stopwords", value=stopwords)
+            raise errors.ConfigurationError(msg, option="stopwords", value=stopwords)
         _, ranked, dense, _ = self._ranked(query, k, min_score, filter, mode, tenant_id, stopwords)
         if not with_dense:
             return ranked
@@ -715,7 +653,7 @@ class KnowledgeBase:
         self._ready()
         k, min_score, mode = check_search_args(k, min_score, mode)
         tenant, where = split_tenant(filter, tenant_id)
-        partition, text = partition_of(tenant), (query or "")[:MAX_QUERY_CHARS]
+        partition, text = writes.partition_of(tenant), (query or "")[:MAX_QUERY_CHARS]
         if not text.strip():
             return partition, [], [], {}
         depth = max(k, fusion.CANDIDATE_DEPTH) if mode == "hybrid" else k
@@ -730,16 +668,16 @@ class KnowledgeBase:
         try:
             with self._chroma.calls.operation():
                 return fn(*args)
-        except (RetrievalError, ConfigurationError, KnowledgeBaseOpenError):
+        except (errors.RetrievalError, errors.ConfigurationError, errors.KnowledgeBaseOpenError):
             raise
         except Exception as exc:
             msg = f"Search of knowledge base {self.name!r} failed: {type(exc).__name__}: {exc}"
-            raise RetrievalError(msg, kb_name=self.name) from exc
+            raise errors.RetrievalError(msg, kb_name=self.name) from exc
 
     def get_by_ids(self, ids: Sequence[str], *, tenant_id: str | None = None) -> list[Document]:
         """Stored chunks by id, with the metadata they were stored with (missing ids left out)."""
         self._ready()
-        found = {c.chunk_id: c for c in self._chroma.get(partition_of(tenant_id), list(ids))}
+        found = {c.chunk_id: c for c in self._chroma.get(writes.partition_of(tenant_id), list(ids))}
         chunks = [found[cid] for cid in dict.fromkeys(ids) if cid in found]
         return [
             Document(id=c.chunk_id, page_content=c.text, metadata=dict(c.metadata)) for c in chunks
@@ -765,14 +703,14 @@ class KnowledgeBase:
         if self._async_pool is None:
             return await asyncio.to_thread(fn, *args, **kwargs)
         if self.timeout is None or fn is not KnowledgeBase.search:
-            return await asyncio.wrap_future(self._async_pool.submit(fn, *args, **kwargs))
+            return await asyncio.wrap_future(calls.submit(self._async_pool, fn, *args, **kwargs))
         with self._chroma.calls.operation():  # the deadline runs from now, queued or not
-            future = asyncio.wrap_future(self._async_pool.submit(fn, *args, **kwargs))
+            future = asyncio.wrap_future(calls.submit(self._async_pool, fn, *args, **kwargs))
         try:
             return await asyncio.wait_for(future, self.timeout + _LOCAL_GRACE_S)
         except asyncio.TimeoutError:
             msg = f"Search of knowledge base {self.name!r} did not finish within {self.timeout:g} s"
-            raise StoreTimeoutError(
+            raise errors.StoreTimeoutError(
                 msg, kb_name=self.name, operation="search", seconds=self.timeout
             ) from None
 
@@ -798,22 +736,22 @@ class KnowledgeBase:
         from langchain_knowledge_inject._store.vectorstore import KnowledgeBaseVectorStore
 
         self._ready()
-        partition = partition_of(tenant_id)
+        partition = writes.partition_of(tenant_id)
         if self._chroma.collection(partition) is None and not self.read_only:
             self._chroma.collection(partition, create=True)
         return KnowledgeBaseVectorStore(
             self, tenant_id=tenant_id, client=self._chroma.client,
-            collection_name=collection_name(self.id, partition),
+            collection_name=storage.collection_name(self.id, partition),
             embedding_function=self.embeddings, create_collection_if_not_exists=False,
         )  # fmt: skip
 
     def check_raw_read(self, via: str) -> None:
         """Raise ``RestrictedKnowledgeError`` when ``via`` may not return raw text now."""
         try:
-            flags = self.restriction
-        except RetrievalError:
-            flags = RestrictionFlags(restricted=True)  # unreadable: restricted
-        check_raw_read(self.name, flags, via=via)
+            found = self.restriction
+        except errors.RetrievalError:
+            found = RestrictionFlags(restricted=True)  # unreadable: restricted
+        flags.check_raw_read(self.name, found, via=via)
 
     @classmethod
     def from_chroma(
@@ -829,40 +767,34 @@ class KnowledgeBase:
     ) -> KnowledgeBase:
         """Adopt a collection ``langchain_chroma.Chroma`` wrote, without re-embedding.
 
-        A few stored documents are embedded again first and compared with their
-        stored vectors, so a collection made with another model is refused. A
-        collection whose metadata says restricted gives a restricted knowledge base.
+        A collection made with another model is refused; one whose metadata says
+        restricted gives a restricted knowledge base (:func:`~.migration.copy_collection`).
 
         Args:
             collection_name: The collection to adopt.
             name: Name of the knowledge base (default: the collection's name).
-            client: The ``chromadb`` client holding it; the knowledge base is stored there too.
-            persist_directory: Or the directory of an embedded Chroma store holding it.
+            client: The ``chromadb`` client holding it (the knowledge base too), or
+            persist_directory: the directory of an embedded Chroma store holding it.
             embeddings: The embedding model that built the collection.
             tenant_id: Adopt it as this tenant's partition (default: the shared one).
-            **options: Other :class:`KnowledgeBase` arguments (``path``, ``restricted``, ...).
-
-        Raises:
-            ConfigurationError: Neither or both of ``client`` and ``persist_directory``.
-            KnowledgeBaseNotFoundError: No such collection.
-            KnowledgeBaseOpenError: The collection was embedded with another model.
+            **options: Other :class:`KnowledgeBase` arguments (``path``, ...).
         """
-        source = find_collection(
+        source = migration.find_collection(
             collection_name, client=client, persist_directory=persist_directory
         )
-        for key in (k for k in _FLAGS if getattr(read_flags(source.metadata), k)):
+        for key in (k for k in _FLAGS if getattr(flags.read_flags(source.metadata), k)):
             if options.get(key) is False:
                 msg = f"Collection {collection_name!r} is {key}: kb.unrestrict() turns that off"
-                raise ConfigurationError(msg, option=key, value=False)
+                raise errors.ConfigurationError(msg, option=key, value=False)
             options[key] = True
         kb = cls(name or collection_name, client=client, embeddings=embeddings, **options)
         try:
             kb._write(
                 "adopting a collection",
-                copy_collection,
+                migration.copy_collection,
                 kb._writes,
                 source,
-                partition_of(tenant_id),
+                writes.partition_of(tenant_id),
             )
         except BaseException:
             if kb.count(tenant_id=tenant_id) == 0:  # made by this call: leave nothing behind
@@ -883,10 +815,6 @@ class KnowledgeBase:
         if lock is not None and getattr(self, "_pid", None) == os.getpid():
             lock.release()
 
-    @property
-    def _calls(self) -> BoundedCalls:
-        return self._chroma.calls
-
     def __del__(self) -> None:
         self._release_store_lock()
 
@@ -900,8 +828,8 @@ class KnowledgeBase:
         return f"KnowledgeBase(name={self.name!r}, id={self.id!r}, path={str(self.path)!r})"
 
     # Last in the class body, so that ``list`` in the annotations above is the builtin.
-    list = staticmethod(list_knowledge_bases)
-    """Every knowledge base in a store directory: see :func:`list_knowledge_bases`."""
+    list = staticmethod(metadata.list_knowledge_bases)
+    """Every knowledge base in a store directory: see :func:`metadata.list_knowledge_bases`."""
 
 
 KnowledgeBaseRetriever.model_rebuild(_types_namespace={"KnowledgeBase": KnowledgeBase})

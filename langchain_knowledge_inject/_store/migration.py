@@ -72,7 +72,11 @@ def _catalog_rows(catalog: Path) -> list[dict[str, Any]]:
 
 
 def migrate_store(store: Path, client: Any) -> None:
-    """Migrate every knowledge base of the store's version-1 catalog, then set the catalog aside."""
+    """Migrate every knowledge base of the store's version-1 catalog, then set the catalog aside.
+
+    An unreadable catalog is set aside too: its knowledge bases are migrated from
+    their record collections when opened.
+    """
     catalog = store / "catalog.sqlite3"
     if not catalog.is_file() or not os.access(store, os.W_OK):
         return
@@ -83,9 +87,10 @@ def migrate_store(store: Path, client: Any) -> None:
         if old.exists():
             old.rename(Path(f"{store / 'catalog.sqlite3.migrated'}{suffix}"))
     logger.warning(
-        "Store %s migrated to version 2: settings moved into Chroma; the old catalog is kept "
+        "Store %s migrated to format %d: settings moved into Chroma; the old catalog is kept "
         "as catalog.sqlite3.migrated and no longer read (delete it once you have checked)",
         store,
+        FORMAT,
     )
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject._store.chroma import Chunk, source_key
-from langchain_knowledge_inject._store.embeddings import model_window
+from langchain_knowledge_inject._store.embeddings import model_errors, model_window
 from langchain_knowledge_inject._store.storage import (
     chroma_metadata,
     ensure_room,
@@ -231,7 +231,8 @@ class Writes:
         for partition in dict.fromkeys(c.partition for c in chunks):
             self.cache.ensure(partition)
         plan = plan_writes(self.chroma, chunks, fingerprints)
-        vectors = embed_distinct(self.embeddings, [c.text for c in plan.to_embed])
+        with model_errors(self.kb_name):
+            vectors = embed_distinct(self.embeddings, [c.text for c in plan.to_embed])
         self._room([c.text for c in plan.to_embed], vectors)
         stamp = round(time.time(), 6)
         new = [dataclasses.replace(c, stamp=stamp) for c in plan.to_embed]
@@ -263,8 +264,8 @@ class Writes:
             Chunk(cid, partition, source_key(m), t, m, stamp) for cid, (t, m) in latest.items()
         ]
         if chunks:
-            if vectors is None:
-                vectors = embed_distinct(self.embeddings, [c.text for c in chunks])
+            with model_errors(self.kb_name):
+                vectors = vectors or embed_distinct(self.embeddings, [c.text for c in chunks])
             self._room([c.text for c in chunks], vectors)
             self.cache.ensure(partition)
             self._write(partition, chunks, vectors)

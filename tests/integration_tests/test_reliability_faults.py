@@ -103,7 +103,7 @@ def test_frozen_server_degrades_turns_and_never_slows_a_healthy_kb(
 
 def _bound(kb: KnowledgeBase, seconds: float) -> None:
     kb.timeout = seconds
-    kb._calls.timeout = seconds
+    kb._chroma.calls.timeout = seconds
 
 
 _WRITER = textwrap.dedent(

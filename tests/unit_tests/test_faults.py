@@ -23,7 +23,7 @@ from langchain_knowledge_inject import (
     KnowledgeInjector,
     RetrievalError,
 )
-from langchain_knowledge_inject._store.calls import BoundedCalls, WorkerPool
+from langchain_knowledge_inject._store.calls import BoundedCalls, submit, worker_pool
 from langchain_knowledge_inject._store.chroma import STAMP
 from langchain_knowledge_inject._store.filters import MAX_FILTER_DEPTH
 from langchain_knowledge_inject.errors import (
@@ -91,14 +91,20 @@ def test_no_timeout_runs_inline():
     assert calls.call("query", threading.get_ident) == threading.get_ident()
 
 
-def test_worker_pool_threads_are_daemons_and_bounded():
-    pool = WorkerPool(2, "test")
+def test_the_pool_is_bounded_and_carries_the_callers_context():
+    import contextvars
+
+    pool = worker_pool(2, "test")
     release = threading.Event()
     futures = [pool.submit(release.wait, HANG_GUARD) for _ in range(5)]
-    names = [t for t in threading.enumerate() if t.name.startswith("test-")]
-    assert len(names) == 2 and all(t.daemon for t in names)
+    names = [t for t in threading.enumerate() if t.name.startswith("test_")]
+    assert len(names) == 2
     release.set()
     assert all(f.result(timeout=HANG_GUARD) for f in futures)
+    var = contextvars.ContextVar("var", default="unset")
+    var.set("caller's")
+    assert submit(pool, var.get).result(timeout=HANG_GUARD) == "caller's"
+    pool.shutdown()
 
 
 @pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "5", True])
@@ -194,7 +200,7 @@ def _bound(kb: KnowledgeBase, seconds: float) -> None:
     """Set the timeout of an open knowledge base: short only while the server is frozen,
     so that no call of a healthy server can fail on a loaded machine."""
     kb.timeout = seconds
-    kb._calls.timeout = seconds
+    kb._chroma.calls.timeout = seconds
 
 
 @pytest.mark.slow
