@@ -33,15 +33,6 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "MAX_QUERY_TERMS",
-    "PHRASE_WEIGHT",
-    "STOPWORDS",
-    "KeywordIndex",
-    "query_phrases",
-    "query_terms",
-]
-
 MAX_QUERY_TERMS = 64
 """Most distinct terms (and, separately, phrases) kept from one query; the rest are ignored."""
 PHRASE_WEIGHT = 0.3
@@ -54,41 +45,8 @@ _MAX_TERM_CHARS = 64
 _WORD = re.compile(r"[^\W_]+")
 
 STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "for",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "such",
-        "that",
-        "the",
-        "their",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "was",
-        "will",
-        "with",
-    ]
+    "a an and are as at be but by for if in into is it no not of on or such that the their"  # noqa: SIM905
+    " then there these they this to was will with".split()
 )
 """Words dropped from queries (the classic Lucene English stop set)."""
 

@@ -471,10 +471,16 @@ class KeywordCache:
 
     # -- checking ------------------------------------------------------------------------
     def check(self, partitions: Sequence[str], *, repair: bool, kb_name: str) -> ConsistencyReport:
-        """Compare each partition's cache with Chroma by id; ``repair`` rebuilds those differing."""
+        """Catch each partition up, then compare it with Chroma by id; ``repair`` rebuilds.
+
+        What a catch-up cannot see is what is left to report: rows changed in the
+        cache itself, or ids swapped one for one by a client that does not stamp.
+        """
         report = ConsistencyReport(kb_name, [])
         for partition in partitions:
             part = self._part(partition)
+            with contextlib.suppress(ValueError, OSError):  # a damaged cache is reported below
+                self.catch_up(partition)
             with part.exclusive(wait=True):
                 texts = {
                     c.chunk_id: bool(c.text.strip())

@@ -60,7 +60,6 @@ from langchain_knowledge_inject._store.search_args import (
     check_search_args,
 )
 from langchain_knowledge_inject._store.storage import default_store_path, store_is_writable
-from langchain_knowledge_inject._store.writes import chunk_id
 
 if TYPE_CHECKING:
     import chromadb
@@ -68,17 +67,6 @@ if TYPE_CHECKING:
     from langchain_text_splitters import TextSplitter
 
     from langchain_knowledge_inject._store.vectorstore import KnowledgeBaseVectorStore
-
-__all__ = [
-    "MAX_QUERY_CHARS",
-    "AddResult",
-    "KnowledgeBase",
-    "KnowledgeBaseInfo",
-    "RestrictionFlags",
-    "SearchMode",
-    "chunk_id",
-    "default_store_path",
-]
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -17,14 +17,6 @@ from langchain_knowledge_inject._store.storage import (
 )
 from langchain_knowledge_inject.errors import KnowledgeBaseNotFoundError
 
-__all__ = [
-    "AddResult",
-    "KnowledgeBaseInfo",
-    "derive_topics",
-    "list_knowledge_bases",
-    "require_knowledge_base",
-]
-
 
 @dataclass(frozen=True)
 class KnowledgeBaseInfo:

@@ -24,7 +24,6 @@ from langchain_knowledge_inject.errors import ConfigurationError
 if TYPE_CHECKING:
     from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
-__all__ = ["KnowledgeBaseRetriever"]
 
 _OVERRIDABLE = ("k", "min_score", "mode", "filter", "tenant_id")
 _VIA = "kb.as_retriever()"

@@ -8,7 +8,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import ConfigurationError, KnowledgeBase, KnowledgeBaseNotFoundError
 from langchain_knowledge_inject._store.keyword import STOPWORDS
-from langchain_knowledge_inject._store.knowledge_base import chunk_id
+from langchain_knowledge_inject._store.writes import chunk_id
 from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
 from tests.unit_tests.fakes import EXPENSES, LEAVE, SICK, CountingEmbedding
 
