@@ -21,7 +21,8 @@ def test_check_reports_and_repairs_drift(tmp_path, fake_default_model, capsys):
         ]
     ).ids
     # a row swapped in the cache itself: the same count, so no catch-up can notice it
-    kb._cache._part("").chunks.write([("not-in-chroma", "Rule 9 of the leave policy.", "")], ids[:1])
+    swapped = [("not-in-chroma", "Rule 9 of the leave policy.", "")]
+    kb._cache._part("").chunks.write(swapped, ids[:1])
     kb.close()
 
     assert main(["check", "--kb", "hr", "--path", str(tmp_path)]) == 1
