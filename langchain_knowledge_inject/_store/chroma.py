@@ -235,14 +235,15 @@ class ChromaSide:
         where: Mapping[str, Any] | None = None,
         text: bool = True,
     ) -> list[Chunk]:
-        """Stored chunks by id and/or ``where`` (text "" unless ``text``)."""
+        """Stored chunks by id (each once) and/or ``where`` (text "" unless ``text``)."""
         collection = self.collection(partition)
         if collection is None or (ids is not None and not ids):
             return []
         include = ["documents", "metadatas"] if text else ["metadatas"]
         if ids is None:
             return to_chunks(collection.get(where=where, include=include), partition)
-        pages = (list(ids[start : start + PAGE]) for start in range(0, len(ids), PAGE))
+        ids = list(dict.fromkeys(ids))  # Chroma refuses an id given twice
+        pages = (ids[start : start + PAGE] for start in range(0, len(ids), PAGE))
         return [
             c
             for page in pages

@@ -312,6 +312,14 @@ def test_text_splitter_splits_long_documents(tmp_path, emb):
     assert kb_whole.add_documents([Document(text, metadata={"source": "travel.md"})]).added == 1
 
 
+def test_a_chunk_repeated_in_one_call_is_stored_once(kb):
+    twice = [Document(LEAVE, metadata={"source": "leave.md", "page": 1}),
+             Document(LEAVE, metadata={"source": "leave.md", "page": 1})]  # fmt: skip
+    first = kb.add_documents(twice)
+    assert first.added == 1 and first.ids[0] == first.ids[1]
+    assert kb.add_documents(twice).unchanged == 1 and kb.count() == 1
+
+
 def test_empty_documents_are_skipped(kb):
     result = kb.add_documents([Document("   ", metadata={"source": "blank.md"}), *_docs()[:1]])
     assert (result.added, result.skipped) == (1, 1)
