@@ -412,7 +412,7 @@ def test_a_bad_filter_in_the_injector_raises_rather_than_degrades(tmp_path, emb)
 # -- keyword catch-up in server mode (two keyword caches on one Chroma) ------------------
 
 
-def _two_catalogs(tmp_path, emb, *, sync_interval):
+def _two_caches(tmp_path, emb, *, sync_interval):
     """Two keyword caches over one Chroma collection: ``first`` writes, ``second`` catches up."""
     client = chromadb.EphemeralClient()
     name = f"shared-{uuid.uuid4().hex[:8]}"
@@ -422,8 +422,8 @@ def _two_catalogs(tmp_path, emb, *, sync_interval):
     return first, second
 
 
-def test_another_catalogs_writes_reach_the_keyword_index(tmp_path, emb):
-    first, second = _two_catalogs(tmp_path, emb, sync_interval=0)
+def test_another_caches_writes_reach_the_keyword_index(tmp_path, emb):
+    first, second = _two_caches(tmp_path, emb, sync_interval=0)
     first.add_documents(DOCS)
     hits = second.search("receipt euros", k=1, mode="keyword", min_score=0.0)
     assert hits and hits[0].metadata["source"] == "expenses.md"
@@ -446,7 +446,7 @@ def test_another_catalogs_writes_reach_the_keyword_index(tmp_path, emb):
 
 
 def test_catch_up_is_rate_limited_by_the_interval(tmp_path, emb):
-    first, second = _two_catalogs(tmp_path, emb, sync_interval=3600)
+    first, second = _two_caches(tmp_path, emb, sync_interval=3600)
     first.add_documents(DOCS[:1])
     assert second.search("annual leave", mode="keyword", min_score=0.0)  # first catch-up
     first.add_documents(DOCS[1:])
@@ -456,7 +456,7 @@ def test_catch_up_is_rate_limited_by_the_interval(tmp_path, emb):
 
 
 def test_sync_interval_none_catches_up_once_when_first_used(tmp_path, emb):
-    first, second = _two_catalogs(tmp_path, emb, sync_interval=None)
+    first, second = _two_caches(tmp_path, emb, sync_interval=None)
     first.add_documents(DOCS[:1])
     assert second.search("annual leave", mode="keyword", min_score=0.0)  # the one catch-up
     first.add_documents(DOCS[1:])
