@@ -90,7 +90,9 @@ def test_full_api_against_a_chroma_server(server_kb, chroma_server):
     assert turn.manifest.injected and LEAVE.expected_source in turn.manifest.sources
 
     model = RecordingChatModel()
-    graph = create_knowledge_graph(model, server_kb, checkpointer=InMemorySaver())
+    graph = create_knowledge_graph(
+        model, server_kb, checkpointer=InMemorySaver(), keep_manifest=True
+    )
     state = graph.invoke(
         {"messages": [HumanMessage(SICK.question)]}, {"configurable": {"thread_id": "api"}}
     )
@@ -109,7 +111,7 @@ def test_full_api_against_a_chroma_server(server_kb, chroma_server):
     agent = create_agent(
         agent_model,
         tools=[],
-        middleware=[KnowledgeInjectionMiddleware(server_kb, search_tool=True)],
+        middleware=[KnowledgeInjectionMiddleware(server_kb, search_tool=True, keep_manifest=True)],
         checkpointer=InMemorySaver(),
     )
     result = agent.invoke(
@@ -135,7 +137,9 @@ async def test_server_killed_mid_conversation_degrades_then_recovers(
 ):
     caplog.set_level(logging.WARNING, logger="langchain_knowledge_inject")
     graph_model = RecordingChatModel()
-    graph = create_knowledge_graph(graph_model, server_kb, checkpointer=InMemorySaver())
+    graph = create_knowledge_graph(
+        graph_model, server_kb, checkpointer=InMemorySaver(), keep_manifest=True
+    )
     tool = create_knowledge_base_search_tool(server_kb)
     tools_model = RecordingChatModel()
     graph_with_tools = create_knowledge_graph(tools_model, server_kb, tools=[tool])
@@ -143,7 +147,7 @@ async def test_server_killed_mid_conversation_degrades_then_recovers(
     agent = create_agent(
         agent_model,
         tools=[],
-        middleware=[KnowledgeInjectionMiddleware(server_kb, search_tool=True)],
+        middleware=[KnowledgeInjectionMiddleware(server_kb, search_tool=True, keep_manifest=True)],
         checkpointer=InMemorySaver(),
     )
     injector = KnowledgeInjector(server_kb)

@@ -101,9 +101,9 @@ class _Wrapped(DeterministicFakeEmbedding):
 
 @pytest.mark.parametrize("window", [256, 512])
 def test_default_splitter_follows_the_models_window(tmp_path, window):
-    from langchain_knowledge_inject._store.embeddings import default_embeddings, model_window
+    from langchain_knowledge_inject._store.embeddings import DefaultEmbeddings, model_window
 
-    default = default_embeddings(backend="torch")
+    default = DefaultEmbeddings("torch")  # unloaded (the shared one may be loaded by now)
     kb = KnowledgeBase("window", path=tmp_path, embeddings=default, text_splitter=None)
     assert kb.info.embedding_model == "sentence-transformers/all-MiniLM-L6-v2"
     assert default._model is None  # opening and info load no model
