@@ -75,8 +75,9 @@ def test_frozen_server_degrades_turns_and_never_slows_a_healthy_kb(
         stages = [(e["stage"], e["error"]) for e in manifest.errors]
         assert ("retrieval", "StoreTimeoutError") in stages
         assert ("flags", "StoreTimeoutError") in stages  # its flags unreadable: counted restricted
-        assert manifest.injected  # the healthy knowledge base still answered
-        assert {d.metadata["kb_name"] for d in outcome["turn"].documents} == {"local"}
+        assert manifest.injected  # the healthy knowledge base still answered (summarized: the
+        # frozen one's flags could not be read, so the turn counts as restricted)
+        assert all(d.metadata.get("kb_name") != name for d in outcome["turn"].documents)
 
         async def crowd() -> list:
             stuck = [asyncio.ensure_future(remote.asearch(LEAVE.question)) for _ in range(24)]

@@ -155,7 +155,8 @@ async def test_server_killed_mid_conversation_degrades_then_recovers(
 
     # turn 1: the server is up
     state = graph.invoke({"messages": [HumanMessage(LEAVE.question)]}, thread)
-    assert state["knowledge_manifest"]["injected"] and state["retrieval_error"] is None
+    manifest = state["knowledge_manifest"]
+    assert manifest["injected"] and manifest["retrieval_error"] is None
     assert agent.invoke({"messages": [HumanMessage(LEAVE.question)]}, thread)["knowledge_manifest"][
         "injected"
     ]
@@ -166,14 +167,15 @@ async def test_server_killed_mid_conversation_degrades_then_recovers(
         state = graph.invoke({"messages": [HumanMessage(SICK.question)]}, thread)
         assert state["messages"][-1].content == "ok"
         assert state["dynamic_context"] is None
-        assert state["retrieval_error"] and state["knowledge_manifest"]["retrieval_error"]
+        assert state["knowledge_manifest"]["retrieval_error"]
         assert state["knowledge_manifest"]["injected"] is False
         assert not any(is_injected(m) for m in graph_model.received[-1])
         assert [m.type for m in state["messages"]] == ["human", "ai", "human", "ai"]
-        assert "retrieval failed" in caplog.text
+        assert "'hr-server' failed" in caplog.text
 
         state = await graph.ainvoke({"messages": [HumanMessage("And part-time staff?")]}, thread)
-        assert state["messages"][-1].content == "ok" and state["retrieval_error"]
+        assert state["messages"][-1].content == "ok"
+        assert state["knowledge_manifest"]["retrieval_error"]
 
         result = agent.invoke({"messages": [HumanMessage(SICK.question)]}, thread)
         assert result["messages"][-1].content == "ok"
@@ -209,7 +211,7 @@ async def test_server_killed_mid_conversation_degrades_then_recovers(
 
     # the server is back (same path, same port): the next turn injects again, same client
     state = graph.invoke({"messages": [HumanMessage(SICK.question)]}, thread)
-    assert state["retrieval_error"] is None
+    assert state["knowledge_manifest"]["retrieval_error"] is None
     assert SICK.expected_source in state["knowledge_manifest"]["sources"]
     assert any(is_injected(m) for m in graph_model.received[-1])
     stored = graph.get_state(thread).values["messages"]
