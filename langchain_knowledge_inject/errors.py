@@ -11,6 +11,8 @@ Every exception the package raises on purpose derives from one base class, so
     │   ├── StoreError                             disk full, read-only or damaged store
     │   └── ForkedProcessError                     used in a process forked after opening
     ├── IngestError                                a file or folder cannot be ingested
+    ├── RestrictedKnowledgeError                   raw text of a restricted knowledge base
+    │                                              read outside the package's surfaces
     ├── RetrievalError                             a search failed (store down, ...)
     │   └── StoreTimeoutError (also a TimeoutError) a Chroma call exceeded the timeout
     └── MemoryWriteError                           episodic memory: recorded turns not written yet
@@ -101,6 +103,22 @@ class IngestError(KnowledgeInjectError):
     def __init__(self, message: str, *, path: str | Path | None = None) -> None:
         super().__init__(message)
         self.path = Path(path) if path is not None else None
+
+
+class RestrictedKnowledgeError(KnowledgeInjectError):
+    """Raw text of a restricted knowledge base was read outside the package's surfaces.
+
+    ``kb.as_retriever()`` and ``kb.vectorstore()`` of a restricted knowledge base
+    refuse to return raw chunks: pass the knowledge base (or them) to the
+    package's surfaces, which summarize restricted knowledge.
+
+    Attributes:
+        kb_name: Name of the restricted knowledge base.
+    """
+
+    def __init__(self, message: str, *, kb_name: str | None = None) -> None:
+        super().__init__(message)
+        self.kb_name = kb_name
 
 
 class RetrievalError(KnowledgeInjectError):

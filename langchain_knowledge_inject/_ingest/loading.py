@@ -92,7 +92,7 @@ from langchain_text_splitters import Language, RecursiveCharacterTextSplitter, T
 from langchain_knowledge_inject._ingest.folders import FileType, collect_files
 from langchain_knowledge_inject._ingest.html_text import html_to_text
 from langchain_knowledge_inject._ingest.text_decoding import decode_bytes
-from langchain_knowledge_inject._store.write_plan import SOURCE_PATH_KEY
+from langchain_knowledge_inject._store.chroma import SOURCE_PATH_KEY
 from langchain_knowledge_inject.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)

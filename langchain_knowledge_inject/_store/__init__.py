@@ -1,11 +1,10 @@
-"""The store: one named knowledge base in Chroma, its catalog, keyword index and search.
+"""The store: one named knowledge base, kept in Chroma, searched by vector and by keyword.
 
-Chroma holds every chunk with its vector; the SQLite catalog (``catalog``) and the keyword
-index (``keyword``) are derived from it. ``knowledge_base`` is the entry point (a facade) and
-the only module that knows ``KnowledgeBase`` (its methods grouped in ``knowledge_base_metadata``,
-``knowledge_base_writes``, ``knowledge_base_search`` and ``knowledge_base_healing``, parts of
-its class); below it, each helper gets named parts:
-``handles`` (the SQLite side and its one registry+keyword transaction), ``chroma`` (the
-client and partition collections), ``writes``, ``opening``, ``sync``, ``recovery`` and
-``consistency``. ``fusion`` merges the dense and keyword rankings.
+Chroma is the one record: chunks, their metadata and the knowledge base's own
+settings (``flags``) live there (``chroma``); the keyword side (``keyword``, a
+tantivy index) is a cache of it on local disk, caught up or rebuilt from Chroma
+whenever it may be behind (``keyword_cache``). ``knowledge_base`` is the entry
+point; it hands the work to ``writes``, ``search`` and ``keyword_cache``;
+``fusion`` merges the dense and keyword rankings; ``migration`` brings in stores
+written elsewhere.
 """

@@ -1,199 +1,277 @@
-"""The Chroma side of one knowledge base: its client, bounded calls and partition collections.
+"""The Chroma side of one knowledge base: the one record of its chunks and settings.
 
-:class:`ChromaSide` holds the client, the :class:`~.calls.BoundedCalls` that
-bound every call to a server, and the collection handle of each partition,
-looked up once and checked against the collection id the catalog recorded
-(:meth:`ChromaSide.collection`). A collection that is gone or replaced means
-the catalog describes another server or an earlier state: the partition's
-registry and keyword rows are rebuilt from Chroma (``recovery``).
+Every chunk is stored with its text, its metadata, a write stamp (:data:`STAMP`,
+the writer's clock, from which keyword caches catch up) and its source's
+fingerprint when one was given (:data:`FINGERPRINT`); the knowledge base's
+settings are the metadata of every partition collection (:mod:`~.flags`), read
+through a cache of at most :data:`SETTINGS_TTL` seconds.
 """
 
 from __future__ import annotations
 
-import logging
-import sqlite3
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_knowledge_inject._store.calls import BoundedCalls, BoundedCollection
-from langchain_knowledge_inject._store.catalog import ChunkRow
-from langchain_knowledge_inject._store.handles import StoreHandles
-from langchain_knowledge_inject._store.recovery import adopt_partition, adopt_rows
+from langchain_knowledge_inject._store.flags import PREFIX, merged_metadata, read_settings
 from langchain_knowledge_inject._store.storage import (
-    WRITE_MARK,
     chroma_metadata,
     collection_name,
     is_not_found,
-    strip_mark,
-    write_mark,
 )
-from langchain_knowledge_inject._store.write_plan import source_key
-
-__all__ = ["SERVER_WRITE_BATCH", "ChromaSide"]
-
-logger = logging.getLogger(__name__)
 
 SERVER_WRITE_BATCH = 256
 """Most chunks per write request to a Chroma server, so each request fits in the timeout."""
+SETTINGS_TTL = 1.0
+"""Seconds the settings read from Chroma are reused: another process's change shows after it."""
+STAMP = "kinject_written"
+"""Chunk metadata: when the chunk was written (seconds since the epoch, the writer's clock)."""
+FINGERPRINT = "kinject_fingerprint"
+"""Chunk metadata: the fingerprint of its source given to ``add_documents`` (a file hash)."""
+PAGE = 1000
+"""Records per ``get`` when reading a collection page by page."""
+SOURCE_PATH_KEY = "source_path"
+"""Metadata key of the full path of an ingested file: the identity of its source."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One chunk as Chroma stores it."""
+
+    chunk_id: str
+    partition: str
+    """Tenant partition ("" for the shared one)."""
+    source: str
+    """The identity of its source (:func:`source_key`; "" when unknown)."""
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Its metadata, without the package's own ``kinject_`` keys."""
+    stamp: float = 0.0
+    """Its :data:`STAMP` (0 when written without one)."""
+    fingerprint: str | None = None
+
+
+def source_key(metadata: Mapping[str, Any] | None) -> str:
+    """The identity of a chunk's source: ``metadata["source_path"]``, else ``metadata["source"]``.
+
+    ``ingest`` stores a short ``source`` (the path relative to the ingest root, what
+    the model cites) and the file's full path in ``source_path``: chunk ids,
+    replacement of a changed file and fingerprints key on the full path, so two
+    files with the same name in different folders stay apart.
+    """
+    meta = metadata or {}
+    return str(meta.get(SOURCE_PATH_KEY) or meta.get("source") or "")
+
+
+def to_chunks(got: Mapping[str, Any], partition: str) -> list[Chunk]:
+    """The records of a Chroma ``get`` result as chunks (text "" when not asked for)."""
+    ids = got["ids"]
+    texts, metas = got.get("documents") or [""] * len(ids), got.get("metadatas") or [{}] * len(ids)
+    out = []
+    for cid, text, meta in zip(ids, texts, metas, strict=True):
+        meta = meta or {}
+        own = {k: v for k, v in meta.items() if not str(k).startswith("kinject_")}
+        stamp, fingerprint = float(meta.get(STAMP) or 0.0), meta.get(FINGERPRINT)
+        text = text if isinstance(text, str) else ""
+        out.append(Chunk(cid, partition, source_key(meta), text, own, stamp, fingerprint))
+    return out
+
+
+def stored_metadata(chunk: Chunk) -> dict[str, Any]:
+    """What Chroma stores as a chunk's metadata: its own, its stamp and its fingerprint."""
+    own = {STAMP: chunk.stamp, FINGERPRINT: chunk.fingerprint}
+    return chroma_metadata({**chunk.metadata, **own})
 
 
 class ChromaSide:
-    """A knowledge base's Chroma client and partition collections.
+    """A knowledge base's Chroma client, partition collections and settings.
 
     Args:
         client: The ``chromadb`` client.
-        handles: The knowledge base's SQLite side (collection ids are recorded there).
-        server: Whether ``client`` talks to a Chroma server (calls are bounded, writes marked).
+        kb_id: The knowledge base's id (collection names derive from it).
+        server: Whether ``client`` is shared with other processes (calls bounded).
         calls: Runs each server call within the knowledge base's timeout.
     """
 
-    def __init__(
-        self, client: Any, handles: StoreHandles, *, server: bool, calls: BoundedCalls
-    ) -> None:
-        self.client = client
-        self.handles = handles
-        self.server = server
-        self.calls = calls
+    def __init__(self, client: Any, *, kb_id: str, server: bool, calls: BoundedCalls) -> None:
+        self.client, self.kb_id, self.server, self.calls = client, kb_id, server, calls
         self._collections: dict[str, Any] = {}
-        self._verified: set[str] = set()
+        self._settings: tuple[float, dict[str, Any]] | None = None
+        self.last: dict[str, Any] = {}
+        """The settings read last: what a shared collection deleted under us comes back with."""
 
-    def bounded(self, collection: Any) -> Any:
-        """``collection`` with its data calls bounded by the timeout (server mode)."""
-        if not self.server or isinstance(collection, BoundedCollection):
-            return collection
-        return BoundedCollection(collection, self.calls)
+    def _get(self, partition: str) -> Any:
+        name = collection_name(self.kb_id, partition)
+        found = self.calls.call(
+            "get_collection", self.client.get_collection, name, embedding_function=None
+        )
+        return found if not self.server else BoundedCollection(found, self.calls)
 
-    def verified(self, partition: str) -> bool:
-        """Whether ``partition``'s collection was checked against the catalog."""
-        return partition in self._verified
+    def collection(self, partition: str, *, create: bool = False) -> Any:
+        """The partition's collection (bounded); None when absent and not created.
 
-    def collection(self, partition: str, *, create: bool) -> Any:
-        """The partition's collection (bounded in server mode); None when absent and not created."""
-        handles = self.handles
-        with handles.lock:
-            found = self._collections.get(partition)
-            if found is not None:
-                return found
-            name = collection_name(handles.kb_id, partition)
+        A tenant partition created here copies the shared collection's settings,
+        read afresh; the shared one, deleted under us, comes back as it was.
+        """
+        found = self._collections.get(partition)
+        if found is None:
             try:
-                if create:
-                    handles.catalog.add_partition(handles.kb_id, partition)
-                    found = self.calls.call(
-                        "get_or_create_collection",
-                        self.client.get_or_create_collection,
-                        name,
-                        metadata={"hnsw:space": "cosine", "kinject_partition": partition},
-                        embedding_function=None,
-                    )
-                else:
-                    found = self.calls.call(
-                        "get_collection",
-                        self.client.get_collection,
-                        name,
-                        embedding_function=None,
-                    )
+                found = self._get(partition)
             except Exception as exc:
-                if not create and is_not_found(exc):
-                    self._verify(partition, None)
+                if not is_not_found(exc):
+                    raise
+                if not create:
                     return None
-                raise
-            found = self.bounded(found)
-            self._verify(partition, found)
+                found = self.create(
+                    partition, self.settings(fresh=True) if partition else self.last
+                )
             self._collections[partition] = found
-            return found
+        return found
+
+    def create(self, partition: str, settings: Mapping[str, Any]) -> Any:
+        """Create a partition's collection holding ``settings`` (restriction checked once more)."""
+        metadata = merged_metadata({}, {**settings, "partition": partition})
+        created = self.calls.call(
+            "get_or_create_collection",
+            self.client.get_or_create_collection,
+            collection_name(self.kb_id, partition),
+            metadata={"hnsw:space": "cosine", **metadata},
+            embedding_function=None,
+        )
+        late = partition and not read_settings(created.metadata)["restricted"]
+        if late and self.settings(fresh=True)["restricted"]:  # restricted while being created
+            restricted = merged_metadata(created.metadata, {"restricted": True})
+            self.calls.call("modify", created.modify, metadata=restricted)
+        found = created if not self.server else BoundedCollection(created, self.calls)
+        self._collections[partition] = found
+        if not partition:
+            self._settings, self.last = None, dict(settings)
+        return found
 
     def forget(self) -> None:
-        """Drop cached collection handles (one was deleted under us): look them up again."""
-        with self.handles.lock:
-            self._collections.clear()
-            self._verified.clear()
+        """Drop cached collection handles and settings (a collection was deleted under us)."""
+        self._collections.clear()
+        self._settings = None
 
-    def _verify(self, partition: str, found: Any) -> None:
-        """Notice a collection that is not the one the catalog recorded, and re-adopt it.
+    def settings(self, *, fresh: bool = False) -> dict[str, Any]:
+        """The knowledge base's settings, from the shared collection's metadata.
 
-        The catalog records each partition's Chroma collection id. A collection
-        that is gone, replaced (another id), or empty while the registry holds
-        chunks means the catalog describes another server or an earlier state
-        of this one: Chroma is the record, so the partition's registry and
-        keyword rows are rebuilt from what the collection holds now, with a
-        warning, and the next ``add_documents`` writes whatever is missing.
+        Reused for at most :data:`SETTINGS_TTL` seconds unless ``fresh``.
         """
-        if partition in self._verified:
-            return
-        handles = self.handles
-        kb_id = handles.kb_id
-        recorded = handles.catalog.collection_id(kb_id, partition)
-        current = None if found is None else str(found.id)
-        registry = handles.catalog.count(kb_id, partition)
-        if found is None:
-            mismatch = registry > 0
-        elif recorded is None:
-            mismatch = registry > 0 and found.count() == 0
-        else:
-            mismatch = recorded != current
-        if mismatch and not handles.read_only:
-            what = "is gone" if found is None else f"is not the one recorded ({recorded})"
-            logger.warning(
-                "Knowledge base %r: the Chroma collection of partition %r %s while the catalog "
-                "holds %d chunks for it; the catalog and keyword index of that partition are "
-                "rebuilt from Chroma, and documents added again are written to it",
-                handles.name,
-                partition or "(shared)",
-                what,
-                registry,
-            )
-            if found is None:
-                adopt_rows(handles, partition, [], replace=True)
-            else:
-                adopt_partition(handles, partition, found, replace=True)
-        if current is not None and current != recorded and not handles.read_only:
-            try:
-                handles.catalog.set_collection_id(kb_id, partition, current)
-            except sqlite3.OperationalError as exc:  # disk full: recorded on a later call
-                handles.conn.rollback()
-                logger.warning("Could not record the collection id of %r: %s", partition, exc)
-                return
-        self._verified.add(partition)
+        cached = self._settings
+        if cached is None or fresh or time.monotonic() - cached[0] >= SETTINGS_TTL:
+            self.last = read_settings(self._get("").metadata)
+            self._settings = cached = (time.monotonic(), self.last)
+        return cached[1]
 
-    # -- writes and reads ------------------------------------------------------
-    def marked(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
-        """Metadata as Chroma stores it, with the write mark other processes catch up from."""
-        out = chroma_metadata(metadata)
-        if self.server:
-            out[WRITE_MARK] = write_mark()
-        return out
+    def update_settings(self, updates: Mapping[str, Any]) -> None:
+        """Write ``updates`` into the metadata of every partition collection.
 
-    def write_batch(self) -> int:
-        """Most records per write request (smaller for a server: each must beat the timeout)."""
+        Each is read afresh and merged just before it is written (``modify``
+        replaces the whole metadata). Restriction turned on is written to the
+        shared collection first, turned off last: a failure half way leaves it on.
+        """
+        off = updates.get("restricted") is False
+        for partition in sorted(self.partitions(), key=lambda p: (p == "") == off):
+            current = self._get(partition)
+            merged = merged_metadata(current.metadata, updates)
+            modify = getattr(current, "unbounded", current).modify
+            self.calls.call("modify", modify, metadata=merged)
+        self._settings = None
+
+    def partitions(self) -> dict[str, Any]:
+        """The knowledge base's partition collections in Chroma, by partition."""
+        found = {}
+        for collection in self.calls.call("list_collections", self.client.list_collections):
+            meta = collection.metadata or {}
+            partition = meta.get(PREFIX + "partition", meta.get("kinject_partition"))
+            if collection.name.startswith(f"kinject-{self.kb_id}-") and partition is not None:
+                found[str(partition)] = collection
+        return found
+
+    # -- chunks ---------------------------------------------------------------------
+    def _batches(self, items: Sequence[Any]) -> Iterator[slice]:
         batch = int(self.calls.call("get_max_batch_size", self.client.get_max_batch_size))
-        return min(batch, SERVER_WRITE_BATCH) if self.server else batch
+        batch = min(batch, SERVER_WRITE_BATCH) if self.server else batch
+        return (slice(start, start + batch) for start in range(0, len(items), batch))
 
     def upsert(
-        self,
-        partition: str,
-        rows: Sequence[ChunkRow],
-        vectors: Sequence[Sequence[float]],
-        *,
-        batch: int,
+        self, partition: str, chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]]
     ) -> None:
-        """Write rows with their vectors to the partition's collection, ``batch`` at a time."""
+        """Write chunks with their vectors, in batches."""
         collection = self.collection(partition, create=True)
-        for start in range(0, len(rows), batch):
-            part = rows[start : start + batch]
+        for part in self._batches(chunks):
             collection.upsert(
-                ids=[r.chunk_id for r in part],
-                embeddings=[list(v) for v in vectors[start : start + batch]],
-                documents=[r.text for r in part],
-                metadatas=[self.marked(r.metadata) or None for r in part],
+                ids=[c.chunk_id for c in chunks[part]],
+                embeddings=[list(v) for v in vectors[part]],
+                documents=[c.text for c in chunks[part]],
+                metadatas=[stored_metadata(c) for c in chunks[part]],
             )
 
-    def rows(self, partition: str, ids: Sequence[str]) -> dict[str, ChunkRow]:
-        """Chunks read from Chroma by id (written by another process to a shared server)."""
-        collection = self.collection(partition, create=False)
-        if collection is None:
-            return {}
-        got = collection.get(ids=list(ids), include=["documents", "metadatas"])
-        return {
-            cid: ChunkRow(cid, partition, source_key(meta or {}), text or "", strip_mark(meta))
-            for cid, text, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
-        }
+    def update(self, partition: str, chunks: Sequence[Chunk]) -> None:
+        """Rewrite the metadata of stored chunks (their text and vector stay)."""
+        collection = self.collection(partition, create=True)
+        for part in self._batches(chunks):
+            ids, metas = (
+                [c.chunk_id for c in chunks[part]],
+                [stored_metadata(c) for c in chunks[part]],
+            )
+            collection.update(ids=ids, metadatas=metas)
+
+    def delete(self, partition: str, ids: Sequence[str]) -> None:
+        """Delete chunks by id (unknown ids are ignored)."""
+        collection = self.collection(partition) if ids else None
+        if collection is not None:
+            for part in self._batches(ids):
+                collection.delete(ids=list(ids[part]))
+
+    def get(
+        self,
+        partition: str,
+        ids: Sequence[str] | None = None,
+        *,
+        where: Mapping[str, Any] | None = None,
+        text: bool = True,
+    ) -> list[Chunk]:
+        """Stored chunks by id (each once) and/or ``where`` (text "" unless ``text``)."""
+        collection = self.collection(partition)
+        if collection is None or (ids is not None and not ids):
+            return []
+        include = ["documents", "metadatas"] if text else ["metadatas"]
+        if ids is None:
+            return to_chunks(collection.get(where=where, include=include), partition)
+        ids = list(dict.fromkeys(ids))  # Chroma refuses an id given twice
+        pages = (ids[start : start + PAGE] for start in range(0, len(ids), PAGE))
+        return [
+            c
+            for page in pages
+            for c in to_chunks(collection.get(ids=page, where=where, include=include), partition)
+        ]
+
+    def pages(self, partition: str, *, text: bool = True) -> Iterator[list[Chunk]]:
+        """Every chunk of a partition, :data:`PAGE` at a time (ids only unless ``text``)."""
+        collection, offset = self.collection(partition), 0
+        while collection is not None:
+            include = ["documents", "metadatas"] if text else []
+            got = collection.get(limit=PAGE, offset=offset, include=include)
+            if got["ids"]:
+                yield to_chunks(got, partition)
+            if len(got["ids"]) < PAGE:
+                return
+            offset += PAGE
+
+    def of_sources(self, partition: str, sources: Sequence[str], *, text: bool) -> list[Chunk]:
+        """Every stored chunk of ``sources`` (by source identity)."""
+        wanted, out = sorted(set(sources) - {""}), []
+        for start in range(0, len(wanted), 100):
+            part = wanted[start : start + 100]
+            where = {"$or": [{"source_path": {"$in": part}}, {"source": {"$in": part}}]}
+            out += [c for c in self.get(partition, where=where, text=text) if c.source in part]
+        return out
+
+    def count(self, partition: str) -> int:
+        """How many chunks the partition holds (0 when it has no collection)."""
+        collection = self.collection(partition)
+        return 0 if collection is None else int(collection.count())

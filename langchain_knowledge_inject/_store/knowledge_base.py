@@ -1,219 +1,143 @@
-"""``KnowledgeBase``: one named knowledge base over Chroma plus its keyword index.
+"""``KnowledgeBase``: one named knowledge base, kept in Chroma, searched by vector and keyword.
 
-Storage layout of a store directory (default: a per-user data directory,
-overridable with ``path=`` or the environment variable ``KINJECT_HOME``)::
-
-    <path>/catalog.sqlite3   knowledge-base metadata, chunk registry, keyword index
-    <path>/chroma/           the embedded Chroma store (unless a client is given)
-
-Tenants: every ``tenant_id`` is its own Chroma collection (cosine space), and
-chunks without a tenant form the shared partition. A search reads exactly one
-partition, so a tenant's chunks are only ever returned to a search that names
-that tenant. Measured on 5k chunks and 10 tenants (chromadb 1.5): a metadata
-``where`` filter made a query 3.6-4.2x slower than an unfiltered one, while a
-per-tenant collection answered in 0.7-0.9x the time, isolated by construction.
-
-This module is the facade; its methods are grouped by what they do in
-``knowledge_base_metadata`` (``info``, ``restriction``), ``knowledge_base_writes``
-(add, upsert, delete, drop), ``knowledge_base_search`` (``search``,
-``search_hits``, ``asearch``) and ``knowledge_base_healing`` (a damaged catalog,
-``check``), parts of its class. The work is done below it, each part handed only
-what it needs: ``handles`` (the SQLite side and its one transaction),
-``chroma`` (the client and partition collections), ``search`` (the search
-path of a partition), ``writes``, ``opening``, ``sync``, ``recovery`` and
-``consistency``. None of them imports this module.
+A store directory (default: a per-user data directory, or ``path=``, or
+``KINJECT_HOME``) holds ``chroma/``, the embedded Chroma store (unless a client
+is given): every chunk with its vector, text and metadata, and the knowledge
+base's settings (:mod:`~.flags`); and ``keyword/``, the keyword cache of it
+(:mod:`~.keyword_cache`). Every ``tenant_id`` is its own Chroma collection
+(cosine), so a search, which reads exactly one partition, never sees another
+tenant's chunks. The class checks arguments and hands the work to one helper per
+job (:class:`~.writes.Writes`, :class:`~.search.PartitionSearch`,
+:class:`~.keyword_cache.KeywordCache`, :class:`~.chroma.ChromaSide`); each async
+method runs the same code in a worker thread, as langchain-core's ``VectorStore``
+does, so no async path blocks the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import logging
 import os
-import sqlite3
-import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from langchain_core.documents import Document
 
-from langchain_knowledge_inject._store.calls import (
-    DEFAULT_TIMEOUT,
-    BoundedCalls,
-    WorkerPool,
-    apply_http_timeout,
-    check_seconds,
+from langchain_knowledge_inject import errors
+from langchain_knowledge_inject._store import (
+    calls,
+    flags,
+    fusion,
+    metadata,
+    migration,
+    storage,
+    writes,
 )
-from langchain_knowledge_inject._store.chroma import SERVER_WRITE_BATCH, ChromaSide
+from langchain_knowledge_inject._store.chroma import ChromaSide
 from langchain_knowledge_inject._store.embeddings import (
-    QueryEmbeddingCache,
     default_embeddings,
     embedding_model_name,
+    model_errors,
 )
-from langchain_knowledge_inject._store.handles import StoreHandles
-from langchain_knowledge_inject._store.knowledge_base_healing import HealingMixin
-from langchain_knowledge_inject._store.knowledge_base_metadata import MetadataMixin
-from langchain_knowledge_inject._store.knowledge_base_search import SearchMixin
-from langchain_knowledge_inject._store.knowledge_base_writes import WritesMixin
-from langchain_knowledge_inject._store.metadata import (
-    AddResult,
-    KnowledgeBaseInfo,
-    RestrictionFlags,
-    derive_topics,
-    info_from_row,
-    list_knowledge_bases,
+from langchain_knowledge_inject._store.filters import split_tenant
+from langchain_knowledge_inject._store.flags import RestrictionFlags
+from langchain_knowledge_inject._store.keyword import STOPWORDS
+from langchain_knowledge_inject._store.keyword_cache import (
+    CLOCK_SKEW_S,
+    ConsistencyReport,
+    KeywordCache,
 )
-from langchain_knowledge_inject._store.opening import (
-    StoredFlags,
-    is_valid_name,
-    knowledge_base_id,
-    open_knowledge_base,
-)
-from langchain_knowledge_inject._store.recovery import copy_collection, find_collection
+from langchain_knowledge_inject._store.metadata import AddResult, KnowledgeBaseInfo
 from langchain_knowledge_inject._store.retriever import KnowledgeBaseRetriever
-from langchain_knowledge_inject._store.search import DOCUMENT_REFRESH, PartitionSearch
+from langchain_knowledge_inject._store.search import PartitionSearch
 from langchain_knowledge_inject._store.search_args import (
     MAX_QUERY_CHARS,
     SearchMode,
+    check_search_args,
 )
-from langchain_knowledge_inject._store.storage import (
-    StoreLock,
-    collection_name,
-    default_store_path,
-    ensure_store_dir,
-    persistent_client,
-    store_is_writable,
-)
-from langchain_knowledge_inject._store.sync import DEFAULT_SYNC_INTERVAL, KeywordSync
-from langchain_knowledge_inject._store.vectorstore import KnowledgeBaseVectorStore
-from langchain_knowledge_inject._store.write_plan import chunk_id, partition_of
-from langchain_knowledge_inject._store.writes import (
-    DEFAULT_CHUNK_TOKENS,
-    WINDOW_CHUNK_TOKENS,
-    WINDOW_OVERLAP_TOKENS,
-    default_splitter,
-)
-from langchain_knowledge_inject.errors import (
-    ConfigurationError,
-    ForkedProcessError,
-    KnowledgeBaseOpenError,
-    StoreTimeoutError,
-)
+from langchain_knowledge_inject._store.storage import default_store_path, store_is_writable
 
 if TYPE_CHECKING:
     import chromadb
     from langchain_core.embeddings import Embeddings
     from langchain_text_splitters import TextSplitter
 
-    from langchain_knowledge_inject._store.catalog import Catalog
-    from langchain_knowledge_inject._store.documents import DocumentIndex
-    from langchain_knowledge_inject._store.keyword import KeywordIndex
-
-__all__ = [
-    "DEFAULT_CHUNK_TOKENS",
-    "DOCUMENT_REFRESH",
-    "MAX_QUERY_CHARS",
-    "SERVER_WRITE_BATCH",
-    "WINDOW_CHUNK_TOKENS",
-    "WINDOW_OVERLAP_TOKENS",
-    "AddResult",
-    "KnowledgeBase",
-    "KnowledgeBaseInfo",
-    "RestrictionFlags",
-    "SearchMode",
-    "chunk_id",
-    "default_store_path",
-    "derive_topics",
-    "info_from_row",
-    "knowledge_base_id",
-    "list_knowledge_bases",
-]
+    from langchain_knowledge_inject._store.vectorstore import KnowledgeBaseVectorStore
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
+DEFAULT_SYNC_INTERVAL = 5.0
+"""With a Chroma server: most seconds before other processes' writes reach keyword search."""
 _DEFAULT_SPLITTER: Any = object()
 _LOCAL_GRACE_S = 1.0  # asearch with a server: local work (embedding, keyword) past the timeout
+_UNBOUNDED_WRITE_S = 60.0  # how late a write may commit when the knowledge base has no timeout
+_FLAGS = ("restricted", "sensitive_sources")
 
 
-class KnowledgeBase(MetadataMixin, WritesMixin, SearchMixin, HealingMixin):
-    """A named knowledge base: Chroma collections (cosine) plus a keyword index.
+def _twin(method: Callable[..., T]) -> Callable[..., Coroutine[Any, Any, T]]:
+    """The async twin of a ``KnowledgeBase`` method: the method, run in a worker thread."""
 
-    Setup:
-        ``pip install langchain-knowledge-inject``; the default embedding model
-        (all-MiniLM-L6-v2) ships with it and loads offline.
+    async def twin(self: KnowledgeBase, *args: Any, **kwargs: Any) -> T:
+        return await self._in_thread(method, self, *args, **kwargs)
 
-    Instantiate:
+    twin.__name__ = twin.__qualname__ = f"a{method.__name__}"
+    twin.__doc__ = f"Async twin of :meth:`{method.__name__}` (runs it in a worker thread)."
+    return twin
+
+
+class KnowledgeBase:
+    """A named knowledge base: Chroma collections (cosine) plus a keyword cache.
+
+    The default embedding model (all-MiniLM-L6-v2) ships with the package and
+    loads offline, on its first use.
+
+    Example:
         .. code-block:: python
 
             from langchain_core.documents import Document
             from langchain_core.embeddings import DeterministicFakeEmbedding
             from langchain_knowledge_inject import KnowledgeBase
 
-            kb = KnowledgeBase(
-                "hr", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=32)
-            )
-            result = kb.add_documents(
-                [Document("Staff get 25 days of annual leave.", metadata={"source": "leave.md"})]
-            )
-            assert result.added == 1
-            assert kb.add_documents(
-                [Document("Staff get 25 days of annual leave.", metadata={"source": "leave.md"})]
-            ).unchanged == 1
-
-    Search:
-        .. code-block:: python
-
+            kb = KnowledgeBase("hr", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=32))
+            leave = Document("Staff get 25 days of annual leave.", metadata={"source": "leave.md"})
+            assert kb.add_documents([leave]).added == 1
+            assert kb.add_documents([leave]).unchanged == 1  # idempotent per source
             docs = kb.search("annual leave days", k=2, min_score=0.0, mode="keyword")
             assert docs[0].metadata["source"] == "leave.md"
-
-    Use as Retriever:
-        .. code-block:: python
-
             retriever = kb.as_retriever(k=1, min_score=0.0, mode="keyword")
             assert len(retriever.invoke("annual leave")) == 1
 
     Args:
         name: Name of the knowledge base (letters, digits, '.', '_', '-'; up to 63).
-        path: Store directory. Defaults to :func:`default_store_path`. With a
-            ``client``, the catalog and keyword index still live here.
-        client: A ``chromadb`` client (``chromadb.HttpClient`` for a Chroma server).
-            Defaults to an embedded ``PersistentClient`` under ``path``.
-        embeddings: Any LangChain ``Embeddings``. Defaults to all-MiniLM-L6-v2, offline.
-        description: What the knowledge base holds (stored; None keeps the stored one).
+        path: Store directory (default :func:`default_store_path`); the keyword cache
+            lives here even with a ``client``.
+        client: A ``chromadb`` client (``HttpClient`` for a server); default: an
+            embedded ``PersistentClient`` under ``path``.
+        embeddings: Any LangChain ``Embeddings``; default: all-MiniLM-L6-v2, offline.
+        description: What it holds (stored; None keeps the stored one).
         topics: Its topics (stored; None keeps the stored ones, or derives them).
-        text_splitter: Splits documents longer than a chunk before storing.
-            Defaults, with the default model, to a ``RecursiveCharacterTextSplitter``
-            measuring word pieces: chunks of at most 128 with 32 overlap (the model
-            reads 256, including two special tokens; 128 scored better on SciFact
-            train, see ``writes.DEFAULT_CHUNK_TOKENS``); with another model, 1000
-            characters with 150 overlap. None stores every document as one chunk.
-            A chunk that comes with a ``chunk_index`` and is split again keeps it,
-            its pieces numbered in ``chunk_part``. Hybrid search scores each chunk
-            by its own match and its document's (chunks sharing a source; see
-            ``fusion.fuse_with_documents``), the document's keyword side from BM25
-            over its lead (``title`` metadata, else its first line) and its whole
-            text (:mod:`langchain_knowledge_inject._store.documents`).
-        create: Create the knowledge base when it does not exist; False raises
-            :class:`KnowledgeBaseNotFoundError` instead.
-        restricted: Restricted mode by default for this knowledge base (stored).
-        sensitive_sources: Hide source names from the main model in restricted mode (stored).
+        text_splitter: Cuts documents longer than a chunk. Default: half the model's
+            window, an eighth as overlap, in its word pieces (the default model: 128
+            and 32; ``writes.default_splitter``). None: one chunk per document.
+        create: Create it when missing; False raises :class:`KnowledgeBaseNotFoundError`.
+        restricted: Turn restricted mode on (stored with the data); only
+            :meth:`unrestrict` turns it off (``False`` here raises ``ConfigurationError``).
+        sensitive_sources: Hide source names in restricted mode (stored; like ``restricted``).
         routing_hint: Restricted mode routing hint (stored).
         routing_keywords: Restricted mode routing keywords (stored).
-        timeout: Seconds a call to a Chroma server (``client=``) may take, for a
-            search as a whole and for each write batch; past it the call fails
-            with :class:`StoreTimeoutError` (a turn goes on without knowledge).
-            None waits without limit. The embedded store is not bounded: no
-            network stands between it and its files.
-        sync_interval: Server mode: at most this many seconds after another
-            process writes to the server, this one's keyword index has its
-            chunks (see :mod:`langchain_knowledge_inject._store.sync`). None turns the
-            catch-up off.
+        timeout: Seconds a call to a Chroma server may take (a search as a whole, each
+            write batch); past it :class:`StoreTimeoutError`. None: no limit.
+        sync_interval: With a server: most seconds before another process's writes
+            reach keyword search (dense at once). None: caught up once, when first used.
 
-    Fork safety: a knowledge base belongs to the process that opened it. Used in
-    a child forked afterwards (a Gunicorn worker with ``--preload``, a
-    ``multiprocessing`` worker under the ``fork`` start method) it raises
-    :class:`ForkedProcessError` instead of sharing its SQLite connection and
-    Chroma client with the parent. Open it in each worker after the fork.
+    Used in a child forked after it was opened (Gunicorn ``--preload``,
+    ``multiprocessing`` with ``fork``) it raises :class:`ForkedProcessError`: open
+    it in each worker after the fork.
     """
 
     id: str
@@ -234,92 +158,63 @@ class KnowledgeBase(MetadataMixin, WritesMixin, SearchMixin, HealingMixin):
         sensitive_sources: bool | None = None,
         routing_hint: str | None = None,
         routing_keywords: Sequence[str] | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
+        timeout: float | None = calls.DEFAULT_TIMEOUT,
         sync_interval: float | None = DEFAULT_SYNC_INTERVAL,
     ) -> None:
-        check_seconds("timeout", timeout)
-        check_seconds("sync_interval", sync_interval, zero=True)
-        self._pid = os.getpid()
-        if not is_valid_name(name):
+        calls.check_seconds("timeout", timeout)
+        calls.check_seconds("sync_interval", sync_interval, zero=True)
+        if not isinstance(name, str) or not storage.NAME_PATTERN.match(name):
             msg = (
                 f"Invalid knowledge-base name {name!r}: use 1-63 letters, digits, '.', '_' or '-',"
                 " starting with a letter or digit"
             )
-            raise ConfigurationError(msg, option="name", value=name)
-        self.name = name
+            raise errors.ConfigurationError(msg, option="name", value=name)
+        self.name, self.id, self._pid = name, storage.knowledge_base_id(name), os.getpid()
         self.path = Path(path).expanduser() if path is not None else default_store_path()
-        self._store_lock: StoreLock | None = None
-        ensure_store_dir(self.path)
-        read_only = not store_is_writable(self.path)
-        if client is None:
-            self._store_lock = StoreLock(self.path, read_only=read_only)
-        self._handles = StoreHandles(name, self.path, read_only=read_only)
-        self._restriction: tuple[tuple[Any, ...], RestrictionFlags] | None = None
-        self._topics: tuple[int, list[str]] | None = None
+        storage.ensure_store_dir(self.path)
+        self.read_only = not store_is_writable(self.path)
+        """True when the store cannot be written: searches work, writes raise ``StoreError``."""
+        server = client is not None
+        self._store_lock = (
+            None if server else storage.StoreLock(self.path, read_only=self.read_only)
+        )
         try:
-            self._handles.open()
-            self.embeddings = (
-                embeddings if embeddings is not None else default_embeddings(cache_dir=self.path)
-            )
-            try:  # fail here, not on the first question, when the model cannot embed
-                self.embeddings.embed_query("knowledge base open check")
-            except Exception as exc:
-                msg = (
-                    f"The embedding model of knowledge base {name!r} failed on a test query: {exc}"
-                )
-                raise KnowledgeBaseOpenError(msg, kb_name=name) from exc
-            server = client is not None
+            self.embeddings = embeddings or default_embeddings(cache_dir=self.path)
             self.timeout = timeout if server else None
-            chroma_client = (
-                client
-                if client is not None
-                else persistent_client(self.path, name, read_only=self.read_only)
-            )
-            if server and timeout is not None:
-                apply_http_timeout(chroma_client, timeout)
-            calls = BoundedCalls(self.timeout, kb_name=name)
-            self._chroma = ChromaSide(chroma_client, self._handles, server=server, calls=calls)
-            self._async_pool = WorkerPool(32, f"kinject-{name}-search") if server else None
-            self._sync = (
-                KeywordSync(
-                    self._handles,
-                    lambda partition: self._chroma.collection(partition, create=False),
-                    timeout=self.timeout,
-                    interval=sync_interval,
-                )
-                if server
-                else None
-            )
-            settings = {
-                "restricted": restricted,
-                "sensitive_sources": sensitive_sources,
-                "routing_hint": routing_hint,
-                "routing_keywords": list(routing_keywords)
-                if routing_keywords is not None
-                else None,
-            }
-            self._flags_state = self._open(
-                create=create,
-                description=description,
-                topics=topics,
-                given={k: v for k, v in settings.items() if v is not None},
-            )
+            if client is None:
+                client = storage.persistent_client(self.path, name, read_only=self.read_only)
+            elif timeout is not None:
+                calls.apply_http_timeout(client, timeout)
+            bounded = calls.BoundedCalls(self.timeout, kb_name=name)
+            self._chroma = ChromaSide(client, kb_id=self.id, server=server, calls=bounded)
+            self._async_pool = calls.worker_pool(32, f"kinject-{name}-search") if server else None
+            given: dict[str, Any] = {"restricted": restricted, "routing_hint": routing_hint}
+            given.update(sensitive_sources=sensitive_sources, routing_keywords=routing_keywords)
+            self._pending: dict[str, Any] | None = None
+            self._open(create=create, description=description, topics=topics, given=given)
         except BaseException:
             self._release_store_lock()
-            conn = getattr(self._handles, "conn", None)
-            if conn is not None:
-                conn.close()
             raise
-        self._query_vector = QueryEmbeddingCache(self.embeddings.embed_query)
-        self._searcher = PartitionSearch(
-            self._handles, self._chroma, self._query_vector, self._sync
+        self._cache = KeywordCache(
+            None if self.read_only else self.path / "keyword" / self.id,
+            self._chroma,
+            exclusive=not server,
+            interval=sync_interval,
+            overlap=(self.timeout or _UNBOUNDED_WRITE_S) + CLOCK_SKEW_S,
         )
-        self._text_splitter = (
-            default_splitter(self.embeddings)
-            if text_splitter is _DEFAULT_SPLITTER
-            else text_splitter
+        self._query_vector = functools.lru_cache(maxsize=2048)(self._embed_query)
+        self._searcher = PartitionSearch(self._chroma, self._cache, self._query_vector)
+        self._writes = writes.Writes(
+            self._chroma, self._cache, self.embeddings, path=self.path, kb_name=name
         )
+        self._text_splitter = text_splitter
+        self._topics: tuple[int, list[str]] | None = None
 
+    def _embed_query(self, text: str) -> list[float]:
+        with model_errors(self.name):
+            return self.embeddings.embed_query(text)
+
+    # -- opening ------------------------------------------------------------------------
     def _open(
         self,
         *,
@@ -327,34 +222,525 @@ class KnowledgeBase(MetadataMixin, WritesMixin, SearchMixin, HealingMixin):
         description: str | None,
         topics: Sequence[str] | None,
         given: Mapping[str, Any],
-    ) -> StoredFlags:
-        flags = open_knowledge_base(
-            self._handles,
-            self._chroma,
-            model_name=embedding_model_name(self.embeddings),
-            create=create,
-            description=description,
-            topics=topics,
-            given=given,
+    ) -> None:
+        """Find or create the knowledge base in Chroma (version-1 stores migrated first)."""
+        client = self._chroma.client
+        try:
+            if not self.read_only:
+                migration.migrate_store(self.path, client)
+            shared = self._chroma.collection("")
+            if (
+                shared is None or not isinstance((shared.metadata or {}).get("kinject:format"), int)
+            ) and (not self.read_only and migration.migrate_kb(client, self.name)):
+                self._chroma.forget()
+                shared = self._chroma.collection("")
+        except errors.KnowledgeInjectError:
+            raise
+        except Exception as exc:
+            if self._remembered() is None:
+                msg = (
+                    f"Knowledge base {self.name!r}: Chroma could not be asked whether it holds it "
+                    f"({type(exc).__name__}: {exc}). Open it again once the Chroma server answers."
+                )
+                raise errors.KnowledgeBaseOpenError(msg, kb_name=self.name) from exc
+            logger.warning(
+                "Knowledge base %r opened while Chroma does not answer (%s): its calls fail "
+                "until it does", self.name, type(exc).__name__,
+            )  # fmt: skip
+            self._pending = {
+                "create": create,
+                "description": description,
+                "topics": topics,
+                "given": given,
+            }
+            return
+        wanted = {k: v for k, v in given.items() if v is not None}
+        if "routing_keywords" in wanted:
+            wanted["routing_keywords"] = [str(v) for v in wanted["routing_keywords"]]
+        model = embedding_model_name(self.embeddings)
+        if shared is None:
+            shared = self._create(create, {**wanted, "model": model})
+        stored = flags.read_settings(shared.metadata)
+        if stored["model"] not in ("", model):
+            msg = (
+                f"Knowledge base {self.name!r} was built with the embedding model "
+                f"{stored['model']!r}; it cannot be searched with {model!r}. Open it with the "
+                "same model, or ingest into a new knowledge base."
+            )
+            raise errors.KnowledgeBaseOpenError(msg, kb_name=self.name)
+        for key in _FLAGS:
+            if stored[key] and wanted.get(key) is False:
+                msg = (
+                    f"Knowledge base {self.name!r} is {key.replace('_', ' ')}: the constructor "
+                    "never turns that off. Call kb.unrestrict() to turn restriction off (logged)."
+                )
+                raise errors.ConfigurationError(msg, option=key, value=False)
+        wanted.update(model=model, kb=self.name, kb_id=self.id)
+        if description is not None:
+            wanted["description"] = description
+        if topics is not None:
+            wanted["topics"] = [str(t) for t in topics]
+        changes = {k: v for k, v in wanted.items() if stored.get(k) != v}
+        if changes and not self.read_only:
+            self._chroma.update_settings(changes)
+        self._remember({**stored, **changes})
+        self._pending = None
+
+    def _create(self, create: bool, wanted: dict[str, Any]) -> Any:
+        """Create the knowledge base: its shared collection."""
+        if not create or self.read_only:
+            names = [
+                i.name for i in metadata.list_knowledge_bases(self.path, client=self._chroma.client)
+            ]
+            msg = f"No knowledge base named {self.name!r} in {self.path} (existing: "
+            raise errors.KnowledgeBaseNotFoundError(
+                f"{msg}{', '.join(names) or 'none'})", kb_name=self.name
+            )
+        remembered = self._remembered() or {}
+        for key in _FLAGS:  # lost from Chroma (a wiped server): what this store saw last wins
+            if remembered.get(key) and wanted.get(key) is None:
+                logger.warning(
+                    "Knowledge base %r was %s here before: created so again", self.name, key
+                )
+                wanted[key] = True
+        settings = {"kb": self.name, "kb_id": self.id, "format": flags.FORMAT, **wanted}
+        return self._chroma.create("", {"description": "", "topics": [], **settings})
+
+    def _memory(self) -> Path:
+        return self.path / "keyword" / self.id / "kb.json"
+
+    def _remembered(self) -> dict[str, Any] | None:
+        """What this store saw of the knowledge base last (its flags only count to keep them on)."""
+        try:
+            return dict(json.loads(self._memory().read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def _remember(self, settings: Mapping[str, Any]) -> None:
+        seen = {"name": self.name, **{k: bool(settings.get(k)) for k in _FLAGS}}
+        if self.read_only or self._remembered() == seen:
+            return
+        try:
+            self._memory().parent.mkdir(parents=True, exist_ok=True)
+            self._memory().write_text(json.dumps(seen), encoding="utf-8")
+        except OSError as exc:  # a full disk: Chroma holds the flags anyway
+            logger.warning("Knowledge base %r: its flags not noted locally (%s)", self.name, exc)
+
+    def _ready(self) -> None:
+        """Raise in a forked child; finish an open that found Chroma unreachable."""
+        if os.getpid() != self._pid:
+            msg = (
+                f"Knowledge base {self.name!r} was opened in process {self._pid} and is used in "
+                f"process {os.getpid()}, forked from it. Its threads and Chroma client do not "
+                "survive a fork: open the KnowledgeBase in each worker after the fork (Gunicorn: "
+                "without --preload, or in post_fork; multiprocessing: the 'spawn' start method, "
+                "or open it inside the worker function)."
+            )
+            raise errors.ForkedProcessError(msg, kb_name=self.name, opened_in=self._pid)
+        if self._pending is not None:
+            self._open(**self._pending)
+            if self._pending is not None:
+                msg = f"Knowledge base {self.name!r}: the Chroma server does not answer"
+                raise errors.RetrievalError(msg, kb_name=self.name)
+
+    # -- settings and flags -------------------------------------------------------------
+    @property
+    def restriction(self) -> RestrictionFlags:
+        """The restriction flags stored with the data, fresh to about a second.
+
+        Raises:
+            RetrievalError: Chroma could not be asked (the message names the cause):
+                treat the knowledge base as restricted.
+        """
+        self._ready()
+        try:
+            return RestrictionFlags.of(self._chroma.settings())
+        except errors.KnowledgeInjectError:
+            raise
+        except Exception as exc:
+            msg = (
+                f"The restriction flags of knowledge base {self.name!r} could not be read from "
+                f"Chroma ({type(exc).__name__}); treat it as restricted"
+            )
+            raise errors.RetrievalError(msg, kb_name=self.name) from exc
+
+    def _restriction(self) -> RestrictionFlags:
+        return self.restriction
+
+    arestriction = _twin(_restriction)
+
+    def restrict(self, *, sensitive_sources: bool = False) -> None:
+        """Turn restricted mode (and ``sensitive_sources``) on, in every partition collection."""
+        self._ready()
+        self._refuse_if_read_only("restricting")
+        self._chroma.update_settings(
+            {"restricted": True, **({"sensitive_sources": True} if sensitive_sources else {})}
         )
-        self.id = self._handles.kb_id
-        return flags
+        self._remember(self._chroma.settings(fresh=True))
+
+    def unrestrict(self) -> None:
+        """Turn restricted mode and ``sensitive_sources`` off: the one way to do so (logged)."""
+        self._ready()
+        self._refuse_if_read_only("unrestricting")
+        logger.warning(
+            "Knowledge base %r: restricted mode turned off by kb.unrestrict()", self.name
+        )
+        self._chroma.update_settings(dict.fromkeys(_FLAGS, False))
+        self._remember(self._chroma.settings(fresh=True))
 
     @property
-    def read_only(self) -> bool:
-        """True when the store cannot be written: searches work, writes raise ``StoreError``."""
-        return self._handles.read_only
+    def info(self) -> KnowledgeBaseInfo:
+        """Metadata of this knowledge base, read from Chroma."""
+        self._ready()
+        settings = self._chroma.settings(fresh=True)
+        count = sum(int(c.count()) for c in self._chroma.partitions().values())
+        derived = None
+        if not settings["topics"]:
+            if self._topics is None or self._topics[0] != count:
+                sample = self._chroma.collection("").get(limit=500, include=["documents"])
+                self._topics = (
+                    count,
+                    metadata.derive_topics([t for t in sample["documents"] or [] if t]),
+                )
+            derived = self._topics[1]
+        return metadata.info_of(settings, chunk_count=count, derived=derived)
+
+    def _info(self) -> KnowledgeBaseInfo:
+        return self.info
+
+    ainfo = _twin(_info)
 
     @property
     def text_splitter(self) -> TextSplitter | None:
-        """The splitter ``add_documents`` cuts documents with (None: one chunk per document).
-
-        ``ingest`` and ``kinject ingest`` cut files with it too, so their chunks
-        fit it and are stored as they are.
-        """
+        """The splitter ``add_documents`` and ``ingest`` cut documents with (None: keep whole)."""
+        if self._text_splitter is _DEFAULT_SPLITTER:
+            self._text_splitter = writes.default_splitter(self.embeddings)
         return self._text_splitter
 
-    # -- adopting and reaching through ------------------------------------------
+    def get_source_fingerprint(self, source: str, *, tenant_id: str | None = None) -> str | None:
+        """The fingerprint stored with ``source`` by the last ``add_documents``, or None."""
+        self._ready()
+        chunks = self._chroma.of_sources(writes.partition_of(tenant_id), [source], text=False)
+        return next((c.fingerprint for c in chunks if c.fingerprint is not None), None)
+
+    # -- writes -------------------------------------------------------------------------
+    def _refuse_if_read_only(self, action: str) -> None:
+        if self.read_only:
+            msg = storage.read_only_message(self.name, self.path, action)
+            raise errors.StoreError(msg, kb_name=self.name, reason="read_only", path=self.path)
+
+    def _write(self, action: str, fn: Callable[..., T], /, *args: Any) -> T:
+        """Run a write: checked, store errors explained, a collection deleted under us found."""
+        self._ready()
+        self._refuse_if_read_only(action)
+        try:
+            return fn(*args)
+        except errors.KnowledgeInjectError:
+            raise
+        except Exception as exc:
+            if storage.is_not_found(exc):  # deleted under us (server wiped or restarted): once more
+                self._chroma.forget()
+                return fn(*args)
+            error = storage.store_error(exc, action=action, kb_name=self.name, path=self.path)
+            if error is None:
+                raise
+            raise error from exc
+
+    def add_documents(
+        self,
+        documents: Sequence[Document],
+        *,
+        tenant_id: str | None = None,
+        fingerprints: Mapping[str, str] | None = None,
+    ) -> AddResult:
+        """Add documents, idempotently: split, embedded only when new (see :mod:`~.writes`).
+
+        Args:
+            documents: The documents; ``metadata["source"]`` (or ``["source_path"]``)
+                names the source, whose earlier chunks the ones given now replace;
+                ``metadata["tenant_id"]`` puts it in a tenant partition.
+            tenant_id: Tenant of every document (must agree with their metadata).
+            fingerprints: ``{source identity: fingerprint}`` to store (a file hash).
+
+        Raises:
+            StoreTimeoutError: A Chroma server was slower than ``timeout`` (running
+                the same add again converges).
+        """
+        self._ready()
+        chunks = writes.split_documents(documents, tenant_id, self.text_splitter)
+        plan = self._write("adding documents", self._writes.add, chunks, fingerprints or {})
+        replaced = sum(len(v) for v in plan.stale.values())
+        return AddResult(
+            len(plan.to_embed), plan.unchanged, plan.updated, replaced, plan.skipped, plan.ids
+        )
+
+    aadd_documents = _twin(add_documents)
+
+    def upsert_records(
+        self, records: Sequence[tuple[str, str, Mapping[str, Any]]], *, tenant_id: str | None = None
+    ) -> None:
+        """Store ``(chunk_id, text, metadata)`` records under the caller's ids; an id is replaced.
+
+        The write path of :meth:`vectorstore` and episodic memory: no splitting,
+        no source replacement, the metadata kept as given.
+        """
+        self._write(
+            "adding documents", self._writes.upsert, records, writes.partition_of(tenant_id)
+        )
+
+    aupsert_records = _twin(upsert_records)
+
+    def delete(self, ids: Sequence[str], *, tenant_id: str | None = None) -> int:
+        """Delete chunks by id from one partition; returns how many existed."""
+        partition = writes.partition_of(tenant_id)
+        return self._write("deleting chunks", self._writes.delete, partition, list(ids))
+
+    adelete = _twin(delete)
+
+    def delete_source(self, source: str, *, tenant_id: str | None = None) -> int:
+        """Delete every chunk of ``source`` (its identity: an ingested file's full path)."""
+        self._ready()
+        chunks = self._chroma.of_sources(writes.partition_of(tenant_id), [source], text=False)
+        return self.delete([c.chunk_id for c in chunks], tenant_id=tenant_id)
+
+    adelete_source = _twin(delete_source)
+
+    def count(self, *, tenant_id: str | None = None) -> int:
+        """How many chunks one partition holds (the shared one when ``tenant_id`` is None)."""
+        self._ready()
+        return self._chroma.count(writes.partition_of(tenant_id))
+
+    def delete_tenant(self, tenant_id: str) -> int:
+        """Delete one tenant partition (collection and keyword cache); how many chunks it held."""
+        if not writes.partition_of(tenant_id):
+            msg = "delete_tenant needs a tenant id; the shared partition goes with kb.drop()"
+            raise errors.ConfigurationError(msg, option="tenant_id", value=tenant_id)
+        count = self.count(tenant_id=tenant_id)
+        self._write("deleting a tenant", self._delete_partitions, [tenant_id])
+        return count
+
+    def drop(self) -> None:
+        """Delete the whole knowledge base: its collections and its keyword cache."""
+        self._write("dropping the knowledge base", self._delete_partitions, None)
+
+    def _delete_partitions(self, partitions: Sequence[str] | None) -> None:
+        chroma = self._chroma
+        for partition in chroma.partitions() if partitions is None else partitions:
+            try:
+                chroma.calls.call(
+                    "delete_collection",
+                    chroma.client.delete_collection,
+                    storage.collection_name(self.id, partition),
+                )
+            except Exception as exc:
+                if not storage.is_not_found(exc):
+                    raise
+            self._cache.drop(partition)
+        chroma.forget()
+        if partitions is None:
+            self._cache.drop()
+
+    # -- search -------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 4,
+        min_score: float | None = None,
+        filter: Mapping[str, Any] | None = None,
+        mode: SearchMode = "hybrid",
+        tenant_id: str | None = None,
+    ) -> list[Document]:
+        """The chunks most relevant to ``query``, best first (raw text: the owner's API).
+
+        Args:
+            query: The question (cut to :data:`MAX_QUERY_CHARS` characters).
+            k: How many chunks at most (>= 1).
+            min_score: Drop chunks scoring below this, in [0, 1] (what a score means:
+                :mod:`~.fusion`); None: ``fusion.DEFAULT_MIN_SCORE``.
+            filter: Metadata filter in Chroma's ``where`` language (its ``tenant_id``
+                selects the partition).
+            mode: ``"dense"``, ``"keyword"`` or ``"hybrid"`` (the default, a fusion).
+            tenant_id: Search this tenant's partition; None searches the shared one.
+
+        Returns:
+            Documents with ``id`` (the chunk id) and ``metadata["score"]``,
+            ``["chunk_id"]``, ``["kb_name"]``, ``["kb_id"]``, ``["source"]``.
+
+        Raises:
+            ConfigurationError: An argument that is not allowed.
+            RetrievalError: The store could not be searched (``StoreTimeoutError``: not in time).
+        """
+        partition, ranked, _, read = self._ranked(query, k, min_score, filter, mode, tenant_id)
+        if not ranked:
+            return []
+        documents = self._searcher.documents
+        return self._searching(documents, self.name, self.id, partition, ranked, read)
+
+    asearch = _twin(search)
+
+    @overload
+    def search_hits(
+        self, query: str, *, k: int = ..., min_score: float | None = ...,
+        filter: Mapping[str, Any] | None = ..., mode: SearchMode = ..., tenant_id: str | None = ...,
+        stopwords: AbstractSet[str] | None = ..., with_dense: Literal[False] = ...,
+    ) -> list[tuple[str, float]]: ...  # fmt: skip
+
+    @overload
+    def search_hits(
+        self, query: str, *, k: int = ..., min_score: float | None = ...,
+        filter: Mapping[str, Any] | None = ..., mode: SearchMode = ..., tenant_id: str | None = ...,
+        stopwords: AbstractSet[str] | None = ..., with_dense: Literal[True],
+    ) -> list[tuple[str, float, float]]: ...  # fmt: skip
+
+    def search_hits(
+        self,
+        query: str,
+        *,
+        k: int = 4,
+        min_score: float | None = None,
+        filter: Mapping[str, Any] | None = None,
+        mode: SearchMode = "hybrid",
+        tenant_id: str | None = None,
+        stopwords: AbstractSet[str] | None = None,
+        with_dense: bool = False,
+    ) -> list[tuple[str, float]] | list[tuple[str, float, float]]:
+        """:meth:`search` without reading the chunks back: ``(chunk id, score)``, best first.
+
+        Same arguments, order and scores as :meth:`search`, and ``stopwords``: the
+        query words the keyword side leaves out (lowercase; None: the 33 of
+        :data:`~langchain_knowledge_inject._store.keyword.STOPWORDS`). With
+        ``with_dense=True``, ``(chunk id, score, cosine)``: the dense side's score
+        beside the fused one (the dense list's lowest for a chunk the keyword side
+        alone found, as ``fusion.fuse`` counts it; 0 in keyword mode).
+        """
+        if stopwords is not None and not (
+            isinstance(stopwords, AbstractSet) and all(isinstance(w, str) for w in stopwords)
+        ):
+            msg = "stopwords must be a set of lowercase words, or None"
+            raise errors.ConfigurationError(msg, option="stopwords", value=stopwords)
+        _, ranked, dense, _ = self._ranked(query, k, min_score, filter, mode, tenant_id, stopwords)
+        if not with_dense:
+            return ranked
+        cosines, floor = fusion.dense_cosines(dense)
+        return [(cid, score, cosines.get(cid, floor)) for cid, score in ranked]
+
+    asearch_hits = _twin(search_hits)
+
+    def _ranked(
+        self,
+        query: str,
+        k: int,
+        min_score: float | None,
+        filter: Mapping[str, Any] | None,
+        mode: SearchMode,
+        tenant_id: str | None,
+        stopwords: AbstractSet[str] | None = None,
+    ) -> tuple[str, list[tuple[str, float]], list[tuple[str, float]], dict[str, Any]]:
+        """The partition, its best ``k`` hits scoring ``min_score`` or more, dense hits, chunks."""
+        self._ready()
+        k, min_score, mode = check_search_args(k, min_score, mode)
+        tenant, where = split_tenant(filter, tenant_id)
+        partition, text = writes.partition_of(tenant), (query or "")[:MAX_QUERY_CHARS]
+        if not text.strip():
+            return partition, [], [], {}
+        depth = max(k, fusion.CANDIDATE_DEPTH) if mode == "hybrid" else k
+        stop = STOPWORDS if stopwords is None else stopwords
+        ranked, dense, read = self._searching(
+            self._searcher.ranked, partition, text, depth, where, mode, stop
+        )
+        return partition, [(cid, s) for cid, s in ranked if s >= min_score][:k], dense, read
+
+    def _searching(self, fn: Callable[..., T], /, *args: Any) -> T:
+        """Run search work within one deadline; failures become :class:`RetrievalError`."""
+        try:
+            with self._chroma.calls.operation():
+                return fn(*args)
+        except (errors.RetrievalError, errors.ConfigurationError, errors.KnowledgeBaseOpenError):
+            raise
+        except Exception as exc:
+            msg = f"Search of knowledge base {self.name!r} failed: {type(exc).__name__}: {exc}"
+            raise errors.RetrievalError(msg, kb_name=self.name) from exc
+
+    def get_by_ids(self, ids: Sequence[str], *, tenant_id: str | None = None) -> list[Document]:
+        """Stored chunks by id, with the metadata they were stored with (missing ids left out)."""
+        self._ready()
+        found = {c.chunk_id: c for c in self._chroma.get(writes.partition_of(tenant_id), list(ids))}
+        chunks = [found[cid] for cid in dict.fromkeys(ids) if cid in found]
+        return [
+            Document(id=c.chunk_id, page_content=c.text, metadata=dict(c.metadata)) for c in chunks
+        ]
+
+    aget_by_ids = _twin(get_by_ids)
+
+    def check(self, *, repair: bool = False) -> ConsistencyReport:
+        """Whether the keyword cache holds exactly Chroma's chunks; ``repair`` rebuilds it else."""
+        self._ready()
+        return self._cache.check(
+            sorted(self._chroma.partitions()), repair=repair, kb_name=self.name
+        )
+
+    async def _in_thread(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Run blocking ``fn`` off the event loop.
+
+        Embedded store: the loop's default executor. Chroma server: this knowledge
+        base's own threads, a search waited on for at most ``timeout`` (plus a
+        second of local work), so a frozen server holds none of the shared threads.
+        """
+        self._ready()
+        if self._async_pool is None:
+            return await asyncio.to_thread(fn, *args, **kwargs)
+        if self.timeout is None or fn is not KnowledgeBase.search:
+            return await asyncio.wrap_future(calls.submit(self._async_pool, fn, *args, **kwargs))
+        with self._chroma.calls.operation():  # the deadline runs from now, queued or not
+            future = asyncio.wrap_future(calls.submit(self._async_pool, fn, *args, **kwargs))
+        try:
+            return await asyncio.wait_for(future, self.timeout + _LOCAL_GRACE_S)
+        except asyncio.TimeoutError:
+            msg = f"Search of knowledge base {self.name!r} did not finish within {self.timeout:g} s"
+            raise errors.StoreTimeoutError(
+                msg, kb_name=self.name, operation="search", seconds=self.timeout
+            ) from None
+
+    # -- derived sources ----------------------------------------------------------------
+    def as_retriever(self, **kwargs: Any) -> KnowledgeBaseRetriever:
+        """A LangChain retriever: pure top-k by default (``min_score=0.0``).
+
+        On a restricted knowledge base it raises ``RestrictedKnowledgeError``
+        rather than return raw text, except inside the package's surfaces.
+
+        Args:
+            **kwargs: ``k``, ``min_score``, ``mode``, ``filter``, ``tenant_id``.
+        """
+        return KnowledgeBaseRetriever(knowledge_base=self, **kwargs)
+
+    def vectorstore(self, *, tenant_id: str | None = None) -> KnowledgeBaseVectorStore:
+        """The partition's collection as a ``langchain_chroma.Chroma`` that writes through the KB.
+
+        Its reads are langchain-chroma's (refused on a restricted knowledge base
+        outside the package's surfaces); its writes go through :meth:`upsert_records`
+        and :meth:`delete`, so the keyword cache stays in step.
+        """
+        from langchain_knowledge_inject._store.vectorstore import KnowledgeBaseVectorStore
+
+        self._ready()
+        partition = writes.partition_of(tenant_id)
+        if self._chroma.collection(partition) is None and not self.read_only:
+            self._chroma.collection(partition, create=True)
+        return KnowledgeBaseVectorStore(
+            self, tenant_id=tenant_id, client=self._chroma.client,
+            collection_name=storage.collection_name(self.id, partition),
+            embedding_function=self.embeddings, create_collection_if_not_exists=False,
+        )  # fmt: skip
+
+    def check_raw_read(self, via: str) -> None:
+        """Raise ``RestrictedKnowledgeError`` when ``via`` may not return raw text now."""
+        try:
+            found = self.restriction
+        except errors.RetrievalError:
+            found = RestrictionFlags(restricted=True)  # unreadable: restricted
+        flags.check_raw_read(self.name, found, via=via)
+
     @classmethod
     def from_chroma(
         cls,
@@ -367,195 +753,55 @@ class KnowledgeBase(MetadataMixin, WritesMixin, SearchMixin, HealingMixin):
         tenant_id: str | None = None,
         **options: Any,
     ) -> KnowledgeBase:
-        """Adopt an existing Chroma collection (as ``langchain_chroma.Chroma`` writes it).
+        """Adopt a collection ``langchain_chroma.Chroma`` wrote, without re-embedding.
 
-        Its documents, metadatas and vectors are copied, without re-embedding,
-        into a knowledge base whose catalog and keyword index are built from
-        them. A few stored documents are embedded again first and compared with
-        their stored vectors, so a collection made with another model is refused.
+        A collection made with another model is refused; one whose metadata says
+        restricted gives a restricted knowledge base (:func:`~.migration.copy_collection`).
 
         Args:
             collection_name: The collection to adopt.
             name: Name of the knowledge base (default: the collection's name).
-            client: The ``chromadb`` client holding the collection; the knowledge
-                base is stored with it too.
-            persist_directory: Or the directory of an embedded Chroma store holding it.
+            client: The ``chromadb`` client holding it (the knowledge base too), or
+            persist_directory: the directory of an embedded Chroma store holding it.
             embeddings: The embedding model that built the collection.
             tenant_id: Adopt it as this tenant's partition (default: the shared one).
-            **options: Other :class:`KnowledgeBase` arguments (``path``, ``restricted``, ...).
-
-        Raises:
-            ConfigurationError: Neither or both of ``client`` and ``persist_directory``.
-            KnowledgeBaseNotFoundError: No such collection.
-            KnowledgeBaseOpenError: The collection was embedded with another model.
+            **options: Other :class:`KnowledgeBase` arguments (``path``, ...).
         """
-        source = find_collection(
-            collection_name,
-            client=client,
-            persist_directory=persist_directory,
-            kb_name=name or collection_name,
+        source = migration.find_collection(
+            collection_name, client=client, persist_directory=persist_directory
         )
+        for key in (k for k in _FLAGS if getattr(flags.read_flags(source.metadata), k)):
+            if options.get(key) is False:
+                msg = f"Collection {collection_name!r} is {key}: kb.unrestrict() turns that off"
+                raise errors.ConfigurationError(msg, option=key, value=False)
+            options[key] = True
         kb = cls(name or collection_name, client=client, embeddings=embeddings, **options)
         try:
-            adoption = kb._adopt_collection(source, partition_of(tenant_id))
+            kb._write(
+                "adopting a collection",
+                migration.copy_collection,
+                kb._writes,
+                source,
+                writes.partition_of(tenant_id),
+            )
         except BaseException:
-            if kb._handles.catalog.count(kb.id) == 0:  # made by this call: leave nothing behind
+            if kb.count(tenant_id=tenant_id) == 0:  # made by this call: leave nothing behind
                 kb.drop()
             kb.close()
             raise
-        if adoption.unexplained:
-            logger.warning(
-                "Adopting %r: %d records hold no text and were not copied",
-                collection_name,
-                len(adoption.unexplained),
-            )
         return kb
 
-    def as_retriever(self, **kwargs: Any) -> KnowledgeBaseRetriever:
-        """A LangChain retriever over this knowledge base.
-
-        Pure top-k by default (``min_score=0.0``: ``k`` chunks whenever the base
-        holds that many), as LangChain retrievers are expected to be; pass
-        ``min_score`` (``None``: the calibrated default) to drop weak matches.
-
-        Args:
-            **kwargs: ``k``, ``min_score``, ``mode``, ``filter``, ``tenant_id``.
-        """
-        return KnowledgeBaseRetriever(knowledge_base=self, **kwargs)
-
-    def vectorstore(self, *, tenant_id: str | None = None) -> KnowledgeBaseVectorStore:
-        """The partition's collection as a ``langchain_chroma.Chroma`` that writes through the KB.
-
-        Reads (MMR, raw scores, ``get``) are langchain-chroma's; writes
-        (``add_documents``, ``add_texts``, ``update_documents``, ``delete``) go
-        through :meth:`upsert_records` and :meth:`delete`, so the registry and
-        the keyword index stay in step. See
-        :mod:`langchain_knowledge_inject._store.vectorstore`.
-        """
-        partition = partition_of(tenant_id)
-        if self._chroma.collection(partition, create=False) is None and not self.read_only:
-            self._chroma.collection(partition, create=True)
-        return KnowledgeBaseVectorStore(
-            self,
-            tenant_id=tenant_id,
-            client=self._chroma.client,
-            collection_name=collection_name(self.id, partition),
-            embedding_function=self.embeddings,
-            create_collection_if_not_exists=False,
-        )
-
-    def get_by_ids(self, ids: Sequence[str], *, tenant_id: str | None = None) -> list[Document]:
-        """Stored chunks by id, with the metadata they were stored with (missing ids left out)."""
-        partition = partition_of(tenant_id)
-        rows = self._handles.catalog.get_chunks(self.id, partition, list(ids))
-        missing = [cid for cid in ids if cid not in rows]
-        if missing:  # written by another process to a shared Chroma server
-            rows.update(self._chroma.rows(partition, missing))
-        return [
-            Document(id=cid, page_content=rows[cid].text, metadata=dict(rows[cid].metadata))
-            for cid in dict.fromkeys(ids)
-            if cid in rows
-        ]
-
-    def _adopt_collection(self, source: Any, partition: str) -> Any:
-        target = self._chroma.collection(partition, create=True)
-        return copy_collection(
-            self._handles, self.embeddings, self._chroma.bounded(source), target, partition
-        )
-
-    # -- closing -------------------------------------------------------------
+    # -- closing --------------------------------------------------------------------------
     def close(self) -> None:
-        """Close the catalog connection and release the store lock.
-
-        The Chroma client is left to its owner. In a process forked after the
-        knowledge base was opened this does nothing: the connection and the lock
-        are the parent's.
-        """
-        if os.getpid() != self._pid:
-            return
-        self._handles.close()
+        """Close the keyword cache and release the store lock (nothing in a forked child)."""
+        if os.getpid() == self._pid and hasattr(self, "_cache"):
+            self._cache.close()
         self._release_store_lock()
 
     def _release_store_lock(self) -> None:
         lock = getattr(self, "_store_lock", None)
         if lock is not None and getattr(self, "_pid", None) == os.getpid():
             lock.release()
-
-    # -- process and thread boundaries ---------------------------------------
-    def _check_process(self) -> None:
-        """Raise :class:`ForkedProcessError` in a child forked after opening."""
-        if os.getpid() != self._pid:
-            msg = (
-                f"Knowledge base {self.name!r} was opened in process {self._pid} and is used in "
-                f"process {os.getpid()}, forked from it. Its SQLite connection, threads and "
-                "Chroma client do not survive a fork: open the KnowledgeBase in each worker "
-                "after the fork (Gunicorn: without --preload, or in post_fork; multiprocessing: "
-                "the 'spawn' start method, or open it inside the worker function)."
-            )
-            raise ForkedProcessError(msg, kb_name=self.name, opened_in=self._pid)
-
-    async def _in_thread(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-        """Run blocking ``fn`` off the event loop.
-
-        Embedded store: the loop's default executor. Chroma server: this knowledge
-        base's own threads, waited on for at most ``timeout`` (plus a second for
-        the local work), so a frozen server holds none of the shared threads.
-        """
-        if self._async_pool is None:
-            return await asyncio.to_thread(fn, *args, **kwargs)
-        if self.timeout is None or fn != self.search:
-            return await asyncio.wrap_future(self._async_pool.submit(fn, *args, **kwargs))
-        with self._calls.operation():  # the deadline runs from now, queued or not
-            future = asyncio.wrap_future(self._async_pool.submit(fn, *args, **kwargs))
-        try:
-            return await asyncio.wait_for(future, self.timeout + _LOCAL_GRACE_S)
-        except asyncio.TimeoutError:
-            msg = (
-                f"Search of knowledge base {self.name!r} did not finish within its "
-                f"timeout of {self.timeout:g} s"
-            )
-            raise StoreTimeoutError(
-                msg, kb_name=self.name, operation="search", seconds=self.timeout
-            ) from None
-
-    # -- the parts, by name (the search path; tests and benchmarks reach them too) -------
-    @property
-    def _catalog(self) -> Catalog:
-        return self._handles.catalog
-
-    @property
-    def _keyword(self) -> KeywordIndex:
-        return self._handles.keyword
-
-    @property
-    def _document_index(self) -> DocumentIndex:
-        return self._handles.documents
-
-    @property
-    def _lock(self) -> threading.RLock:
-        return self._handles.lock
-
-    @property
-    def _conn(self) -> sqlite3.Connection:
-        return self._handles.conn
-
-    @_conn.setter
-    def _conn(self, conn: sqlite3.Connection) -> None:  # tests stand a failing one in
-        self._handles.conn = conn
-
-    @property
-    def _client(self) -> Any:
-        return self._chroma.client
-
-    @property
-    def _calls(self) -> BoundedCalls:
-        return self._chroma.calls
-
-    def _collection(self, partition: str, *, create: bool) -> Any:
-        return self._chroma.collection(partition, create=create)
-
-    def _forget_collections(self) -> None:
-        self._chroma.forget()
 
     def __del__(self) -> None:
         self._release_store_lock()
@@ -570,8 +816,8 @@ class KnowledgeBase(MetadataMixin, WritesMixin, SearchMixin, HealingMixin):
         return f"KnowledgeBase(name={self.name!r}, id={self.id!r}, path={str(self.path)!r})"
 
     # Last in the class body, so that ``list`` in the annotations above is the builtin.
-    list = staticmethod(list_knowledge_bases)
-    """Every knowledge base in a store directory: see :func:`list_knowledge_bases`."""
+    list = staticmethod(metadata.list_knowledge_bases)
+    """Every knowledge base in a store directory: see :func:`metadata.list_knowledge_bases`."""
 
 
 KnowledgeBaseRetriever.model_rebuild(_types_namespace={"KnowledgeBase": KnowledgeBase})

@@ -1,37 +1,31 @@
-"""What a knowledge base says about itself: its info, restriction flags, add results, topics."""
+"""What a knowledge base says about itself: its info, add results, topics, and the listing."""
 
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langchain_knowledge_inject._store.catalog import Catalog
+from langchain_knowledge_inject._store.flags import PREFIX, read_settings
 from langchain_knowledge_inject._store.keyword import query_terms
-from langchain_knowledge_inject._store.storage import default_store_path, open_store_dir
-from langchain_knowledge_inject.errors import KnowledgeBaseNotFoundError, KnowledgeBaseOpenError
-
-__all__ = [
-    "AddResult",
-    "KnowledgeBaseInfo",
-    "RestrictionFlags",
-    "derive_topics",
-    "info_from_row",
-    "list_knowledge_bases",
-]
+from langchain_knowledge_inject._store.storage import (
+    default_store_path,
+    persistent_client,
+    store_is_writable,
+)
+from langchain_knowledge_inject.errors import KnowledgeBaseNotFoundError
 
 
 @dataclass(frozen=True)
 class KnowledgeBaseInfo:
-    """Metadata of a knowledge base, persisted in its store directory."""
+    """Metadata of a knowledge base, kept in its Chroma collections."""
 
     name: str
     """The name given by the user."""
     id: str
-    """A short stable id, generated once."""
+    """A short stable id, derived from the name."""
     description: str
     """What the knowledge base holds."""
     topics: list[str]
@@ -43,23 +37,13 @@ class KnowledgeBaseInfo:
     topics_derived: bool = False
     """True when ``topics`` were derived from the content."""
     restricted: bool = False
-    """Whether restricted mode is on by default for this knowledge base."""
+    """Whether restricted mode is on for this knowledge base."""
     sensitive_sources: bool = False
     """Whether source names must be hidden from the main model in restricted mode."""
     routing_hint: str = ""
     """Restricted mode: one line telling the main model what to ask this knowledge base."""
     routing_keywords: list[str] = field(default_factory=list)
     """Restricted mode: keywords that route questions to this knowledge base."""
-
-
-@dataclass(frozen=True)
-class RestrictionFlags:
-    """The stored restriction flags of a knowledge base (see :attr:`KnowledgeBase.restriction`)."""
-
-    restricted: bool
-    """Whether restricted mode is on by default for this knowledge base."""
-    sensitive_sources: bool
-    """Whether source names must be hidden from the main model in restricted mode."""
 
 
 @dataclass(frozen=True)
@@ -80,65 +64,68 @@ class AddResult:
     """The chunk id of every stored chunk of this call, in input order."""
 
 
-def info_from_row(
-    row: Mapping[str, Any], *, chunk_count: int, derived_topics: Sequence[str] | None = None
+def info_of(
+    settings: Mapping[str, Any], *, chunk_count: int, derived: Sequence[str] | None = None
 ) -> KnowledgeBaseInfo:
-    """A catalog row as :class:`KnowledgeBaseInfo` (``derived_topics`` stand in for none set)."""
-    settings = row["settings"]
+    """Settings read from Chroma as :class:`KnowledgeBaseInfo` (``derived`` topics stand in)."""
     return KnowledgeBaseInfo(
-        name=row["name"],
-        id=row["id"],
-        description=row["description"],
-        topics=list(derived_topics if derived_topics is not None else row["topics"]),
+        name=settings["kb"],
+        id=settings["kb_id"],
+        description=settings["description"],
+        topics=list(derived if derived is not None else settings["topics"]),
         chunk_count=chunk_count,
-        embedding_model=row["embedding_model"],
-        topics_derived=derived_topics is not None,
-        restricted=bool(settings.get("restricted", False)),
-        sensitive_sources=bool(settings.get("sensitive_sources", False)),
-        routing_hint=settings.get("routing_hint") or "",
-        routing_keywords=list(settings.get("routing_keywords") or []),
+        embedding_model=settings["model"],
+        topics_derived=derived is not None,
+        restricted=settings["restricted"],
+        sensitive_sources=settings["sensitive_sources"],
+        routing_hint=settings["routing_hint"],
+        routing_keywords=list(settings["routing_keywords"]),
     )
 
 
-def list_knowledge_bases(path: str | os.PathLike[str] | None = None) -> list[KnowledgeBaseInfo]:
-    """Every knowledge base in a store directory, without loading any model.
+def list_knowledge_bases(
+    path: str | os.PathLike[str] | None = None, *, client: Any = None
+) -> list[KnowledgeBaseInfo]:
+    """Every knowledge base in a store directory (or on a Chroma client), without loading a model.
 
     Args:
         path: Store directory. Defaults to :func:`default_store_path`.
+        client: A ``chromadb`` client to list instead of the store's embedded one.
     """
     store = Path(path).expanduser() if path is not None else default_store_path()
-    if not (store / "catalog.sqlite3").exists():
-        return []
-    conn = open_store_dir(store)
-    try:
-        catalog = Catalog(conn, threading.RLock())
-        return [
-            info_from_row(row, chunk_count=catalog.count(row["id"])) for row in catalog.list_kbs()
-        ]
-    finally:
-        conn.close()
+    if client is None:
+        if not (store / "chroma").is_dir():
+            return []
+        client = persistent_client(store, "", read_only=not store_is_writable(store))
+    from langchain_knowledge_inject._store.migration import migrate_store
+
+    migrate_store(store, client)
+    settings: dict[str, dict[str, Any]] = {}
+    counts: dict[str, int] = {}
+    for collection in client.list_collections():
+        found = read_settings(getattr(collection, "metadata", None))
+        if not found["kb_id"] or not collection.name.startswith(f"kinject-{found['kb_id']}-"):
+            continue
+        counts[found["kb_id"]] = counts.get(found["kb_id"], 0) + collection.count()
+        if (collection.metadata or {}).get(PREFIX + "partition") == "":
+            settings[found["kb_id"]] = found
+    infos = [info_of(s, chunk_count=counts.get(kb_id, 0)) for kb_id, s in settings.items()]
+    return sorted(infos, key=lambda info: info.name)
 
 
 def require_knowledge_base(name: str, path: str | os.PathLike[str] | None = None) -> None:
     """Raise if the store holds no knowledge base ``name``, creating nothing (not even the folder).
-
-    A damaged or lost catalog is not "missing": opening the knowledge base rebuilds the
-    catalog from Chroma, or says the knowledge base is not there.
 
     Raises:
         KnowledgeBaseNotFoundError: No knowledge base of that name; the message lists the
             ones that exist.
     """
     store = Path(path).expanduser() if path is not None else default_store_path()
-    try:
-        names = [info.name for info in list_knowledge_bases(path)]
-    except KnowledgeBaseOpenError:
-        return  # a damaged catalog: opening the knowledge base rebuilds it from Chroma
-    if name in names or (store / "chroma").is_dir():
-        return  # present, or a lost catalog: opening it finds it in Chroma, or says no
-    existing = ", ".join(names) or "none"
-    msg = f"No knowledge base named {name!r} in {store} (existing: {existing})"
-    raise KnowledgeBaseNotFoundError(msg, kb_name=name)
+    names = [info.name for info in list_knowledge_bases(store)]
+    if name not in names:
+        existing = ", ".join(names) or "none"
+        msg = f"No knowledge base named {name!r} in {store} (existing: {existing})"
+        raise KnowledgeBaseNotFoundError(msg, kb_name=name)
 
 
 _FUNCTION_WORDS = frozenset(

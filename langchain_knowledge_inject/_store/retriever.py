@@ -7,6 +7,7 @@ This module sits below ``knowledge_base`` (which builds retrievers in
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import (
@@ -23,16 +24,18 @@ from langchain_knowledge_inject.errors import ConfigurationError
 if TYPE_CHECKING:
     from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
-__all__ = ["KnowledgeBaseRetriever"]
 
 _OVERRIDABLE = ("k", "min_score", "mode", "filter", "tenant_id")
+_VIA = "kb.as_retriever()"
 
 
 class KnowledgeBaseRetriever(BaseRetriever):
     """Retriever over a :class:`KnowledgeBase`.
 
     Every option can be set on the retriever and overridden per call:
-    ``retriever.invoke("query", k=3, tenant_id="acme")``.
+    ``retriever.invoke("query", k=3, tenant_id="acme")``. Over a restricted
+    knowledge base it raises ``RestrictedKnowledgeError`` rather than return raw
+    text, except inside the package's surfaces (``flags.raw_access``).
 
     At its defaults the retriever is pure top-k, as LangChain retrievers are
     expected to be (it passes the ``RetrieversIntegrationTests`` suite): ``k``
@@ -88,9 +91,13 @@ class KnowledgeBaseRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        return self.knowledge_base.search(query, **self._options(kwargs))
+        options = self._options(kwargs)
+        self.knowledge_base.check_raw_read(_VIA)
+        return self.knowledge_base.search(query, **options)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        return await self.knowledge_base.asearch(query, **self._options(kwargs))
+        options = self._options(kwargs)
+        await asyncio.to_thread(self.knowledge_base.check_raw_read, _VIA)
+        return await self.knowledge_base.asearch(query, **options)

@@ -7,8 +7,6 @@ from typing import Any, Literal
 from langchain_knowledge_inject._store import fusion
 from langchain_knowledge_inject.errors import ConfigurationError
 
-__all__ = ["MAX_QUERY_CHARS", "MODES", "SearchMode", "check_search_args"]
-
 SearchMode = Literal["dense", "keyword", "hybrid"]
 MODES: tuple[SearchMode, ...] = ("dense", "keyword", "hybrid")
 """Every search mode."""

@@ -1,11 +1,12 @@
 """The vector store returned by ``KnowledgeBase.vectorstore()``: Chroma, writing through the KB.
 
 It is a ``langchain_chroma.Chroma`` over one partition's collection, so every
-read (similarity search, MMR, raw scores, ``get``, ``get_by_ids``) is
-langchain-chroma's. Every write goes through the knowledge base instead of
-straight to Chroma, so the registry and the keyword index stay in step: a
-document added here is found by keyword and hybrid search too, ``check()``
-finds no drift, and repair has nothing to adopt.
+read (similarity search, MMR, raw scores, ``get``) is langchain-chroma's. Those
+reads go through one guard on the collection's ``query``, ``get`` and ``peek``:
+on a restricted knowledge base they raise ``RestrictedKnowledgeError`` outside
+the package's surfaces (:func:`~.flags.raw_access`). Every write goes through
+the knowledge base instead of straight to Chroma, so the keyword cache stays in
+step: a document added here is found by keyword and hybrid search too.
 
 Writes are by id (the VectorStore contract): adding a document with an id that
 exists replaces it; ids not given are generated. Unlike
@@ -44,6 +45,10 @@ class KnowledgeBaseVectorStore(Chroma):
         super().__init__(**kwargs)
         self._knowledge_base = knowledge_base
         self._tenant_id = tenant_id
+
+    @property
+    def _collection(self) -> Any:
+        return _GuardedCollection(Chroma._collection.fget(self), self._knowledge_base)  # type: ignore[attr-defined]
 
     @property
     def knowledge_base(self) -> KnowledgeBase:
@@ -108,6 +113,7 @@ class KnowledgeBaseVectorStore(Chroma):
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """Stored documents by id (missing ids are left out)."""
+        self._knowledge_base.check_raw_read(_VIA)
         return self._knowledge_base.get_by_ids(ids, tenant_id=self._tenant_id)
 
     def add_images(self, *args: Any, **kwargs: Any) -> list[str]:
@@ -125,3 +131,31 @@ class KnowledgeBaseVectorStore(Chroma):
     def _refuse(self, method: str, why: str) -> NoReturn:
         msg = f"{method}() is not available on kb.vectorstore(): {why}"
         raise KnowledgeBaseError(msg, kb_name=self._knowledge_base.name)
+
+
+_VIA = "kb.vectorstore()"
+
+
+class _GuardedCollection:
+    """A Chroma collection whose reads check restriction first and hide the package's own keys."""
+
+    def __init__(self, collection: Any, knowledge_base: KnowledgeBase) -> None:
+        self._inner = collection
+        self._knowledge_base = knowledge_base
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name not in ("query", "get", "peek"):
+            return attr
+
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            self._knowledge_base.check_raw_read(_VIA)
+            result = attr(*args, **kwargs)
+            metadatas = result.get("metadatas") if isinstance(result, dict) else None
+            for row in metadatas or []:  # a list per query for query(), one list for get()
+                for meta in row if isinstance(row, list) else [row]:
+                    for key in [k for k in meta or {} if str(k).startswith("kinject_")]:
+                        del meta[key]
+            return result
+
+        return guarded

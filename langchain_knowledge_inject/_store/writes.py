@@ -1,114 +1,98 @@
-"""Writing chunks: splitting documents, then Chroma first and SQLite in one transaction.
+"""Writing chunks: splitting documents, planning against Chroma, then Chroma and the keyword cache.
 
-Every write goes to Chroma first and then to the registry and the keyword index
-in one SQLite transaction (:meth:`~.handles.StoreHandles.write_rows`): a crash
-in between leaves the registry at the old state, Chroma holds chunks it does
-not know (``check()`` adopts them), and running the same add again converges.
+Chunk ids derive from the tenant partition, the source and the content, so the
+same chunk always gets the same id. Against what Chroma holds, each chunk of a
+call is new (embed it), known with other metadata (update it) or unchanged
+(skip it); every source named in the call keeps exactly the chunks given now,
+so its other chunks are stale and removed. A write goes to Chroma, the record,
+and then to the keyword cache: a crash in between leaves the cache behind, and
+it catches up from Chroma the next time it is used (:mod:`~.keyword_cache`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 
-from langchain_knowledge_inject._store.catalog import ChunkRow
-from langchain_knowledge_inject._store.embeddings import (
-    DEFAULT_MODEL_NAME,
-    MODEL_WINDOW_TOKENS,
-    default_token_counter,
-    embedding_model_name,
+from langchain_knowledge_inject._store.chroma import Chunk, source_key
+from langchain_knowledge_inject._store.embeddings import model_errors, model_window
+from langchain_knowledge_inject._store.storage import (
+    chroma_metadata,
+    ensure_room,
+    estimated_write_bytes,
 )
-from langchain_knowledge_inject._store.storage import estimated_write_bytes
-from langchain_knowledge_inject._store.write_plan import (
-    WritePlan,
-    chunk_id,
-    group_by_partition,
-    partition_of,
-    plan_writes,
-    source_key,
-)
-from langchain_knowledge_inject.errors import ConfigurationError, KnowledgeBaseOpenError
+from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from langchain_core.embeddings import Embeddings
     from langchain_text_splitters import TextSplitter
 
     from langchain_knowledge_inject._store.chroma import ChromaSide
-    from langchain_knowledge_inject._store.handles import StoreHandles
-
-__all__ = [
-    "DEFAULT_CHUNK_TOKENS",
-    "RESERVED_KEYS",
-    "WINDOW_CHUNK_TOKENS",
-    "WINDOW_OVERLAP_TOKENS",
-    "default_splitter",
-    "delete_chunks",
-    "embed_distinct",
-    "split_documents",
-    "upsert_records",
-    "write_chunks",
-]
+    from langchain_knowledge_inject._store.keyword_cache import KeywordCache
 
 logger = logging.getLogger(__name__)
 
 RESERVED_KEYS = ("score", "chunk_id", "kb_name", "kb_id")
 """Metadata keys a search sets on its results; dropped from documents being added."""
-WINDOW_CHUNK_TOKENS = MODEL_WINDOW_TOKENS - 2
-"""Largest chunk the default model reads whole: its window less the [CLS] and [SEP] tokens."""
-WINDOW_OVERLAP_TOKENS = 32
-"""Overlap of consecutive chunks with the default model, in word pieces."""
-DEFAULT_CHUNK_TOKENS = 128
-"""Default chunk size with the default model, in word pieces (half its window).
+FALLBACK_CHUNK_CHARS = (1000, 150)
+"""Chunk size and overlap, in characters, when the model's window cannot be read."""
 
-Chosen on the 809 BEIR SciFact train queries through the default ingest path
-(``benchmarks/retrieval_quality.py --split train``): with hybrid search
-scoring each chunk's document too, chunks of 128 word pieces (32 overlap)
-reached nDCG@10 0.747 against 0.742 for chunks filling the window (254); dense
-search alone 0.689 against 0.665 (a short chunk's vector is about one thing).
-"""
+
+def chunk_id(partition: str, source: str, text: str) -> str:
+    """The stable id of a chunk: derived from its partition, source and content."""
+    return hashlib.sha256(f"{partition}\x1f{source}\x1f{text}".encode()).hexdigest()[:32]
+
+
+def partition_of(tenant_id: str | None) -> str:
+    """The partition of a tenant: the tenant id, or "" for the shared partition."""
+    if tenant_id == "":  # "" names the shared partition: it must not be a tenant
+        msg = "tenant_id must be a non-empty string, or None for the shared partition"
+        raise ConfigurationError(msg, option="tenant_id", value=tenant_id)
+    return "" if tenant_id is None else str(tenant_id)
 
 
 def default_splitter(embeddings: Embeddings) -> TextSplitter:
-    """Chunks of :data:`DEFAULT_CHUNK_TOKENS` word pieces with the default model.
+    """A splitter that follows the model: half its window, an eighth of it as overlap.
 
-    They fit its window (:data:`WINDOW_CHUNK_TOKENS`) with room to spare. With
-    any other model: 1000 characters with 150 overlap.
+    Measured in the model's own word pieces wherever its window and tokenizer can
+    be read (``embeddings.model_window``; the default model: 128 with 32 overlap),
+    else :data:`FALLBACK_CHUNK_CHARS` characters, said once in the log.
     """
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-    if embedding_model_name(embeddings) == DEFAULT_MODEL_NAME:
-        try:
-            counter = default_token_counter()
-        except KnowledgeBaseOpenError:
-            logger.warning("no tokenizer for the default model: splitting by characters")
-        else:
-            return RecursiveCharacterTextSplitter(
-                chunk_size=DEFAULT_CHUNK_TOKENS,
-                chunk_overlap=WINDOW_OVERLAP_TOKENS,
-                length_function=counter,
-            )
-    return RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=150)
-
-
-def _needs_split(splitter: TextSplitter | None, text: str) -> bool:
-    if splitter is None or not text.strip():
-        return False
-    size = getattr(splitter, "_chunk_size", None)  # chunks that already fit are kept whole
-    return not (isinstance(size, int) and len(text) <= size)
+    window = model_window(embeddings)
+    if window is None:
+        size, overlap = FALLBACK_CHUNK_CHARS
+        logger.info("the window of %s cannot be read: chunks of %d characters",
+                    type(embeddings).__name__, size)  # fmt: skip
+        return RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap)
+    tokens, count = window
+    return RecursiveCharacterTextSplitter(
+        chunk_size=tokens // 2, chunk_overlap=tokens // 8, length_function=count
+    )
 
 
 def split_documents(
     documents: Sequence[Document], tenant_id: str | None, splitter: TextSplitter | None
-) -> list[ChunkRow]:
+) -> list[Chunk]:
     """The chunks of ``documents``: split, with their partition, source identity and id.
+
+    A chunk that comes with a ``chunk_index`` and is split again keeps it, its
+    pieces numbered in ``chunk_part``.
 
     Raises:
         ConfigurationError: Not a ``Document``, or a tenant that disagrees with ``tenant_id``.
     """
-    rows: list[ChunkRow] = []
+    chunks: list[Chunk] = []
     for doc in documents:
         if not isinstance(doc, Document):
             msg = f"add_documents takes LangChain Document objects, got {type(doc).__name__}"
@@ -122,132 +106,176 @@ def split_documents(
         if tenant is not None:
             meta["tenant_id"] = str(tenant)
         meta["source"] = str(meta.get("source") or "")
-        parts = [doc.page_content]
-        if splitter is not None and _needs_split(splitter, doc.page_content):
-            parts = splitter.split_text(doc.page_content)
+        text, size = doc.page_content, getattr(splitter, "_chunk_size", None)
+        fits = isinstance(size, int) and len(text) <= size  # chunks that fit stay whole
+        parts = splitter.split_text(text) if splitter and text.strip() and not fits else [text]
         partition = partition_of(meta.get("tenant_id"))
-        for index, text in enumerate(parts):
+        for index, part in enumerate(parts):
             chunk_meta = dict(meta)
             if len(parts) > 1:
                 if "chunk_index" in chunk_meta:  # a chunk split again: its pieces keep order
                     chunk_meta["chunk_part"] = index
                 chunk_meta.setdefault("chunk_index", index)
             key = source_key(chunk_meta)
-            cid = chunk_id(partition, key, text)
-            rows.append(ChunkRow(cid, partition, key, text, chunk_meta))
-    return rows
+            chunks.append(Chunk(chunk_id(partition, key, part), partition, key, part, chunk_meta))
+    return chunks
 
 
 def embed_distinct(embeddings: Embeddings, texts: Sequence[str]) -> list[list[float]]:
-    """Embed ``texts``, each distinct text once: repeated chunks share one vector.
-
-    Corpora repeat chunks (boilerplate, headers, the same page under two paths); a
-    text's vector does not depend on where it occurs, so embedding it once and
-    reusing the vector stores exactly what embedding every copy would.
-    """
-    if not texts:
-        return []
+    """Embed ``texts``, each distinct text once: repeated chunks share one vector."""
     distinct = list(dict.fromkeys(texts))
-    vectors = embeddings.embed_documents(distinct)
+    vectors = embeddings.embed_documents(distinct) if distinct else []
     if len(vectors) != len(distinct):
         msg = f"The embedding model returned {len(vectors)} vectors for {len(distinct)} texts"
         raise ConfigurationError(msg, option="embeddings", value=type(embeddings).__name__)
-    if len(distinct) == len(texts):
-        return list(vectors)
     by_text = dict(zip(distinct, vectors, strict=True))
-    logger.debug("embedded %d distinct texts for %d chunks", len(distinct), len(texts))
-    return [by_text[text] for text in texts]
+    return [list(by_text[text]) for text in texts]
 
 
-def write_chunks(
-    handles: StoreHandles,
-    chroma: ChromaSide,
-    embeddings: Embeddings,
-    chunks: Sequence[ChunkRow],
-    fingerprints: Mapping[str, str],
+@dataclass
+class WritePlan:
+    """What one ``add_documents`` call writes: new, updated and stale chunks, per partition."""
+
+    to_embed: list[Chunk] = field(default_factory=list)
+    to_update: list[Chunk] = field(default_factory=list)
+    stale: dict[str, list[str]] = field(default_factory=dict)
+    complete: dict[str, dict[str, list[Chunk]]] = field(default_factory=dict)
+    """Per partition, every chunk of each source named (what its document row is made of)."""
+    ids: list[str] = field(default_factory=list)
+    updated: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+
+
+def plan_writes(
+    chroma: ChromaSide, chunks: Sequence[Chunk], fingerprints: Mapping[str, str]
 ) -> WritePlan:
-    """Store chunks idempotently: embed only new ones, replace each source's stale chunks."""
-    for partition in sorted({row.partition for row in chunks}):
-        chroma.collection(partition, create=False)  # notice a replaced collection first
-    plan = plan_writes(handles.catalog, handles.kb_id, chunks)
-    texts = [row.text for row in plan.to_embed]
-    vectors = embed_distinct(embeddings, texts)
-    handles.ensure_room(
-        estimated_write_bytes(texts, len(vectors[0]) if vectors else 0), "adding documents"
-    )
-    with handles.lock:
-        _write_plan(handles, chroma, plan, vectors, fingerprints)
+    """Decide, against what Chroma holds, what a call of ``add_documents`` must write."""
+    plan = WritePlan()
+    for partition in dict.fromkeys(c.partition for c in chunks):
+        rows = [c for c in chunks if c.partition == partition]
+        stored = {
+            c.chunk_id: c for c in chroma.get(partition, [r.chunk_id for r in rows], text=False)
+        }
+        complete = plan.complete.setdefault(partition, {r.source: [] for r in rows})
+        seen: set[str] = set()
+        for row in rows:
+            if not row.text.strip():
+                plan.skipped += 1
+                continue
+            plan.ids.append(row.chunk_id)
+            if row.chunk_id in seen:
+                continue
+            seen.add(row.chunk_id)
+            row = dataclasses.replace(row, fingerprint=fingerprints.get(row.source))
+            complete[row.source].append(row)
+            old = stored.get(row.chunk_id)
+            if old is None:
+                plan.to_embed.append(row)
+            elif (
+                old.metadata != chroma_metadata(row.metadata) or old.fingerprint != row.fingerprint
+            ):
+                plan.to_update.append(row)  # a fingerprint alone changed: not counted
+                plan.updated += old.metadata != chroma_metadata(row.metadata)
+            else:
+                plan.unchanged += 1
+        fresh = {r.chunk_id for r in rows}
+        old_ids = {c.chunk_id for c in chroma.of_sources(partition, list(complete), text=False)}
+        if stale := sorted(old_ids - fresh):
+            plan.stale[partition] = stale
     return plan
 
 
-def _write_plan(
-    handles: StoreHandles,
-    chroma: ChromaSide,
-    plan: WritePlan,
-    vectors: Sequence[Sequence[float]],
-    fingerprints: Mapping[str, str],
-) -> None:
-    by_partition: dict[str, tuple[list[ChunkRow], list[Sequence[float]]]] = {}
-    for row, vec in zip(plan.to_embed, vectors, strict=True):
-        rows, vecs = by_partition.setdefault(row.partition, ([], []))
-        rows.append(row)
-        vecs.append(vec)
-    batch = chroma.write_batch()
-    for partition, (rows, vecs) in by_partition.items():
-        chroma.upsert(partition, rows, vecs, batch=batch)
-    for partition, updated in group_by_partition(plan.to_update).items():
-        collection = chroma.collection(partition, create=True)
-        for start in range(0, len(updated), batch):
-            part = updated[start : start + batch]
-            collection.update(
-                ids=[r.chunk_id for r in part], metadatas=[chroma.marked(r.metadata) for r in part]
-            )
-    for partition, ids in plan.stale.items():
-        collection = chroma.collection(partition, create=False)
-        if collection is not None and ids:
-            collection.delete(ids=list(ids))
-    handles.write_rows(
-        [*plan.to_embed, *plan.to_update],
-        indexed=plan.to_embed,  # an update changes metadata only: its keyword row stands
-        remove={partition: sorted(ids) for partition, ids in plan.stale.items()},
-        sources={(p, s): fingerprints.get(s) for p, s in plan.sources},
-        refresh_documents=True,
-    )
+class Writes:
+    """The write paths of one knowledge base: Chroma first, then the keyword cache.
 
+    Args:
+        chroma: Its Chroma side.
+        cache: Its keyword cache.
+        embeddings: Its embedding model.
+        path: Its store directory (the disk reserve is checked there).
+        kb_name: Its name, for errors.
+    """
 
-def upsert_records(
-    handles: StoreHandles,
-    chroma: ChromaSide,
-    embeddings: Embeddings,
-    records: Sequence[tuple[str, str, Mapping[str, Any]]],
-    partition: str,
-) -> None:
-    """Store chunks under ids chosen by the caller (no splitting); an existing id is replaced."""
-    latest = {str(cid): (text, dict(meta)) for cid, text, meta in records}
-    rows = [
-        ChunkRow(cid, partition, str(meta.get("source") or ""), text, meta)
-        for cid, (text, meta) in latest.items()
-    ]
-    if not rows:
-        return
-    texts = [r.text for r in rows]
-    vectors = embed_distinct(embeddings, texts)
-    handles.ensure_room(
-        estimated_write_bytes(texts, len(vectors[0]) if vectors else 0), "adding documents"
-    )
-    with handles.lock, handles.errors("adding documents"):
-        chroma.upsert(partition, rows, vectors, batch=chroma.write_batch())
-        handles.write_rows(rows, refresh_documents=True)
+    def __init__(
+        self,
+        chroma: ChromaSide,
+        cache: KeywordCache,
+        embeddings: Embeddings,
+        *,
+        path: Path,
+        kb_name: str,
+    ) -> None:
+        self.chroma, self.cache, self.embeddings = chroma, cache, embeddings
+        self.path, self.kb_name = path, kb_name
 
+    def _write(self, partition: str, chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]],
+               updated: Sequence[Chunk] = (), stale: Sequence[str] = ()) -> None:  # fmt: skip
+        """Chroma first (the cache is caught up again if that fails half way)."""
+        try:
+            if chunks:
+                self.chroma.upsert(partition, chunks, vectors)
+            if updated:
+                self.chroma.update(partition, updated)
+            self.chroma.delete(partition, stale)
+        except BaseException:
+            self.cache.invalidate(partition)
+            raise
 
-def delete_chunks(
-    handles: StoreHandles, chroma: ChromaSide, partition: str, ids: Sequence[str]
-) -> int:
-    """Delete chunks by id from Chroma, then the registry and keyword index; how many existed."""
-    with handles.lock, handles.errors("deleting chunks"):
-        existing = list(handles.catalog.existing(handles.kb_id, partition, list(ids)))
-        collection = chroma.collection(partition, create=False)
-        if collection is not None and ids:
-            collection.delete(ids=list(ids))
-        handles.write_rows(remove={partition: list(ids)}, refresh_documents=True)
-    return len(existing)
+    def _room(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
+        needed = estimated_write_bytes(texts, len(vectors[0]) if vectors else 0)
+        ensure_room(self.path, needed, action="adding documents", kb_name=self.kb_name)
+
+    def add(self, chunks: Sequence[Chunk], fingerprints: Mapping[str, str]) -> WritePlan:
+        """Store chunks idempotently: embed only new ones, replace each source's stale chunks."""
+        for partition in dict.fromkeys(c.partition for c in chunks):
+            self.cache.ensure(partition)
+        plan = plan_writes(self.chroma, chunks, fingerprints)
+        with model_errors(self.kb_name):
+            vectors = embed_distinct(self.embeddings, [c.text for c in plan.to_embed])
+        self._room([c.text for c in plan.to_embed], vectors)
+        stamp = round(time.time(), 6)
+        new = [dataclasses.replace(c, stamp=stamp) for c in plan.to_embed]
+        updated = [dataclasses.replace(c, stamp=stamp) for c in plan.to_update]
+        for partition, stale in {p: plan.stale.get(p, []) for p in plan.complete}.items():
+            picked = [(c, v) for c, v in zip(new, vectors, strict=True) if c.partition == partition]
+            mine = [c for c in updated if c.partition == partition]
+            self._write(partition, [c for c, _ in picked], [v for _, v in picked], mine, stale)
+        for partition, complete in plan.complete.items():
+            upserted = [c for c in [*new, *updated] if c.partition == partition]
+            deleted = plan.stale.get(partition, [])
+            self.cache.apply(partition, upserted=upserted, deleted=deleted, complete=complete)
+        return plan
+
+    def upsert(
+        self,
+        records: Sequence[tuple[str, str, Mapping[str, Any]]],
+        partition: str,
+        *,
+        vectors: Sequence[Sequence[float]] | None = None,
+    ) -> None:
+        """Store ``(id, text, metadata)`` records under their ids (no splitting); an id is replaced.
+
+        ``vectors``, when given (one per record, ids distinct), are stored as they are.
+        """
+        stamp = round(time.time(), 6)
+        latest = {str(cid): (text, dict(meta)) for cid, text, meta in records}
+        chunks = [
+            Chunk(cid, partition, source_key(m), t, m, stamp) for cid, (t, m) in latest.items()
+        ]
+        if chunks:
+            with model_errors(self.kb_name):
+                vectors = vectors or embed_distinct(self.embeddings, [c.text for c in chunks])
+            self._room([c.text for c in chunks], vectors)
+            self.cache.ensure(partition)
+            self._write(partition, chunks, vectors)
+            self.cache.apply(partition, upserted=chunks)
+
+    def delete(self, partition: str, ids: Sequence[str]) -> int:
+        """Delete chunks by id from Chroma, then from the keyword cache; how many existed."""
+        ids = list(dict.fromkeys(ids))
+        self.cache.ensure(partition)
+        existing = self.chroma.get(partition, ids, text=False)
+        self._write(partition, (), (), stale=ids)
+        self.cache.apply(partition, deleted=ids)
+        return len(existing)

@@ -112,7 +112,8 @@ def test_installed_console_script(tmp_path) -> None:
 
 def test_cli_ingest_fits_chunks_to_the_default_models_window(tmp_path) -> None:
     from langchain_knowledge_inject._store.embeddings import default_token_counter
-    from langchain_knowledge_inject._store.knowledge_base import DEFAULT_CHUNK_TOKENS, KnowledgeBase
+
+    half_window = 128  # the default splitter: half the default model's 256 word pieces
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -126,4 +127,4 @@ def test_cli_ingest_fits_chunks_to_the_default_models_window(tmp_path) -> None:
     with KnowledgeBase("papers", path=store) as kb:
         docs_found = kb.search("CD8 T-cell infiltration", k=50, min_score=0.0, mode="keyword")
     assert len(docs_found) > 1  # the file was cut into several chunks
-    assert max(count(doc.page_content) for doc in docs_found) <= DEFAULT_CHUNK_TOKENS
+    assert max(count(doc.page_content) for doc in docs_found) <= half_window

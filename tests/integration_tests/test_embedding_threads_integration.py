@@ -15,12 +15,13 @@ _PROBE = """
 import json, sys, torch
 if sys.argv[1]:
     torch.set_num_threads(int(sys.argv[1]))  # the user's own choice, before the model loads
+import joblib
 from langchain_knowledge_inject._store.embeddings import default_embeddings
-from langchain_knowledge_inject._store.embedding_threads import default_thread_count
 model = default_embeddings(backend="torch")
 vector = model.embed_query("How many days of annual leave do I get?")
+cores = joblib.cpu_count()
 print(json.dumps({"threads": torch.get_num_threads(), "dim": len(vector),
-                  "default": default_thread_count()}))
+                  "default": 1 if cores <= 2 else min(cores, torch.get_num_threads())}))
 """
 
 
@@ -66,10 +67,11 @@ def test_omp_num_threads_is_kept_and_the_pinned_count_wins():
     assert _probe(OMP_NUM_THREADS="2", KINJECT_TORCH_THREADS="3")["threads"] == 3
 
 
-def test_the_torch_default_estimate_matches_torch():
-    from langchain_knowledge_inject._store.embedding_threads import torch_default_threads
+def test_torchs_own_default_is_joblibs_physical_core_count():
+    """What tells a count the user chose from torch's own default."""
+    import joblib
 
-    assert _torch_alone() == torch_default_threads()
+    assert _torch_alone() == joblib.cpu_count(only_physical_cores=True)
 
 
 def test_onnx_sessions_get_torch_thread_count(tmp_path):
@@ -79,7 +81,8 @@ def test_onnx_sessions_get_torch_thread_count(tmp_path):
     from langchain_knowledge_inject._store.embeddings import default_embeddings
 
     model = default_embeddings(backend="onnx", cache_dir=tmp_path)
-    session = model._client[0].auto_model.session  # optimum's ORTModel keeps the InferenceSession
+    assert len(model.embed_query("annual leave")) == 384
+    session = model._model._client[0].auto_model.session  # optimum's ORTModel's InferenceSession
     options = session.get_session_options()
     assert options.intra_op_num_threads == torch.get_num_threads()
     assert options.inter_op_num_threads == 1

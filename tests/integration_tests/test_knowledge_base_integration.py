@@ -144,34 +144,6 @@ class TestKnowledgeBaseRetrieverStandard(RetrieversIntegrationTests):
         return "annual leave and expenses"
 
 
-def test_onnx_int8_quantizes_again_over_an_older_file_and_stays_close_to_fp32(tmp_path):
-    pytest.importorskip("optimum.onnxruntime", reason="the 'onnx' extra is not installed")
-    import onnx
-
-    from langchain_knowledge_inject._store.embedding_quantization import quantized_file_name
-    from langchain_knowledge_inject._store.embeddings import (
-        ONNX_EXPORT_DIR,
-        _quantization_target,
-        default_embeddings,
-    )
-
-    fp32 = default_embeddings(backend="onnx", cache_dir=tmp_path)
-    folder = tmp_path / "models" / ONNX_EXPORT_DIR
-    target = _quantization_target()
-    # what the previous version exported (not smoothed): never loaded, quantized again
-    (folder / "onnx" / f"model_int8dense_{target}.onnx").write_bytes(b"not a model")
-    int8 = default_embeddings(backend="onnx-int8", cache_dir=tmp_path)
-    graph = onnx.load(str(folder / quantized_file_name(target))).graph
-    smoothing = [node for node in graph.node if node.name.startswith("/smooth/")]
-    assert len(smoothing) == 12  # query/key/value and feed-forward input of 6 layers
-    texts = [
-        "Staff get 25 days of annual leave.",
-        "Mitochondrial dysfunction was associated with reduced insulin sensitivity in muscle.",
-    ]
-    for a, b in zip(fp32.embed_documents(texts), int8.embed_documents(texts), strict=True):
-        assert sum(x * y for x, y in zip(a, b, strict=True)) > 0.99
-
-
 def test_onnx_backend_exports_once_into_the_store_and_matches_torch(tmp_path):
     pytest.importorskip("optimum.onnxruntime", reason="the 'onnx' extra is not installed")
     from langchain_knowledge_inject._store.embeddings import ONNX_EXPORT_DIR, default_embeddings

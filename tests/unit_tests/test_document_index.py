@@ -1,10 +1,8 @@
-"""The document-level keyword index: rows derived from the chunk registry, kept honest."""
+"""The document-level keyword index: one row per source, rebuilt with every write and catch-up."""
 
 from __future__ import annotations
 
-import json
-import sqlite3
-
+import chromadb
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,15 +11,8 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from langchain_knowledge_inject import KnowledgeBase
-from langchain_knowledge_inject._store import fusion, knowledge_base, search
-from langchain_knowledge_inject._store.catalog import ChunkRow
-from langchain_knowledge_inject._store.documents import (
-    FORMAT,
-    LEAD_WORDS,
-    documents_kb_id,
-    join_chunks,
-    lead,
-)
+from langchain_knowledge_inject._store import documents, fusion
+from langchain_knowledge_inject._store.documents import LEAD_WORDS, document_text, join_chunks, lead
 from langchain_knowledge_inject._store.fusion import fuse_with_documents
 
 LEAVE = (
@@ -44,23 +35,15 @@ def _kb(path, **kwargs) -> KnowledgeBase:
 
 
 def _row(kb: KnowledgeBase, source: str, partition: str = "") -> str | None:
-    rows = kb._conn.execute(
-        "SELECT chunk_id FROM kw_rows WHERE kb_id = ? AND partition = ? AND chunk_id = ?",
-        (documents_kb_id(kb.id), partition, source),
-    ).fetchall()
-    return None if not rows else kb._document_index.text(kb.id, partition, source)
+    """The document row's text (without its lead) when the cache holds a row for ``source``."""
+    if source not in kb._cache._part(partition).documents.sources([source]):
+        return None
+    chunks = kb._chroma.of_sources(partition, [source], text=True)
+    return join_chunks([c.text for c in sorted(chunks, key=documents._order)])
 
 
-def _mark_all_dirty(kb: KnowledgeBase) -> None:
-    kb._conn.execute(
-        "INSERT OR IGNORE INTO kw_doc_dirty SELECT kb_id, partition, source FROM chunks"
-    )
-
-
-def _dirty(kb: KnowledgeBase) -> set[str]:
-    return {
-        s for (s,) in kb._conn.execute("SELECT source FROM kw_doc_dirty WHERE kb_id = ?", (kb.id,))
-    }
+def _doc_hits(kb: KnowledgeBase, query: str, sources: set[str], partition: str = ""):
+    return kb._cache.search_documents(partition, query, k=5, sources=sources)
 
 
 @given(
@@ -93,10 +76,7 @@ def test_adding_a_split_document_indexes_its_whole_text_once(tmp_path):
     assert kb.count() > 4
     assert _row(kb, "leave.md").split() == LEAVE.split()
     assert _row(kb, "money.md") == MONEY
-    assert not _dirty(kb)
-    hits, indexed = kb._document_index.search(
-        kb.id, "", "parental leave weeks", k=5, sources={"leave.md", "money.md"}
-    )
+    hits, indexed = _doc_hits(kb, "parental leave weeks", {"leave.md", "money.md"})
     assert [s for s, _ in hits] == ["leave.md"] and indexed == {"leave.md", "money.md"}
     kb.close()
 
@@ -109,98 +89,28 @@ def test_changing_and_deleting_a_source_rebuilds_or_removes_its_row(tmp_path):
     )
     assert _row(kb, "leave.md") == "Parental leave is now twenty weeks."
     assert kb.delete_source("leave.md") == 1
-    assert _row(kb, "leave.md") is None and not _dirty(kb)
-    assert (
-        kb._document_index.search(kb.id, "", "parental leave", k=5, sources={"leave.md"})[0] == []
+    assert _row(kb, "leave.md") is None
+    assert _doc_hits(kb, "parental leave", {"leave.md"})[0] == []
+    kb.close()
+
+
+def test_another_processs_write_reaches_the_document_row_on_catch_up(tmp_path):
+    client = chromadb.EphemeralClient()
+    emb = DeterministicFakeEmbedding(size=16)
+    reader = KnowledgeBase("docs", path=tmp_path / "a", client=client, embeddings=emb,
+                           text_splitter=None, sync_interval=0)  # fmt: skip
+    writer = KnowledgeBase("docs", path=tmp_path / "b", client=client, embeddings=emb,
+                           text_splitter=None)  # fmt: skip
+    writer.add_documents([Document(MONEY, metadata={"source": "money.md"})])
+    assert reader.search("receipts", k=2, min_score=0.0)
+    writer.upsert_records(
+        [("x1", "Receipts older than ninety days are refused.", {"source": "money.md"})]
     )
-    kb.close()
-
-
-def test_a_write_from_another_path_marks_the_source_until_a_search_rebuilds_it(tmp_path):
-    kb = _kb(tmp_path)
-    kb.add_documents([Document(MONEY, metadata={"source": "money.md"})])
-    # a catch-up or a recovery writes the registry directly: the trigger marks the source
-    kb._catalog.put_chunks(
-        kb.id,
-        [
-            ChunkRow(
-                "x1",
-                "",
-                "money.md",
-                "Receipts older than ninety days are refused.",
-                {"chunk_index": 1},
-            )
-        ],
-    )
-    kb._conn.commit()
-    assert _dirty(kb) == {"money.md"}
-    hits, indexed = kb._document_index.search(
-        kb.id, "", "receipts refused", k=5, sources={"money.md"}
-    )
-    assert hits == [] and indexed == set()  # a stale row is never scored
-    kb.search("receipts refused", k=2, min_score=0.0)  # rebuilds a few dirty documents first
-    assert not _dirty(kb)
-    assert "ninety days" in _row(kb, "money.md")
-    kb.close()
-
-
-def test_search_rebuilds_at_most_a_bounded_number_of_documents(tmp_path, monkeypatch):
-    kb = _kb(tmp_path, text_splitter=None)
-    docs = [
-        Document(f"Policy number {i} covers leave.", metadata={"source": f"p{i}.md"})
-        for i in range(5)
-    ]
-    kb.add_documents(docs)
-    _mark_all_dirty(kb)
-    kb._conn.commit()
-    monkeypatch.setattr(search, "DOCUMENT_REFRESH", 2)
-    kb.search("policy leave", k=5, min_score=0.0)
-    assert len(_dirty(kb)) == 3
-    kb.add_documents(
-        [Document("Another policy.", metadata={"source": "q.md"})]
-    )  # a write rebuilds all
-    assert not _dirty(kb)
-    kb.close()
-
-
-def _make_old_store(path) -> None:
-    """A store as an earlier version left it: no document index tables or triggers."""
-    kb = _kb(path)
-    kb.add_documents(
-        [
-            Document(LEAVE, metadata={"source": "leave.md"}),
-            Document(MONEY, metadata={"source": "money.md"}),
-        ]
-    )
-    kb._keyword.delete_kb(documents_kb_id(kb.id))
-    for name in ("kw_doc_chunk_insert", "kw_doc_chunk_delete", "kw_doc_chunk_update"):
-        kb._conn.execute(f"DROP TRIGGER {name}")
-    kb._conn.execute("DROP TABLE kw_doc_dirty")
-    kb._conn.commit()
-    kb.close()
-
-
-def test_a_store_from_an_earlier_version_is_indexed_after_opening(tmp_path):
-    _make_old_store(tmp_path)
-    kb = _kb(tmp_path)
-    assert _dirty(kb) == {"leave.md", "money.md"}  # every old source waits for a rebuild
-    pooled = kb.search("parental leave weeks", k=3, min_score=0.0)
-    assert pooled and pooled[0].metadata["source"] == "leave.md"
-    assert not _dirty(kb) and _row(kb, "leave.md").split() == LEAVE.split()
-    kb.close()
-
-
-def test_a_read_only_store_from_an_earlier_version_pools_chunk_scores(tmp_path, monkeypatch):
-    _make_old_store(tmp_path)
-    monkeypatch.setattr(knowledge_base, "store_is_writable", lambda path: False)
-    kb = _kb(tmp_path)
-    assert kb.read_only and not kb._document_index.available
-    found = kb.search("parental leave weeks", k=3, min_score=0.0)
-    assert found and found[0].metadata["source"] == "leave.md"
-    kb.close()
-    conn = sqlite3.connect(tmp_path / "catalog.sqlite3")
-    assert not conn.execute("SELECT name FROM sqlite_master WHERE name = 'kw_doc_dirty'").fetchall()
-    conn.close()
+    assert _doc_hits(reader, "ninety days", {"money.md"})[0] == []  # not caught up yet
+    reader.search("receipts refused", k=2, min_score=0.0)  # catches up first
+    hits, indexed = _doc_hits(reader, "ninety days", {"money.md"})
+    assert [s for s, _ in hits] == ["money.md"] and indexed == {"money.md"}
+    assert "ninety days" in _row(reader, "money.md")
 
 
 def test_tenants_have_their_own_document_rows(tmp_path):
@@ -208,8 +118,7 @@ def test_tenants_have_their_own_document_rows(tmp_path):
     kb.add_documents([Document(LEAVE, metadata={"source": "leave.md"})], tenant_id="acme")
     kb.add_documents([Document(MONEY, metadata={"source": "money.md"})])
     assert _row(kb, "leave.md", "acme") is not None and _row(kb, "leave.md") is None
-    shared = kb._document_index.search(kb.id, "", "parental leave", k=5, sources={"money.md"})
-    assert shared[0] == []
+    assert _doc_hits(kb, "parental leave", {"money.md"})[0] == []
     tenant = kb.search("parental leave", k=3, min_score=0.0, tenant_id="acme")
     assert {d.metadata["source"] for d in tenant} == {"leave.md"}
     kb.close()
@@ -222,7 +131,7 @@ def test_a_filtered_search_pools_and_never_asks_the_document_index(tmp_path, mon
     def refuse(*args, **kwargs):
         raise AssertionError("the document index was asked")
 
-    monkeypatch.setattr(kb._document_index, "search", refuse)
+    monkeypatch.setattr(kb._cache, "search_documents", refuse)
     found = kb.search("parental leave", k=2, min_score=0.0, filter={"team": "hr"})
     assert found and all(d.metadata["team"] == "hr" for d in found)
     monkeypatch.setattr(fusion, "DOCUMENT_KEYWORD", "pool")
@@ -230,17 +139,13 @@ def test_a_filtered_search_pools_and_never_asks_the_document_index(tmp_path, mon
     kb.close()
 
 
-def test_drop_removes_document_rows_and_marks(tmp_path):
+def test_drop_removes_document_rows(tmp_path):
     kb = _kb(tmp_path)
     kb.add_documents([Document(LEAVE, metadata={"source": "leave.md"})])
-    kb_id = kb.id
+    folder = tmp_path / "keyword" / kb.id
+    assert any(folder.rglob("documents"))
     kb.drop()
-    conn = sqlite3.connect(tmp_path / "catalog.sqlite3")
-    for table in ("kw_rows", "kw_partitions", "kw_doc_dirty"):
-        assert not conn.execute(
-            f"SELECT * FROM {table} WHERE kb_id IN (?, ?)", (kb_id, documents_kb_id(kb_id))
-        ).fetchall()
-    conn.close()
+    assert not folder.exists()
 
 
 def test_the_document_index_scores_words_spread_over_chunks():
@@ -264,20 +169,18 @@ def test_the_document_index_scores_words_spread_over_chunks():
     assert partial["a1"] == pytest.approx(0.75 * 0.5 + 0.25 * 1.0)
 
 
-def test_a_search_goes_on_when_rebuilding_dirty_documents_fails(tmp_path, monkeypatch, caplog):
+def test_a_damaged_document_index_is_rebuilt_and_the_search_goes_on(tmp_path, monkeypatch):
     kb = _kb(tmp_path)
     kb.add_documents([Document(LEAVE, metadata={"source": "leave.md"})])
-    _mark_all_dirty(kb)
-    kb._conn.commit()
+    part = kb._cache._part("")
 
-    def full_disk(*args, **kwargs):
-        raise sqlite3.OperationalError("database or disk is full")
+    def damaged(*args, **kwargs):
+        raise ValueError("Data corrupted")
 
-    monkeypatch.setattr(kb._document_index, "refresh", full_disk)
+    monkeypatch.setattr(part.documents, "search", damaged)
     found = kb.search("parental leave weeks", k=2, min_score=0.0)
     assert found and found[0].metadata["source"] == "leave.md"
-    assert _dirty(kb) == {"leave.md"}  # still pooled, rebuilt by a later write or search
-    assert "document index not refreshed" in caplog.text
+    assert _row(kb, "leave.md").split() == LEAVE.split()
     kb.close()
 
 
@@ -307,12 +210,15 @@ def test_a_documents_lead_counts_once_more_in_the_index(tmp_path):
             ),
         ]
     )
-    index = kb._document_index
-    assert index.text(kb.id, "", "a") == "Pension contributions\nThe employer adds 5%."
-    assert index.indexed_text(kb.id, "", "a").split()[:2] == ["Pension", "contributions"]
-    assert index.indexed_text(kb.id, "", "a").count("Pension") == 2
-    assert index.indexed_text(kb.id, "", "c").startswith("Pension contributions Trains")
-    hits, _ = index.search(kb.id, "", "pension", k=3, sources={"a", "b", "c"})
+
+    def indexed(source: str) -> str:
+        return document_text(kb._chroma.of_sources("", [source], text=True))
+
+    assert _row(kb, "a") == "Pension contributions\nThe employer adds 5%."
+    assert indexed("a").split()[:2] == ["Pension", "contributions"]
+    assert indexed("a").count("Pension") == 2
+    assert indexed("c").startswith("Pension contributions Trains")
+    hits, _ = _doc_hits(kb, "pension", {"a", "b", "c"})
     ranked = [source for source, _ in hits]
     assert set(ranked) == {"a", "b", "c"} and ranked[-1] == "b"  # named in a lead, it weighs more
     kb.close()
@@ -327,40 +233,26 @@ def test_pieces_of_a_chunk_split_again_keep_their_order(tmp_path):
             for i, t in enumerate(halves)
         ]
     )
-    stored = [
-        json.loads(meta)
-        for (meta,) in kb._conn.execute("SELECT metadata FROM chunks WHERE kb_id = ?", (kb.id,))
-    ]
+    stored = [c.metadata for c in kb._chroma.of_sources("", ["leave.md"], text=False)]
     assert len(stored) > 2 and {m["chunk_index"] for m in stored} == {0, 1}
     assert {m["chunk_part"] for m in stored} >= {0, 1}  # each half was cut again
     assert _row(kb, "leave.md").split() == LEAVE.split()  # pieces joined in document order
     kb.close()
 
 
-def test_rows_indexed_without_the_lead_are_rebuilt_with_it(tmp_path, monkeypatch):
+def test_a_cache_of_another_format_is_rebuilt(tmp_path):
     kb = _kb(tmp_path, text_splitter=None)
     kb.add_documents(
         [Document("Pension contributions\nThe employer adds 5%.", metadata={"source": "a"})]
     )
-    # an earlier version's rows: the joined text alone, format 1
-    kb._keyword.add(documents_kb_id(kb.id), "", [("a", kb._document_index.text(kb.id, "", "a"))])
-    kb._conn.execute("UPDATE kw_doc_format SET version = 1")
-    kb._conn.commit()
     kb.close()
-    monkeypatch.setattr(knowledge_base, "store_is_writable", lambda path: False)
-    reader = _kb(tmp_path, text_splitter=None)  # read-only: its rows are scored as they are
-    assert reader._document_index.available and not _dirty(reader)
-    assert reader.search("pension", k=1, min_score=0.0)[0].metadata["source"] == "a"
-    reader.close()
-    monkeypatch.undo()
+    state = tmp_path / "keyword" / kb.id / "shared" / "state.json"
+    old = state.read_text().replace('"format": 1', '"format": 0')
+    state.write_text(old)
+    (tmp_path / "keyword" / kb.id / "shared" / "documents").rename(tmp_path / "gone")
     kb = _kb(tmp_path, text_splitter=None)
-    assert _dirty(kb) == {"a"}  # opened for writing: marked for a rebuild
     assert kb.search("pension", k=1, min_score=0.0)[0].metadata["source"] == "a"
-    assert not _dirty(kb)
-    assert kb._conn.execute("SELECT version FROM kw_doc_format").fetchall() == [(FORMAT,)]
-    kb.close()
-    kb = _kb(tmp_path, text_splitter=None)
-    assert not _dirty(kb)  # the current format is not rebuilt again
+    assert _row(kb, "a") is not None and '"format": 1' in state.read_text()
     kb.close()
 
 
@@ -400,21 +292,4 @@ def test_keyword_mode_scores_chunks_with_their_document(tmp_path, monkeypatch):
     filtered = kb.search(query, k=10, min_score=0.0, mode="keyword", filter={"source": "spread.md"})
     assert {d.metadata["source"] for d in filtered} == {"spread.md"}
     assert filtered[0].metadata["score"] == pytest.approx(1.0)
-    kb.close()
-
-
-@pytest.mark.parametrize("mode", ["hybrid", "keyword"])
-def test_a_keyword_table_out_of_step_with_its_rows_degrades_to_pooling(tmp_path, monkeypatch, mode):
-    kb = _kb(tmp_path)
-    kb.add_documents([Document(LEAVE, metadata={"source": "leave.md"})])
-    _mark_all_dirty(kb)
-    kb._conn.commit()
-
-    def out_of_step(*args, **kwargs):
-        raise sqlite3.IntegrityError("constraint failed")
-
-    monkeypatch.setattr(kb._document_index, "refresh", out_of_step)
-    found = kb.search("parental leave weeks", k=2, min_score=0.0, mode=mode)
-    assert found and found[0].metadata["source"] == "leave.md"
-    assert _dirty(kb) == {"leave.md"}
     kb.close()

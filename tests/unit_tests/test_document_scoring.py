@@ -76,27 +76,49 @@ def test_hybrid_search_ranks_by_document_and_keeps_chunks(tmp_path):
     kb.close()
 
 
-def test_default_splitter_with_another_model_counts_characters(tmp_path):
+def test_default_splitter_with_another_model_counts_characters(tmp_path, caplog):
     kb = KnowledgeBase("chars", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=8))
-    assert kb._text_splitter._chunk_size == 1000
+    with caplog.at_level("INFO"):
+        assert kb.text_splitter._chunk_size == 1000
+        assert kb.text_splitter._chunk_overlap == 150
+    assert "cannot be read" in caplog.text
     kb.close()
 
 
-def test_default_splitter_with_the_default_model_fits_its_window(tmp_path, monkeypatch):
-    from langchain_knowledge_inject._store import embeddings as emb_module
-    from langchain_knowledge_inject._store import knowledge_base, writes
+class _Client:
+    """What HuggingFaceEmbeddings wraps: a sentence-transformers model with a window."""
 
-    fake = DeterministicFakeEmbedding(size=8)
-    monkeypatch.setattr(emb_module, "_defaults", [fake])  # stands in for the default model
-    kb = KnowledgeBase("window", path=tmp_path, embeddings=fake)
-    splitter = kb._text_splitter
-    assert splitter._chunk_size == writes.DEFAULT_CHUNK_TOKENS == 128
-    assert writes.DEFAULT_CHUNK_TOKENS <= knowledge_base.WINDOW_CHUNK_TOKENS == 254
-    count = emb_module.default_token_counter()
-    text = " ".join(f"word{i} immunohistochemistry" for i in range(400))
-    pieces = splitter.split_text(text)
-    assert len(pieces) > 1
-    assert all(count(piece) <= writes.DEFAULT_CHUNK_TOKENS for piece in pieces)
-    assert {w for piece in pieces for w in piece.split()} == set(text.split())  # nothing dropped
-    assert max(count(piece) for piece in pieces) > 100  # chunks use their size
+    def __init__(self, window: int) -> None:
+        from langchain_knowledge_inject._store.embeddings import default_embeddings
+
+        self.max_seq_length = window
+        self.tokenizer = default_embeddings(backend="torch").tokenizer
+
+
+class _Wrapped(DeterministicFakeEmbedding):
+    _client: _Client | None = None
+
+
+@pytest.mark.parametrize("window", [256, 512])
+def test_default_splitter_follows_the_models_window(tmp_path, window):
+    from langchain_knowledge_inject._store.embeddings import DefaultEmbeddings, model_window
+
+    default = DefaultEmbeddings("torch")  # unloaded (the shared one may be loaded by now)
+    kb = KnowledgeBase("window", path=tmp_path, embeddings=default, text_splitter=None)
+    assert kb.info.embedding_model == "sentence-transformers/all-MiniLM-L6-v2"
+    assert default._model is None  # opening and info load no model
+    wrapped = _Wrapped(size=8)
+    wrapped._client = _Client(window)  # any wrapper: the same window, the same chunks
+    for embeddings in ([default] if window == 256 else []) + [wrapped]:
+        splitter = KnowledgeBase(
+            f"w{window}", path=tmp_path / str(id(embeddings)), embeddings=embeddings
+        ).text_splitter
+        assert (splitter._chunk_size, splitter._chunk_overlap) == (window // 2, window // 8)
+        count = model_window(embeddings)[1]
+        text = " ".join(f"word{i} immunohistochemistry" for i in range(400))
+        pieces = splitter.split_text(text)
+        assert len(pieces) > 1 and all(count(p) <= window // 2 for p in pieces)
+        assert {w for piece in pieces for w in piece.split()} == set(text.split())  # nothing lost
+        assert max(count(piece) for piece in pieces) > window // 2 - 28  # chunks use their size
+    assert default._model is None
     kb.close()

@@ -463,7 +463,7 @@ def test_episodes_persist_under_path(tmp_path) -> None:
 
     found = reopened.search("My dog is Rex.", user_id="u1")
     assert [e.user_message for e in found] == ["My dog is Rex."]
-    assert (tmp_path / "episodes" / "catalog.sqlite3").is_file()
+    assert (tmp_path / "episodes" / "chroma").is_dir()
     reopened.close()
 
 

@@ -23,9 +23,9 @@ from langchain_knowledge_inject import (
     KnowledgeInjector,
     RetrievalError,
 )
-from langchain_knowledge_inject._store.calls import BoundedCalls, WorkerPool
+from langchain_knowledge_inject._store.calls import BoundedCalls, submit, worker_pool
+from langchain_knowledge_inject._store.chroma import STAMP
 from langchain_knowledge_inject._store.filters import MAX_FILTER_DEPTH
-from langchain_knowledge_inject._store.sync import WRITE_MARK
 from langchain_knowledge_inject.errors import (
     ForkedProcessError,
     KnowledgeBaseOpenError,
@@ -91,14 +91,20 @@ def test_no_timeout_runs_inline():
     assert calls.call("query", threading.get_ident) == threading.get_ident()
 
 
-def test_worker_pool_threads_are_daemons_and_bounded():
-    pool = WorkerPool(2, "test")
+def test_the_pool_is_bounded_and_carries_the_callers_context():
+    import contextvars
+
+    pool = worker_pool(2, "test")
     release = threading.Event()
     futures = [pool.submit(release.wait, HANG_GUARD) for _ in range(5)]
-    names = [t for t in threading.enumerate() if t.name.startswith("test-")]
-    assert len(names) == 2 and all(t.daemon for t in names)
+    names = [t for t in threading.enumerate() if t.name.startswith("test_")]
+    assert len(names) == 2
     release.set()
     assert all(f.result(timeout=HANG_GUARD) for f in futures)
+    var = contextvars.ContextVar("var", default="unset")
+    var.set("caller's")
+    assert submit(pool, var.get).result(timeout=HANG_GUARD) == "caller's"
+    pool.shutdown()
 
 
 @pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "5", True])
@@ -194,7 +200,7 @@ def _bound(kb: KnowledgeBase, seconds: float) -> None:
     """Set the timeout of an open knowledge base: short only while the server is frozen,
     so that no call of a healthy server can fail on a loaded machine."""
     kb.timeout = seconds
-    kb._calls.timeout = seconds
+    kb._chroma.calls.timeout = seconds
 
 
 @pytest.mark.slow
@@ -403,11 +409,11 @@ def test_a_bad_filter_in_the_injector_raises_rather_than_degrades(tmp_path, emb)
     assert injector.prepare([HumanMessage("annual leave")]).manifest.injected
 
 
-# -- keyword catch-up in server mode (two catalogs on one Chroma) ------------------------
+# -- keyword catch-up in server mode (two keyword caches on one Chroma) ------------------
 
 
-def _two_catalogs(tmp_path, emb, *, sync_interval):
-    """Two catalogs over one Chroma collection: ``first`` writes, ``second`` catches up."""
+def _two_caches(tmp_path, emb, *, sync_interval):
+    """Two keyword caches over one Chroma collection: ``first`` writes, ``second`` catches up."""
     client = chromadb.EphemeralClient()
     name = f"shared-{uuid.uuid4().hex[:8]}"
     first = KnowledgeBase(name, path=tmp_path / "a", client=client, embeddings=emb)
@@ -416,12 +422,12 @@ def _two_catalogs(tmp_path, emb, *, sync_interval):
     return first, second
 
 
-def test_another_catalogs_writes_reach_the_keyword_index(tmp_path, emb):
-    first, second = _two_catalogs(tmp_path, emb, sync_interval=0)
+def test_another_caches_writes_reach_the_keyword_index(tmp_path, emb):
+    first, second = _two_caches(tmp_path, emb, sync_interval=0)
     first.add_documents(DOCS)
     hits = second.search("receipt euros", k=1, mode="keyword", min_score=0.0)
     assert hits and hits[0].metadata["source"] == "expenses.md"
-    assert WRITE_MARK not in hits[0].metadata
+    assert STAMP not in hits[0].metadata
     # incremental: a new write, an update of metadata, then a delete
     first.add_documents([Document("Parking badges are issued by security.",
                                   metadata={"source": "parking.md"})])  # fmt: skip
@@ -440,19 +446,22 @@ def test_another_catalogs_writes_reach_the_keyword_index(tmp_path, emb):
 
 
 def test_catch_up_is_rate_limited_by_the_interval(tmp_path, emb):
-    first, second = _two_catalogs(tmp_path, emb, sync_interval=3600)
+    first, second = _two_caches(tmp_path, emb, sync_interval=3600)
     first.add_documents(DOCS[:1])
     assert second.search("annual leave", mode="keyword", min_score=0.0)  # first catch-up
     first.add_documents(DOCS[1:])
     assert not second.search("receipt euros", mode="keyword", min_score=0.0)  # not yet due
-    assert second._sync.catch_up("") == 1  # what the next due catch-up does
+    assert second._cache.catch_up("") == 1  # what the next due catch-up does
     assert second.search("receipt euros", mode="keyword", min_score=0.0)
 
 
-def test_sync_interval_none_never_catches_up(tmp_path, emb):
-    first, second = _two_catalogs(tmp_path, emb, sync_interval=None)
-    first.add_documents(DOCS)
+def test_sync_interval_none_catches_up_once_when_first_used(tmp_path, emb):
+    first, second = _two_caches(tmp_path, emb, sync_interval=None)
+    first.add_documents(DOCS[:1])
+    assert second.search("annual leave", mode="keyword", min_score=0.0)  # the one catch-up
+    first.add_documents(DOCS[1:])
     assert not second.search("receipt euros", mode="keyword", min_score=0.0)
+    assert second.search("receipt euros", mode="dense", min_score=0.0)  # Chroma has it
 
 
 def test_every_surface_records_the_failure_class_in_the_manifest(tmp_path, emb):

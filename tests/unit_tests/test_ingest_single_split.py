@@ -20,9 +20,9 @@ from langchain_knowledge_inject._ingest import loading
 from langchain_knowledge_inject._ingest.loading import ingest, ingest_splitter, split_documents
 from langchain_knowledge_inject._store import embeddings as emb_module
 from langchain_knowledge_inject._store import knowledge_base
-from langchain_knowledge_inject._store.writes import DEFAULT_CHUNK_TOKENS
 from langchain_knowledge_inject._surfaces.cli import main
 
+DEFAULT_CHUNK_TOKENS = 128  # half the default model's window: the default splitter's chunks
 # Numbered words: each occurs once in a file, so counting chunks per word measures overlap.
 PROSE = " ".join(f"cell{i} infiltration was quantified (p<0.001)." for i in range(150))
 SECTIONED = (
@@ -34,11 +34,18 @@ SECTIONED = (
 )
 
 
+class _WindowedFake(DeterministicFakeEmbedding):
+    max_seq_length: int = 256
+
+    @property
+    def tokenizer(self):
+        return emb_module.default_embeddings(backend="torch").tokenizer
+
+
 @pytest.fixture
 def default_model(monkeypatch: pytest.MonkeyPatch) -> DeterministicFakeEmbedding:
-    """A fake that the knowledge base takes for the default model, opened by name too."""
-    fake = DeterministicFakeEmbedding(size=16)
-    monkeypatch.setattr(emb_module, "_defaults", [fake])
+    """A fake with the default model's window and tokenizer, opened by name too."""
+    fake = _WindowedFake(size=16)
     monkeypatch.setattr(knowledge_base, "default_embeddings", lambda **_: fake)
     return fake
 

@@ -1,4 +1,5 @@
-import sqlite3
+"""The keyword engine: one tantivy BM25 index, queries built from terms (no syntax injection)."""
+
 import threading
 
 import pytest
@@ -13,157 +14,126 @@ from langchain_knowledge_inject._store.keyword import (
 )
 
 DOCS = [
-    ("leave", "Parental leave lasts sixteen weeks and is paid in full."),
-    ("expenses", "Travel expenses are reimbursed within thirty days of the claim."),
-    ("remote", "Remote work from abroad needs the approval of your manager."),
+    ("leave", "Parental leave lasts sixteen weeks and is paid in full.", "leave.md"),
+    ("expenses", "Travel expenses are reimbursed within thirty days of the claim.", "money.md"),
+    ("remote", "Remote work from abroad needs the approval of your manager.", "remote.md"),
 ]
 
 
 @pytest.fixture
-def conn():
-    connection = sqlite3.connect(":memory:")
-    yield connection
-    connection.close()
-
-
-@pytest.fixture
-def index(conn):
-    idx = KeywordIndex(conn, lock=threading.RLock())
-    idx.add("kb", "", DOCS)
-    conn.commit()
+def index():
+    idx = KeywordIndex(None)
+    idx.add(DOCS)
     return idx
 
 
-def test_search_ranks_the_matching_chunk_first(index):
-    hits = index.search("kb", "", "How many weeks of parental leave?", k=3)
-    assert hits[0][0] == "leave"
-    assert all(score > 0 for _, score in hits)
-    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+def _ids(hits) -> list[str]:
+    return [row_id for row_id, _, _ in hits]
+
+
+def test_search_ranks_the_matching_chunk_first_with_its_source(index):
+    hits = index.search("How many weeks of parental leave?", k=3)
+    assert hits[0][0] == "leave" and hits[0][2] == "leave.md"
+    assert all(score > 0 for _, score, _ in hits)
+    assert [s for _, s, _ in hits] == sorted((s for _, s, _ in hits), reverse=True)
 
 
 def test_terms_are_ored_not_anded(index):
     # "leave" matches one chunk, "reimbursed" another: both come back.
-    ids = {chunk_id for chunk_id, _ in index.search("kb", "", "leave reimbursed", k=5)}
-    assert ids == {"leave", "expenses"}
+    assert set(_ids(index.search("leave reimbursed", k=5))) == {"leave", "expenses"}
 
 
 def test_stemming_matches_inflections(index):
-    assert index.search("kb", "", "reimbursing", k=1)[0][0] == "expenses"
+    assert _ids(index.search("reimbursing", k=1)) == ["expenses"]
 
 
 def test_k_limits_hits(index):
-    assert len(index.search("kb", "", "leave expenses remote", k=2)) == 2
-    assert index.search("kb", "", "leave", k=0) == []
+    assert len(index.search("leave expenses remote", k=2)) == 2
+    assert index.search("leave", k=0) == []
 
 
 @pytest.mark.parametrize("query", ["", "   ", "the and of is", "?!?", "🙂🙂", "*"])
 def test_empty_or_stopword_only_query_returns_nothing(index, query):
-    assert index.search("kb", "", query, k=5) == []
+    assert index.search(query, k=5) == []
 
 
-def test_partitions_are_isolated(conn, index):
-    index.add("kb", "tenant-a", [("secret", "Tenant A pays a parental leave bonus.")])
-    index.add("other-kb", "", [("foreign", "Parental leave in another knowledge base.")])
-    conn.commit()
-    shared = {c for c, _ in index.search("kb", "", "parental leave bonus", k=10)}
-    tenant = {c for c, _ in index.search("kb", "tenant-a", "parental leave bonus", k=10)}
-    assert shared == {"leave"}
-    assert tenant == {"secret"}
-    assert index.search("kb", "tenant-b", "parental leave", k=10) == []
-    assert index.search("missing-kb", "", "parental leave", k=10) == []
-    assert index.ids("kb", "tenant-a") == {"secret"}
-    assert index.count("kb") == 4
-    assert index.count("kb", "") == 3
-    assert index.count("kb", "tenant-a") == 1
+def test_stopwords_can_be_chosen_per_search(index):
+    assert index.search("the", k=5) == []
+    assert set(_ids(index.search("the", k=5, stopwords=frozenset()))) == {"expenses", "remote"}
+    assert _ids(index.search("your manager", k=5)) == ["remote"]
+    assert index.search("your manager", k=5, stopwords=frozenset({"your", "manager"})) == []
 
 
-def test_same_chunk_id_in_two_partitions_is_two_rows(conn, index):
-    index.add("kb", "tenant-a", [("leave", "Tenant A leave rules.")])
-    index.delete("kb", "tenant-a", ["leave"])
-    conn.commit()
-    assert index.ids("kb", "") == {"leave", "expenses", "remote"}
-    assert index.count("kb", "tenant-a") == 0
+def test_two_indexes_are_isolated(tmp_path, index):
+    tenant = KeywordIndex(tmp_path / "tenant-a")
+    tenant.add([("secret", "Tenant A pays a parental leave bonus.", "a.md")])
+    assert _ids(index.search("parental leave bonus", k=10)) == ["leave"]
+    assert _ids(tenant.search("parental leave bonus", k=10)) == ["secret"]
+    assert KeywordIndex(tmp_path / "tenant-b").search("parental leave", k=10) == []
+    assert tenant.ids() == {"secret"} and tenant.count() == 1 and index.count() == 3
 
 
-def test_delete_removes_chunks_and_ignores_unknown_ids(conn, index):
-    index.delete("kb", "", ["leave", "never-added"])
-    index.delete("kb", "no-such-partition", ["expenses"])
-    index.delete("kb", "", [])
-    conn.commit()
-    assert index.ids("kb", "") == {"expenses", "remote"}
-    assert index.search("kb", "", "parental leave", k=5) == []
+def test_delete_removes_rows_and_ignores_unknown_ids(index):
+    index.delete(["leave", "never-added"])
+    index.delete([])
+    assert index.ids() == {"expenses", "remote"}
+    assert index.search("parental leave", k=5) == []
+    assert index.sources(["expenses", "leave"]) == {"expenses": "money.md"}
 
 
-def test_add_same_id_replaces_the_text(conn, index):
-    index.add("kb", "", [("leave", "Sabbaticals are granted after five years.")])
-    conn.commit()
-    assert index.count("kb", "") == 3
-    assert index.search("kb", "", "parental", k=5) == []
-    assert index.search("kb", "", "sabbatical", k=5)[0][0] == "leave"
+def test_add_same_id_replaces_the_text(index):
+    index.add([("leave", "Sabbaticals are granted after five years.", "sabbatical.md")])
+    assert index.count() == 3
+    assert index.search("parental", k=5) == []
+    assert index.search("sabbatical", k=5)[0][::2] == ("leave", "sabbatical.md")
 
 
-def test_add_after_the_row_mapping_was_lost_replaces_the_orphans(conn, index, caplog):
-    # a damaged catalog: kw_rows emptied while the FTS rows stayed; a fresh kw_rows
-    # hands out rowid 1 again, which an orphaned FTS row still holds
-    conn.execute("DELETE FROM kw_rows")
-    conn.commit()
-    assert index.search("kb", "", "parental leave", k=3) == []  # orphans are never returned
-    with caplog.at_level("WARNING", logger="langchain_knowledge_inject._store.keyword"):
-        index.add("kb", "", [("pension", "The pension plan matches five percent.")])
-    conn.commit()
-    assert [chunk for chunk, _ in index.search("kb", "", "pension plan", k=3)] == ["pension"]
-    assert index.search("kb", "", "parental leave", k=3) == []
-    assert index.ids("kb", "") == {"pension"}
-    assert "orphaned keyword row" in caplog.text
+def test_clear_removes_every_row_and_the_index_fills_again(index):
+    index.clear()
+    assert index.count() == 0 and index.search("leave", k=5) == []
+    index.add(DOCS[:1])
+    assert index.ids() == {"leave"}
 
 
-def test_delete_kb_removes_every_partition(conn, index):
-    index.add("kb", "tenant-a", [("secret", "Tenant A text.")])
-    index.add("keep", "", [("k1", "Parental leave elsewhere.")])
-    index.delete_kb("kb")
-    conn.commit()
-    assert index.count("kb") == 0
-    assert index.search("kb", "", "leave", k=5) == []
-    assert index.search("kb", "tenant-a", "tenant", k=5) == []
-    assert index.ids("keep", "") == {"k1"}
-    # The knowledge base can be filled again after deletion.
-    index.add("kb", "", DOCS[:1])
-    assert index.ids("kb", "") == {"leave"}
+def test_index_survives_reopening(tmp_path):
+    KeywordIndex(tmp_path / "kw").add(DOCS)
+    reopened = KeywordIndex(tmp_path / "kw")
+    assert reopened.count() == 3
+    assert _ids(reopened.search("manager approval", k=1)) == ["remote"]
 
 
-def test_rollback_undoes_an_uncommitted_add(conn, index):
-    index.add("kb", "", [("new", "Uncommitted sabbatical text.")])
-    index.delete("kb", "", ["remote"])
-    conn.rollback()
-    assert index.ids("kb", "") == {"leave", "expenses", "remote"}
-    assert index.search("kb", "", "sabbatical", k=5) == []
+def test_a_second_writer_waits_for_the_first(tmp_path):
+    """tantivy allows one writer per index folder: another one (here, another object, as a
+    second process would hold) is waited for, not an error."""
+    first, second = KeywordIndex(tmp_path / "kw"), KeywordIndex(tmp_path / "kw")
+    held, done = threading.Event(), threading.Event()
+
+    def rows():
+        held.set()
+        done.wait(60)  # only a hang guard
+        yield DOCS[0]
+
+    writer = threading.Thread(target=first.add, args=(rows(),))
+    writer.start()
+    assert held.wait(60)
+    threading.Timer(0.2, done.set).start()
+    second.add(DOCS[1:])  # waits for the first writer to commit
+    writer.join(60)
+    second.reload()
+    assert second.ids() == {"leave", "expenses", "remote"}
 
 
-def test_index_survives_reopening_the_database(tmp_path):
-    path = tmp_path / "kw.sqlite"
-    first = sqlite3.connect(path)
-    KeywordIndex(first).add("kb", "t", DOCS)
-    first.commit()
-    first.close()
-    second = sqlite3.connect(path)
-    try:
-        reopened = KeywordIndex(second)
-        assert reopened.count("kb", "t") == 3
-        assert reopened.search("kb", "t", "manager approval", k=1)[0][0] == "remote"
-    finally:
-        second.close()
-
-
-def test_odd_ids_and_text_are_stored_verbatim(conn):
-    index = KeywordIndex(conn)
-    kb_id, partition = "kb'; DROP TABLE kw_rows; --", "tenant\x00x"
-    odd = [("id with 'quotes' and \"double\"", "naïve café über"), ("ид-1", "قواعد الإجازة")]
-    index.add(kb_id, partition, odd)
-    conn.commit()
-    assert index.ids(kb_id, partition) == {c for c, _ in odd}
+def test_odd_ids_and_text_are_stored_verbatim():
+    index = KeywordIndex(None)
+    odd = [
+        ("id with 'quotes' and \"double\"", "naïve café über", "s'1"),
+        ("ид-1", "قواعد الإجازة", ""),
+    ]
+    index.add(odd)
+    assert index.ids() == {c for c, _, _ in odd}
     # Diacritics are folded on both sides; right-to-left text is plain text.
-    assert index.search(kb_id, partition, "naive CAFE", k=2)[0][0] == odd[0][0]
-    assert index.search(kb_id, partition, "الإجازة", k=2)[0][0] == "ид-1"
+    assert _ids(index.search("naive CAFE", k=2)) == [odd[0][0]]
+    assert _ids(index.search("الإجازة", k=2)) == ["ид-1"]
 
 
 @pytest.mark.parametrize(
@@ -174,6 +144,7 @@ def test_odd_ids_and_text_are_stored_verbatim(conn):
         "NEAR(leave expenses, 2)",
         "text: leave*",
         "^leave + {expenses} - (remote)",
+        "id:leave OR source:leave.md",
         "'; DROP TABLE kw_rows; --",
         '"unterminated',
         "leave\x00expenses",
@@ -184,8 +155,8 @@ def test_odd_ids_and_text_are_stored_verbatim(conn):
         "a" * 10_000,
     ],
 )
-def test_fts_syntax_in_queries_is_plain_text(index, query):
-    hits = index.search("kb", "", query, k=5)
+def test_query_syntax_in_queries_is_plain_text(index, query):
+    hits = index.search(query, k=5)
     assert isinstance(hits, list)
     if "leave" in query.lower():
         assert hits[0][0] == "leave"
@@ -195,7 +166,7 @@ def test_a_megabyte_query_is_capped(index):
     query = " ".join(f"word{i}" for i in range(200_000)) + " leave"
     assert len(query) > 1_000_000
     assert len(query_terms(query)) == MAX_QUERY_TERMS
-    assert index.search("kb", "", query, k=5) == []  # "leave" is past the cap
+    assert index.search(query, k=5) == []  # "leave" is past the cap
 
 
 def test_query_terms_drop_stopwords_and_duplicates():
@@ -210,30 +181,25 @@ def test_query_phrases_pair_adjacent_words_only():
     assert len(query_phrases(" ".join(f"w{i}" for i in range(500)))) == MAX_QUERY_TERMS
 
 
-def test_adjacent_words_outrank_the_same_words_scattered(conn):
-    index = KeywordIndex(conn)
+def test_adjacent_words_outrank_the_same_words_scattered():
+    index = KeywordIndex(None)
     index.add(
-        "kb",
-        "",
         [
-            ("scattered", "Leave requests for parental reasons go to HR first."),
-            ("phrase", "Parental leave requests for family reasons go to HR first."),
-        ],
+            ("scattered", "Leave requests for parental reasons go to HR first.", ""),
+            ("phrase", "Parental leave requests for family reasons go to HR first.", ""),
+        ]
     )
-    hits = index.search("kb", "", "parental leave", k=2)
-    assert [c for c, _ in hits] == ["phrase", "scattered"]
-    assert hits[0][1] > hits[1][1]
+    hits = index.search("parental leave", k=2)
+    assert _ids(hits) == ["phrase", "scattered"] and hits[0][1] > hits[1][1]
+    plain = index.search("parental leave", k=2, phrases=False)
+    assert plain[0][1] == pytest.approx(plain[1][1], rel=0.2)  # without the pair bonus: close
 
 
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=200))
 def test_any_query_never_raises(query):
-    connection = sqlite3.connect(":memory:")
-    try:
-        idx = KeywordIndex(connection)
-        idx.add("kb", "", DOCS)
-        hits = idx.search("kb", "", query, k=3)
-        assert len(hits) <= 3
-        assert {c for c, _ in hits} <= {c for c, _ in DOCS}
-    finally:
-        connection.close()
+    idx = KeywordIndex(None)
+    idx.add(DOCS)
+    hits = idx.search(query, k=3)
+    assert len(hits) <= 3
+    assert {c for c, _, _ in hits} <= {c for c, _, _ in DOCS}

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import ConfigurationError, KnowledgeBase, KnowledgeBaseNotFoundError
 from langchain_knowledge_inject._store.keyword import STOPWORDS
-from langchain_knowledge_inject._store.knowledge_base import chunk_id
+from langchain_knowledge_inject._store.writes import chunk_id
 from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
 from tests.unit_tests.fakes import EXPENSES, LEAVE, SICK, CountingEmbedding
 
@@ -35,13 +33,12 @@ def _docs() -> list[Document]:
     ]
 
 
-def _all_ids(kb: KnowledgeBase, tenant: str = "") -> tuple[set[str], set[str], set[str]]:
-    """Chunk ids in the registry, the keyword index and Chroma, for one partition."""
-    registry = kb._catalog.partition_ids(kb.id, tenant)
-    keyword = kb._keyword.ids(kb.id, tenant)
-    collection = kb._collection(tenant, create=False)
+def _all_ids(kb: KnowledgeBase, tenant: str = "") -> tuple[set[str], set[str]]:
+    """Chunk ids in the keyword cache and in Chroma, for one partition."""
+    keyword = kb._cache._part(tenant).chunks.ids()
+    collection = kb._chroma.collection(tenant)
     chroma = set(collection.get(include=[])["ids"]) if collection is not None else set()
-    return registry, keyword, chroma
+    return keyword, chroma
 
 
 def test_add_is_idempotent(kb, emb):
@@ -67,9 +64,9 @@ def test_changed_document_replaces_its_old_chunks(kb):
     new_text = "Employees receive 28 days of annual leave per calendar year."
     result = kb.add_documents([Document(new_text, metadata={"source": "leave.md"})])
     assert (result.added, result.replaced) == (1, 2)
-    registry, keyword, chroma = _all_ids(kb)
-    assert registry == keyword == chroma
-    assert len(registry) == 2
+    keyword, chroma = _all_ids(kb)
+    assert keyword == chroma
+    assert len(chroma) == 2
     hits = kb.search("annual leave days", k=10, mode="keyword", min_score=0.0)
     assert [d.page_content for d in hits if d.metadata["source"] == "leave.md"] == [new_text]
 
@@ -149,10 +146,10 @@ def test_metadata_filter_both_sides(kb):
 def test_delete_by_id_and_by_source(kb):
     result = kb.add_documents(_docs())
     assert kb.delete([result.ids[2]]) == 1
-    registry, keyword, chroma = _all_ids(kb)
-    assert registry == keyword == chroma == set(result.ids[:2])
+    keyword, chroma = _all_ids(kb)
+    assert keyword == chroma == set(result.ids[:2])
     assert kb.delete_source("leave.md") == 2
-    assert _all_ids(kb) == (set(), set(), set())
+    assert _all_ids(kb) == (set(), set())
     assert kb.get_source_fingerprint("leave.md") is None
 
 
@@ -188,10 +185,11 @@ def test_search_hits_are_the_search_without_reading_chunks_back(kb, monkeypatch)
     with pytest.raises(ConfigurationError):
         kb.search_hits("leave", k=0)
     read: list[str] = []
-    real = kb._handles.catalog.get_chunks
-    monkeypatch.setattr(kb._handles.catalog, "get_chunks",
-                        lambda *a: read.extend(a[2]) or real(*a))  # fmt: skip
-    assert kb.search_hits("annual leave calendar year", k=3, min_score=0.0, mode="dense")
+    real = kb._searcher.documents
+    monkeypatch.setattr(kb._searcher, "documents",
+                        lambda *a: read.extend(a[3]) or real(*a))  # fmt: skip
+    for mode in ("dense", "keyword", "hybrid"):
+        assert kb.search_hits("annual leave calendar year", k=3, min_score=0.0, mode=mode)
     assert read == []  # no chunk was read back
 
 
@@ -277,12 +275,19 @@ def test_other_embedding_model_is_refused(tmp_path, emb):
         KnowledgeBase("hr", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=16))
 
 
-def test_corrupt_catalog_is_kept_aside_and_rebuilt(tmp_path, emb):
-    (tmp_path / "catalog.sqlite3").write_bytes(b"this is not a database" * 100)
+def test_a_corrupt_keyword_cache_is_rebuilt_from_chroma(tmp_path, emb):
     kb = KnowledgeBase("hr", path=tmp_path, embeddings=emb)
-    assert kb.info.chunk_count == 0
-    kept = list(tmp_path.glob("catalog.sqlite3.damaged-*"))
-    assert len(kept) == 1 and kept[0].read_bytes().startswith(b"this is not a database")
+    ids = kb.add_documents(_docs()).ids
+    kb.close()
+    damaged = [p for p in (tmp_path / "keyword").rglob("*") if p.is_file() and p.name != "lock"]
+    assert damaged
+    for path in damaged:
+        path.write_bytes(b"this is not an index" * 100)
+    kb = KnowledgeBase("hr", path=tmp_path, embeddings=emb)
+    assert kb.info.chunk_count == 3
+    hits = kb.search("receipt manager approval", k=1, mode="keyword", min_score=0.0)
+    assert hits[0].id == ids[2]
+    assert kb.check().clean
 
 
 def test_store_path_that_is_a_file(tmp_path, emb):
@@ -307,6 +312,14 @@ def test_text_splitter_splits_long_documents(tmp_path, emb):
     assert kb_whole.add_documents([Document(text, metadata={"source": "travel.md"})]).added == 1
 
 
+def test_a_chunk_repeated_in_one_call_is_stored_once(kb):
+    twice = [Document(LEAVE, metadata={"source": "leave.md", "page": 1}),
+             Document(LEAVE, metadata={"source": "leave.md", "page": 1})]  # fmt: skip
+    first = kb.add_documents(twice)
+    assert first.added == 1 and first.ids[0] == first.ids[1]
+    assert kb.add_documents(twice).unchanged == 1 and kb.count() == 1
+
+
 def test_empty_documents_are_skipped(kb):
     result = kb.add_documents([Document("   ", metadata={"source": "blank.md"}), *_docs()[:1]])
     assert (result.added, result.skipped) == (1, 1)
@@ -317,8 +330,8 @@ def test_drop_removes_everything(tmp_path, emb):
     kb.add_documents(_docs(), tenant_id="acme")
     kb.drop()
     assert KnowledgeBase.list(tmp_path) == []
-    conn = sqlite3.connect(tmp_path / "catalog.sqlite3")
-    assert conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 0
+    assert kb._chroma.client.list_collections() == []
+    assert not (tmp_path / "keyword" / kb.id).exists()
 
 
 def test_derived_topics(kb):

@@ -10,7 +10,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase, ingest
 from langchain_knowledge_inject._ingest import loading as ingestion_module
-from langchain_knowledge_inject._store.write_plan import source_key
+from langchain_knowledge_inject._store.chroma import source_key
 from langchain_knowledge_inject._turn.formatting import format_knowledge_block
 
 

