@@ -19,16 +19,14 @@ from langchain_knowledge_inject._version import __version__
 if TYPE_CHECKING:
     from langchain_knowledge_inject._ingest.loading import IngestReport, aingest, ingest
     from langchain_knowledge_inject._ingest.sample_data import build_sample_knowledge_base
-    from langchain_knowledge_inject._memory.episodic import EpisodicMemory
+    from langchain_knowledge_inject._memory.episodes import EpisodeRecord
+    from langchain_knowledge_inject._memory.episodic import EpisodicMemory, EpisodicOptions
     from langchain_knowledge_inject._memory.facts import UserFacts
-    from langchain_knowledge_inject._memory.procedures import ProcedureLibrary
+    from langchain_knowledge_inject._memory.procedures import Procedure, ProcedureLibrary
     from langchain_knowledge_inject._memory.tools import create_memory_tools
     from langchain_knowledge_inject._restricted.boundary import ReasonCode, SafeSummary
-    from langchain_knowledge_inject._store.knowledge_base import (
-        AddResult,
-        KnowledgeBase,
-        KnowledgeBaseInfo,
-    )
+    from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
+    from langchain_knowledge_inject._store.metadata import AddResult, KnowledgeBaseInfo
     from langchain_knowledge_inject._store.retriever import KnowledgeBaseRetriever
     from langchain_knowledge_inject._surfaces.graph import KnowledgeState, create_knowledge_graph
     from langchain_knowledge_inject._surfaces.middleware import KnowledgeInjectionMiddleware
@@ -42,6 +40,7 @@ if TYPE_CHECKING:
         ConfigurationError,
         KnowledgeBaseNotFoundError,
         KnowledgeInjectError,
+        RestrictedKnowledgeError,
         RetrievalError,
         StoreError,
     )
@@ -50,7 +49,9 @@ if TYPE_CHECKING:
 __all__ = [
     "AddResult",
     "ConfigurationError",
+    "EpisodeRecord",
     "EpisodicMemory",
+    "EpisodicOptions",
     "IngestReport",
     "InjectionManifest",
     "KnowledgeBase",
@@ -64,8 +65,10 @@ __all__ = [
     "KnowledgeInjector",
     "KnowledgeSettings",
     "KnowledgeState",
+    "Procedure",
     "ProcedureLibrary",
     "ReasonCode",
+    "RestrictedKnowledgeError",
     "RetrievalError",
     "SafeSummary",
     "StoreError",
@@ -85,12 +88,14 @@ __all__ = [
 _MODULES = {
     "_ingest.loading": ("IngestReport", "aingest", "ingest"),
     "_ingest.sample_data": ("build_sample_knowledge_base",),
-    "_memory.episodic": ("EpisodicMemory",),
+    "_memory.episodes": ("EpisodeRecord",),
+    "_memory.episodic": ("EpisodicMemory", "EpisodicOptions"),
     "_memory.facts": ("UserFacts",),
-    "_memory.procedures": ("ProcedureLibrary",),
+    "_memory.procedures": ("Procedure", "ProcedureLibrary"),
     "_memory.tools": ("create_memory_tools",),
     "_restricted.boundary": ("ReasonCode", "SafeSummary"),
-    "_store.knowledge_base": ("AddResult", "KnowledgeBase", "KnowledgeBaseInfo"),
+    "_store.knowledge_base": ("KnowledgeBase",),
+    "_store.metadata": ("AddResult", "KnowledgeBaseInfo"),
     "_store.retriever": ("KnowledgeBaseRetriever",),
     "_surfaces.graph": ("KnowledgeState", "create_knowledge_graph"),
     "_surfaces.middleware": ("KnowledgeInjectionMiddleware",),
@@ -104,6 +109,7 @@ _MODULES = {
         "ConfigurationError",
         "KnowledgeBaseNotFoundError",
         "KnowledgeInjectError",
+        "RestrictedKnowledgeError",
         "RetrievalError",
         "StoreError",
     ),

@@ -571,11 +571,14 @@ class KnowledgeBase:
             ConfigurationError: An argument that is not allowed.
             RetrievalError: The store could not be searched (``StoreTimeoutError``: not in time).
         """
-        partition, ranked, _, read = self._ranked(query, k, min_score, filter, mode, tenant_id)
+        parents: dict[str, str] = {}
+        partition, ranked, _, read = self._ranked(
+            query, k, min_score, filter, mode, tenant_id, parents=parents
+        )
         if not ranked:
             return []
-        documents = self._searcher.documents
-        return self._searching(documents, self.name, self.id, partition, ranked, read)
+        merged = self._searcher.merged
+        return self._searching(merged, self.name, self.id, partition, ranked, parents, k, read)
 
     asearch = _twin(search)
 
@@ -636,20 +639,26 @@ class KnowledgeBase:
         mode: SearchMode,
         tenant_id: str | None,
         stopwords: AbstractSet[str] | None = None,
+        parents: dict[str, str] | None = None,
     ) -> tuple[str, list[tuple[str, float]], list[tuple[str, float]], dict[str, Any]]:
-        """The partition, its best ``k`` hits scoring ``min_score`` or more, dense hits, chunks."""
+        """The partition, its best ``k`` hits scoring ``min_score`` or more, dense hits, chunks.
+
+        With ``parents`` (grouping by document) every hit over ``min_score`` is kept.
+        """
         self._ready()
         k, min_score, mode = check_search_args(k, min_score, mode)
         tenant, where = split_tenant(filter, tenant_id)
         partition, text = writes.partition_of(tenant), (query or "")[:MAX_QUERY_CHARS]
         if not text.strip():
             return partition, [], [], {}
-        depth = max(k, fusion.CANDIDATE_DEPTH) if mode == "hybrid" else k
+        grouped = parents is not None
+        depth = max(k, fusion.CANDIDATE_DEPTH) if mode == "hybrid" or grouped else k
         stop = STOPWORDS if stopwords is None else stopwords
         ranked, dense, read = self._searching(
-            self._searcher.ranked, partition, text, depth, where, mode, stop
+            self._searcher.ranked, partition, text, depth, where, mode, stop, parents
         )
-        return partition, [(cid, s) for cid, s in ranked if s >= min_score][:k], dense, read
+        kept = [(cid, s) for cid, s in ranked if s >= min_score]
+        return partition, kept if grouped else kept[:k], dense, read
 
     def _searching(self, fn: Callable[..., T], /, *args: Any) -> T:
         """Run search work within one deadline; failures become :class:`RetrievalError`."""

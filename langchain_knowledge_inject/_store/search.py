@@ -56,13 +56,15 @@ class PartitionSearch:
         where: Mapping[str, Any] | None,
         mode: SearchMode,
         stopwords: AbstractSet[str],
+        parents: dict[str, str] | None = None,
     ) -> tuple[Hits, Hits, dict[str, Chunk]]:
         """The partition's ranking (``depth`` candidates a side), the dense hits, chunks read.
 
         Dense mode reads the chunks with the query (its ranking is Chroma's): a
-        search needs no second call to read them back.
+        search needs no second call to read them back. Each hit's source goes to
+        ``parents`` when given.
         """
-        parents: dict[str, str] = {}
+        parents = {} if parents is None else parents
         read: dict[str, Chunk] = {}
         if mode != "keyword":
             dense = self.dense(
@@ -162,6 +164,21 @@ class PartitionSearch:
         for cid, _, source in hits:
             parents.setdefault(cid, source)
         return [(cid, score) for cid, score, _ in hits]
+
+    def merged(
+        self, kb_name: str, kb_id: str, partition: str, ranked: Sequence[tuple[str, float]],
+        parents: dict[str, str], k: int, read: Mapping[str, Chunk],
+    ) -> list[Document]:  # fmt: skip
+        """The ``k`` best documents of the ranking, each one result of its best chunks."""
+        groups = fusion.group_by_document(ranked, parents, k)
+        wanted = [(c, s) for s, ids in groups for c in ids]
+        chunks = {d.id: d for d in self.documents(kb_name, kb_id, partition, wanted, read)}
+        out = []
+        for score, ids in groups:
+            found = [chunks[c] for c in ids if c in chunks]
+            if found:
+                out.append(fusion.merge_chunks(found, score))
+        return out
 
     def documents(
         self,
