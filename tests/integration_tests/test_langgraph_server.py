@@ -194,7 +194,6 @@ def served(request, chroma_server, tmp_path_factory, real_embeddings) -> Iterato
         embeddings=real_embeddings,
         restricted=restricted or None,
     )
-    builder.add_documents(RESTRICTED_DOCUMENTS if restricted else OPEN_DOCUMENTS)
     root = tmp_path_factory.mktemp(f"langgraph-{request.param}")
     workdir = root / "langgraph_server"
     ignore = shutil.ignore_patterns("__pycache__", ".langgraph_api")
@@ -207,8 +206,9 @@ def served(request, chroma_server, tmp_path_factory, real_embeddings) -> Iterato
         KINJECT_HOME=str(root / "server-home"),  # the server's own keyword index
     )
     server = LangGraphDev(workdir=workdir, env=env)
-    server.start()
     try:
+        builder.add_documents(RESTRICTED_DOCUMENTS if restricted else OPEN_DOCUMENTS)
+        server.start()
         yield Served(server=server, restricted=restricted)
     finally:
         server.stop()
