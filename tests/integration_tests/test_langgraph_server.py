@@ -39,7 +39,7 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject import KnowledgeBase
-from tests.integration_tests.conftest import _free_port
+from tests.integration_tests.conftest import _free_port, stop_process
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -125,13 +125,7 @@ class LangGraphDev:
         raise RuntimeError(f"langgraph dev did not answer within {HANG_GUARD}s:\n{self.log_tail()}")
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=30)
+        stop_process(self.process, timeout=30)
         self.process = None
 
     def log_tail(self, lines: int = 40) -> str:
