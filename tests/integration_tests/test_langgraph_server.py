@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -66,7 +67,7 @@ OPEN_TURNS = [
 
 RESTRICTED_DOCUMENTS = [
     Document(
-        "The server room door code is 7294-QX and it changes every quarter.",
+        "The server room door code is 58213 and it changes every quarter.",
         metadata={"source": "security.md"},
     ),
     Document(
@@ -79,8 +80,9 @@ RESTRICTED_QUESTIONS = [
     "When does the project ship its upgrade, and to whom?",
     "How often does the door code change?",
 ]
-# distinctive pieces of the raw chunks, none of them in a question or the safe summary
-SECRETS = ["7294", "QX", "Halvorsen", "Tarn", "Brekke", "14 March", "every quarter"]
+# distinctive pieces of the raw chunks, none of them in a question or the safe summary;
+# each a whole word, so that a random id or timestamp the client reads cannot hold one
+SECRETS = ["58213", "Halvorsen", "Tarn", "Brekke", "14 March", "every quarter"]
 # the scripted model's reply when nothing was injected (examples/.../scripted_models.py)
 NO_KNOWLEDGE = "I have no knowledge about that."
 
@@ -264,7 +266,8 @@ def test_a_served_thread_gets_the_knowledge_and_keeps_its_history_clean(served, 
         )
     if served.restricted:  # a safe summary was injected, and no raw text reached the client
         dumped = json.dumps({k: v for k, v in read.items() if k != "modes"}, default=str)
-        leaked = [secret for secret in SECRETS if secret.lower() in dumped.lower()]
+        found = [re.search(rf"(?<![^\W_]){secret}(?![^\W_])", dumped, re.I) for secret in SECRETS]
+        leaked = [dumped[max(0, at.start() - 300) : at.end() + 100] for at in found if at]
         assert not leaked, f"{graph}: raw chunk text reached the client: {leaked}"
         if graph == "knowledge":  # the graph's state says the summary was released
             assert read["state"]["values"]["safe_summary"]["decision"] == "answer"
