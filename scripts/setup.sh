@@ -10,5 +10,5 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade "pip>=25.1"
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
-.venv/bin/python -m pip install --quiet --group test --group lint --group typing -e .
+.venv/bin/python -m pip install --quiet --group test --group test_integration --group lint --group typing -e .
 echo "setup done: $(.venv/bin/python -c 'import langchain_knowledge_inject as k; print("langchain-knowledge-inject", k.__version__)')"

@@ -42,6 +42,17 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def stop_process(process: subprocess.Popen | None, timeout: float = 15.0) -> None:
+    """Terminate a server process this test session started; kill it if it lingers."""
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=timeout)
+
+
 @dataclass
 class ChromaServer:
     """A `chroma run` process on loopback that tests can stop and start again."""
@@ -88,13 +99,7 @@ class ChromaServer:
         raise RuntimeError(f"chroma run did not answer within {timeout}s")
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=15)
+        stop_process(self.process)
         self.process = None
 
     def client(self):

@@ -1,17 +1,9 @@
-"""Run the ```python blocks of README.md and docs/*.md, so the documentation never rots.
+"""The documentation's own checks: its commands, links, named modules and not-run blocks.
 
-The blocks of one file run in order in one namespace, offline:
-
-- the default embedding model is replaced by the ``fake_default_model`` fixture, so
-  ``KnowledgeBase("hr")`` opens without the real model; ``KINJECT_HOME`` points into
-  ``tmp_path``;
-- ``model`` is a ``RecordingChatModel`` (it answers every call and accepts
-  ``bind_tools``), ``emb`` a ``WordHashEmbedding``, ``kb`` a knowledge base holding the
-  sample HR policies, ``tmp_path`` a fresh folder; the working directory holds
-  ``policies/`` with the same policies as files.
-
-A block that needs what a unit test must not have (a Chroma server, the real model,
-a network) is preceded by ``<!-- not-run: <reason> -->``; it is reported as skipped
+The ```python blocks of README.md and docs/*.md are run, each alone in a fresh
+interpreter with the real model, by ``tests/integration_tests/test_docs_examples.py``,
+which reads them with :func:`python_blocks`. A block that cannot run there (it needs an
+API key, say) is preceded by ``<!-- not-run: <reason> -->``; it is reported as skipped
 with that reason by :func:`test_marked_blocks_are_skipped_visibly`.
 """
 
@@ -23,8 +15,6 @@ from typing import Any
 
 import pytest
 
-from tests.unit_tests.fakes import RecordingChatModel, WordHashEmbedding
-
 ROOT = Path(__file__).resolve().parents[2]
 DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
@@ -32,7 +22,7 @@ _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```\s*$", re.MULTILINE | re.DOTALL)
 _NOT_RUN = re.compile(r"<!--\s*not-run:\s*(.+?)\s*-->\s*$")
 
 
-def _blocks(path: Path) -> list[tuple[int, str, str | None]]:
+def python_blocks(path: Path) -> list[tuple[int, str, str | None]]:
     """The ```python blocks of ``path``: (line, code, not-run reason or None)."""
     text = path.read_text(encoding="utf-8")
     found = []
@@ -46,60 +36,16 @@ def _blocks(path: Path) -> list[tuple[int, str, str | None]]:
     return found
 
 
-def _label(path: Path) -> str:
+def label(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
-RUN_FILES = [p for p in DOC_FILES if any(reason is None for _, _, reason in _blocks(p))]
 NOT_RUN = [
-    (f"{_label(p)}:{line}", reason)
+    (f"{label(p)}:{line}", reason)
     for p in DOC_FILES
-    for line, _, reason in _blocks(p)
+    for line, _, reason in python_blocks(p)
     if reason is not None
 ]
-
-
-def test_the_docs_have_python_examples():
-    assert _label(ROOT / "README.md") in {_label(p) for p in RUN_FILES}
-    assert len(RUN_FILES) >= 3
-
-
-@pytest.mark.parametrize("path", RUN_FILES, ids=_label)
-def test_examples_run(path, tmp_path, monkeypatch, fake_default_model):
-    from langchain_knowledge_inject import KnowledgeBase
-    from langchain_knowledge_inject._ingest.sample_data import SAMPLE_DOCUMENTS
-
-    monkeypatch.setenv("KINJECT_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("KINJECT_CHAT_MODEL", raising=False)
-    work = tmp_path / "work"
-    (work / "policies").mkdir(parents=True)
-    for doc in SAMPLE_DOCUMENTS:
-        (work / "policies" / doc.metadata["source"]).write_text(doc.page_content)
-    monkeypatch.chdir(work)
-    kb = KnowledgeBase("examples", path=tmp_path / "examples", embeddings=WordHashEmbedding())
-    kb.add_documents(SAMPLE_DOCUMENTS)
-    model = RecordingChatModel(reply="You get 25 days of leave.")
-    example_dir = tmp_path / "example"
-    example_dir.mkdir()
-    namespace: dict[str, Any] = {
-        "__name__": "__example__",
-        "tmp_path": example_dir,
-        "kb": kb,
-        "emb": WordHashEmbedding(),
-        "model": model,
-    }
-    ran = 0
-    try:
-        for line, code, reason in _blocks(path):
-            if reason is not None:
-                continue
-            exec(compile(code, f"{_label(path)}:{line}", "exec"), namespace)
-            ran += 1
-    finally:
-        for value in {id(v): v for v in [kb, *namespace.values()]}.values():
-            if isinstance(value, KnowledgeBase):
-                value.close()
-    assert ran > 0
 
 
 @pytest.mark.parametrize(
@@ -157,9 +103,9 @@ def test_links_between_the_docs_resolve():
             file_part, _, anchor = target.partition("#")
             linked = (path.parent / file_part).resolve() if file_part else path
             if not linked.exists():
-                broken.append(f"{_label(path)}: {target} (no such file)")
+                broken.append(f"{label(path)}: {target} (no such file)")
             elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
-                broken.append(f"{_label(path)}: {target} (no such heading)")
+                broken.append(f"{label(path)}: {target} (no such heading)")
     assert not broken, "\n".join(broken)
 
 
@@ -205,9 +151,9 @@ def test_named_modules_objects_and_files_exist():
                 except DeprecationWarning:
                     ok = False
             if not ok:
-                missing.append(f"{_label(path)}: {dotted}")
+                missing.append(f"{label(path)}: {dotted}")
         for name in sorted(set(_FILE.findall(text))):
             candidates = [ROOT / name, ROOT / "langchain_knowledge_inject" / name]
             if not any(c.exists() for c in candidates):
-                missing.append(f"{_label(path)}: {name}")
+                missing.append(f"{label(path)}: {name}")
     assert not missing, "named but not found (or only at a deprecated path):\n" + "\n".join(missing)
