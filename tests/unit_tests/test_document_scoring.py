@@ -70,8 +70,13 @@ def test_hybrid_search_ranks_by_document_and_keeps_chunks(tmp_path):
             Document("Expenses are reimbursed monthly.", metadata={"source": "money.md"}),
         ]
     )
-    found = kb.search("parental leave weeks", k=3, min_score=0.0)
-    assert [d.metadata["source"] for d in found[:2]] == ["leave.md", "leave.md"]
+    hits = kb.search_hits("parental leave weeks", k=3, min_score=0.0)
+    chunks = {d.id: d for d in kb.get_by_ids([cid for cid, _ in hits])}
+    assert [chunks[cid].metadata["source"] for cid, _ in hits[:2]] == ["leave.md", "leave.md"]
+    found = kb.search("parental leave weeks", k=3, min_score=0.0)  # one result per document
+    assert [d.metadata["source"] for d in found] == ["leave.md", "money.md"]
+    assert found[0].metadata["chunk_ids"] == [cid for cid, _ in hits[:2]]
+    assert "sixteen weeks" in found[0].page_content and "be split" in found[0].page_content
     assert all(d.metadata["chunk_id"] == d.id for d in found)
     kb.close()
 

@@ -94,7 +94,8 @@ def test_persistence_across_reopen(tmp_path, emb):
     again = KnowledgeBase("hr", path=tmp_path, embeddings=emb, create=False)
     info = again.info
     assert (info.id, info.description, info.topics, info.chunk_count) == (kb_id, "HR", ["leave"], 3)
-    assert again.search("annual leave", k=1, mode="keyword", min_score=0.0)[0].page_content == LEAVE
+    found = again.search("annual leave", k=1, mode="keyword", min_score=0.0)[0]
+    assert found.page_content == f"{LEAVE}\n[...]\n{SICK}"  # one document: leave.md's chunks
     assert again.add_documents(_docs()).added == 0
     listed = KnowledgeBase.list(tmp_path)
     assert [(i.name, i.chunk_count) for i in listed] == [("hr", 3)]
@@ -167,20 +168,26 @@ def test_scores_and_modes(kb):
         assert scores == sorted(scores, reverse=True)
         assert all(0.0 <= s <= 1.0 for s in scores)
     exact = kb.search(LEAVE, k=1, mode="dense", min_score=0.0)[0]
-    assert exact.page_content == LEAVE
+    assert exact.page_content.startswith(LEAVE)  # the best chunk first, its document's others after
+    assert exact.id == chunk_id("", "leave.md", LEAVE) == exact.metadata["chunk_ids"][0]
     assert exact.metadata["score"] == pytest.approx(1.0, abs=1e-4)
     strict = kb.search("annual leave", k=3, mode="dense", min_score=1.0)
     assert all(d.metadata["score"] >= 1.0 for d in strict)
 
 
-def test_search_hits_are_the_search_without_reading_chunks_back(kb, monkeypatch):
+def test_search_hits_are_the_search_by_chunk_without_reading_chunks_back(kb, monkeypatch):
     kb.add_documents(_docs())
     kb.add_documents([Document(LEAVE, metadata={"source": "t.md"})], tenant_id="acme")
     for mode in ("dense", "keyword", "hybrid"):
         for options in ({"k": 3, "min_score": 0.0}, {"k": 2}, {"k": 3, "tenant_id": "acme"}):
             docs = kb.search("annual leave calendar year", mode=mode, **options)
-            hits = kb.search_hits("annual leave calendar year", mode=mode, **options)
-            assert hits == [(d.id, d.metadata["score"]) for d in docs]
+            hits = dict(kb.search_hits("annual leave calendar year", mode=mode, **options))
+            # search groups the chunks by document: each result is led by its best chunk
+            for doc in docs:
+                assert hits.get(doc.id, doc.metadata["score"]) == doc.metadata["score"]
+                assert doc.id in doc.metadata["chunk_ids"]
+            assert len({d.metadata["source"] for d in docs}) == len(docs)
+            assert [d.id for d in docs[:1]] == list(hits)[:1]
     assert kb.search_hits("   ") == []
     with pytest.raises(ConfigurationError):
         kb.search_hits("leave", k=0)
@@ -304,10 +311,11 @@ def test_text_splitter_splits_long_documents(tmp_path, emb):
     )
     result = kb.add_documents([Document(text, metadata={"source": "travel.md"})])
     assert result.added > 1
-    indexes = sorted(
-        d.metadata["chunk_index"] for d in kb.search("travel", k=100, mode="keyword", min_score=0.0)
-    )
-    assert indexes == list(range(result.added))
+    hits = kb.search_hits("travel", k=100, mode="keyword", min_score=0.0)
+    chunks = kb.get_by_ids([cid for cid, _ in hits])
+    assert sorted(d.metadata["chunk_index"] for d in chunks) == list(range(result.added))
+    merged = kb.search("travel", k=100, mode="keyword", min_score=0.0)
+    assert len(merged) == 1 and len(merged[0].metadata["chunk_ids"]) == min(3, result.added)
     kb_whole = KnowledgeBase("whole", path=tmp_path, embeddings=emb, text_splitter=None)
     assert kb_whole.add_documents([Document(text, metadata={"source": "travel.md"})]).added == 1
 
@@ -345,7 +353,7 @@ async def test_async_twins(kb):
     result = await kb.aadd_documents(_docs())
     assert result.added == 3
     docs = await kb.asearch("annual leave", k=1, mode="keyword", min_score=0.0)
-    assert docs[0].page_content == LEAVE
+    assert docs[0].page_content == f"{LEAVE}\n[...]\n{SICK}"
     assert await kb.adelete_source("expenses.md") == 1
 
 
@@ -353,7 +361,7 @@ def test_retriever_k_in_constructor_and_invoke(kb):
     kb.add_documents(_docs())
     retriever = kb.as_retriever(k=1, min_score=0.0)
     assert len(retriever.invoke("leave")) == 1
-    assert len(retriever.invoke("leave", k=3)) == 3
+    assert len(retriever.invoke("leave", k=3)) == 2  # two documents: leave.md and expenses.md
     with pytest.raises(ConfigurationError, match="Unknown retriever options"):
         retriever.invoke("leave", top=2)
     with pytest.raises(ValueError, match="k must be"):

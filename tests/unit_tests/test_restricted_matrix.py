@@ -24,8 +24,7 @@ from typing import Any
 import pytest
 from langchain_chroma import Chroma
 from langchain_classic.retrievers import ContextualCompressionRetriever, EnsembleRetriever
-from langchain_classic.retrievers.document_compressors import EmbeddingsFilter
-from langchain_core.documents import Document
+from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.messages import ToolMessage
 from langchain_core.retrievers import BaseRetriever
 from pydantic import PrivateAttr
@@ -186,6 +185,15 @@ def test_tool_driven_matrix_figures():
 # --- the wrapper matrix: each way of deriving a source from a restricted knowledge base --------
 
 
+class _FirstFour(BaseDocumentCompressor):
+    """A user's compressor: keeps the first four documents."""
+
+    def compress_documents(
+        self, documents: Any, query: str, callbacks: Any = None
+    ) -> list[Document]:
+        return list(documents)[:4]
+
+
 class _HiddenRetriever(BaseRetriever):
     """A user's own retriever that keeps the inner one where the package cannot see it."""
 
@@ -230,7 +238,7 @@ DERIVATIONS: dict[str, Callable[..., Any]] = {
         retrievers=[open_kb.as_retriever(k=4), kb.as_retriever(k=4)], weights=[0.5, 0.5]
     ),
     "ContextualCompressionRetriever": lambda kb, open_kb, root: ContextualCompressionRetriever(
-        base_compressor=EmbeddingsFilter(embeddings=kb.embeddings, k=8),
+        base_compressor=_FirstFour(),
         base_retriever=kb.vectorstore().as_retriever(search_kwargs={"k": 8}),
     ),
     "a retriever hiding kb.as_retriever()": lambda kb, open_kb, root: _HiddenRetriever(
