@@ -148,6 +148,17 @@ def _name(store: Any) -> str:
     return str(getattr(collection, "name", type(store).__name__))
 
 
+def _cause(exc: BaseException) -> str:
+    """The error's class and its causes' classes (``"RetrievalError <- ConnectError"``).
+
+    Class names only: an exception's message may quote a store's text.
+    """
+    names = [type(exc).__name__]
+    while (exc := exc.__cause__ or exc.__context__) is not None and len(names) < 4:  # type: ignore[assignment]
+        names.append(type(exc).__name__)
+    return " <- ".join(names)
+
+
 def source_flags(source: Any) -> SourceFlags:
     """The stored flags behind ``source``, read now (blocking I/O: call it off the event loop).
 
@@ -162,12 +173,13 @@ def source_flags(source: Any) -> SourceFlags:
         try:
             flags = _read(store)
         except Exception as exc:
+            cause = _cause(exc)
             logger.warning(
                 "restriction flag of %r unreadable (%s): treating it as restricted",
                 _name(store),
-                type(exc).__name__,
+                cause,
             )
-            errors.append({"stage": "flags", "error": type(exc).__name__, "source": _name(store)})
+            errors.append({"stage": "flags", "error": cause, "source": _name(store)})
             restricted = sensitive = True
             continue
         restricted = restricted or getattr(flags, "restricted", False) is True
