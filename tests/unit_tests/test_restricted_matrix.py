@@ -252,8 +252,9 @@ OPEN_TEXT = "The cafeteria opens at eight and serves lunch until two."
 @pytest.fixture(scope="module")
 def restricted_store(tmp_path_factory):
     root = tmp_path_factory.mktemp("wrappers")
-    kb = KnowledgeBase("vault", path=root / "vault", embeddings=WordHashEmbedding(), restricted=True)
+    kb = KnowledgeBase("vault", path=root / "vault", embeddings=WordHashEmbedding())
     kb.add_documents(_documents())
+    kb.restrict()
     open_kb = KnowledgeBase("canteen", path=root / "canteen", embeddings=WordHashEmbedding())
     open_kb.add_documents([Document(OPEN_TEXT, metadata={"source": "canteen.md"})])
     yield kb, open_kb, root
