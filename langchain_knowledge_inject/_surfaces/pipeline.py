@@ -113,7 +113,7 @@ from langchain_knowledge_inject._turn.retrieval import (
     underlying,
 )
 from langchain_knowledge_inject._turn.tokens import TokenCounter, approximate_token_count
-from langchain_knowledge_inject.errors import ConfigurationError
+from langchain_knowledge_inject.errors import ConfigurationError, RetrievalError
 from langchain_knowledge_inject.settings import (
     KnowledgeSettings,
     SettingsOptions,
@@ -195,6 +195,21 @@ class _Context:
     released: Released | None
     assembled: AssembledContext
     request: Request
+
+
+def _rerank_failed(exc: Exception, found: Retrieved, on_error: str, *, restricted: bool) -> None:
+    """A reranker that raised: raise (``on_error="raise"``), else keep the retrieval order.
+
+    Named by class only, and in restricted mode raised without its cause: the reranker
+    saw raw chunks, and its message may quote them.
+    """
+    if on_error == "raise":
+        msg = f"The reranker failed ({type(exc).__name__})"
+        if restricted:
+            raise RetrievalError(msg) from None
+        raise RetrievalError(msg) from exc
+    logger.warning("reranker failed (%s): the retrieval order is kept", type(exc).__name__)
+    found.errors.append(error_record("rerank", exc))
 
 
 class _Recent:
@@ -462,7 +477,10 @@ class KnowledgePipeline:
                 redact=self._redact(request),
                 on_error=settings.on_error,
             )
-            found.documents = rerank(settings.reranker, query, found.documents)
+            try:
+                found.documents = rerank(settings.reranker, query, found.documents)
+            except Exception as exc:
+                _rerank_failed(exc, found, settings.on_error, restricted=request.restricted)
         return found
 
     async def _asearch(self, query: str, request: Request, spec: SearchSpec) -> Retrieved:
@@ -476,7 +494,10 @@ class KnowledgePipeline:
                 redact=self._redact(request),
                 on_error=settings.on_error,
             )
-            found.documents = await arerank(settings.reranker, query, found.documents)
+            try:
+                found.documents = await arerank(settings.reranker, query, found.documents)
+            except Exception as exc:
+                _rerank_failed(exc, found, settings.on_error, restricted=request.restricted)
         return found
 
     def _released_args(

@@ -19,6 +19,7 @@ from langchain_knowledge_inject import (
     ConfigurationError,
     KnowledgeInjectionMiddleware,
     KnowledgeInjector,
+    RetrievalError,
     cited_documents,
     create_knowledge_base_search_tool,
     create_knowledge_graph,
@@ -114,6 +115,56 @@ def test_the_reranker_runs_inside_restricted_mode_and_only_refs_leave():
         turn.manifest.chunk_ids
     )
     assert turn.manifest.scores == [1.0, 0.9] and "Policy" not in turn.dynamic_context
+
+
+@pytest.mark.parametrize("surface", ["injector", "node", "middleware", "async graph"])
+async def test_every_surface_keeps_roles_strictly_alternating(surface):
+    model = AlternatingOnly()
+    history: list[BaseMessage] = [HumanMessage("first?"), AIMessage("one"), HumanMessage("second?")]
+    if surface == "injector":
+        reply = await (KnowledgeInjector(_kb()) | model).ainvoke(history)
+    elif surface == "node":
+        reply = create_knowledge_node(model, _kb()).invoke({"messages": history})["messages"][-1]
+    elif surface == "middleware":
+        agent = create_agent(model, middleware=[KnowledgeInjectionMiddleware(_kb())])
+        reply = agent.invoke({"messages": history})["messages"][-1]
+    else:
+        graph = create_knowledge_graph(model, _kb())
+        reply = (await graph.ainvoke({"messages": history}))["messages"][-1]
+    assert reply.content == "ok"
+    assert "Policy alpha" in injected_text(model.received[-1])
+
+
+class Broken(BaseDocumentCompressor):
+    """A reranker that fails, quoting what it was given (as an exception message may)."""
+
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
+        raise RuntimeError(documents[0].page_content)
+
+
+def test_a_failing_reranker_keeps_the_retrieval_order_and_says_so(caplog):
+    turn = KnowledgeInjector(_kb(), top_k=2, reranker=Broken()).prepare([HumanMessage("q")])
+    assert turn.manifest.chunk_ids == ["alpha", "beta"]  # the retrieval's order
+    assert {"stage": "rerank", "error": "RuntimeError"} in turn.manifest.errors
+    assert "reranker failed (RuntimeError)" in caplog.text and "Policy" not in caplog.text
+
+
+@pytest.mark.parametrize("restricted", [False, True])
+def test_a_failing_reranker_raises_when_asked_and_restricted_mode_drops_its_message(restricted):
+    injector = KnowledgeInjector(
+        _kb(), reranker=Broken(), on_error="raise", restricted=restricted,
+        summarizer_model=make_summarizer("honest"),
+    )  # fmt: skip
+    with pytest.raises(RetrievalError, match=r"reranker failed \(RuntimeError\)") as info:
+        injector.prepare([HumanMessage("q")])
+    chain = []
+    error: BaseException | None = info.value
+    while error is not None:
+        chain.append(str(error))
+        error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
+    assert any("Policy" in text for text in chain) is not restricted
 
 
 # --- sources back ---------------------------------------------------------------------------
