@@ -27,7 +27,6 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 
 if TYPE_CHECKING:
@@ -37,7 +36,6 @@ __all__ = [
     "LOG_LLM_REQUESTS_ENV",
     "MODEL_IO_LOGGER",
     "TURN_LOGGER",
-    "ModelIOLogger",
     "log_model_request",
     "log_model_response",
     "log_turn",
@@ -144,47 +142,3 @@ def log_model_response(reply: Any, *, surface: str, restricted: bool, enabled: b
     else:
         shown = f"<{type(reply).__name__}>"
     model_io_logger.info("LLM_RESPONSE surface=%s restricted=%s\n%s", surface, restricted, shown)
-
-
-class ModelIOLogger(BaseCallbackHandler):
-    """``LLM_REQUEST`` / ``LLM_RESPONSE`` lines for a chain you compose yourself.
-
-    The ``KnowledgeInjector`` Runnable does not call the model (``injector | model``),
-    so it cannot log the model's I/O; pass this handler in the run's callbacks::
-
-        chain.invoke(messages, {"callbacks": [ModelIOLogger(restricted=True)]})
-
-    Every chat model of the run is logged (a query model too; a safe summary's
-    secondary model runs without the caller's callbacks and is not). ``restricted``:
-    lengths and hashes only. Logged when ``log_model_io`` or
-    ``KINJECT_LOG_LLM_REQUESTS`` is on.
-
-    Example:
-        >>> from langchain_core.language_models import GenericFakeChatModel
-        >>> model = GenericFakeChatModel(messages=iter(["hi"]))
-        >>> model.invoke("hello", {"callbacks": [ModelIOLogger(log_model_io=True)]}).content
-        'hi'
-    """
-
-    def __init__(
-        self, *, restricted: bool = False, log_model_io: bool = False, surface: str = "chain"
-    ) -> None:
-        self.restricted = restricted
-        self.enabled = log_model_io
-        self.surface = surface
-
-    def on_chat_model_start(
-        self, serialized: Any, messages: list[list[BaseMessage]], **kwargs: Any
-    ) -> None:
-        """Log the request (the first prompt of the batch)."""
-        for batch in messages:
-            log_model_request(batch, surface=self.surface, restricted=self.restricted,
-                              enabled=model_io_enabled(self.enabled))  # fmt: skip
-
-    def on_llm_end(self, response: Any, **kwargs: Any) -> None:
-        """Log the reply."""
-        for generations in getattr(response, "generations", []) or []:
-            for generation in generations:
-                reply = getattr(generation, "message", None) or getattr(generation, "text", "")
-                log_model_response(reply, surface=self.surface, restricted=self.restricted,
-                                   enabled=model_io_enabled(self.enabled))  # fmt: skip

@@ -356,18 +356,3 @@ def test_restricted_model_io_lines_carry_lengths_and_hashes_only(surface, caplog
     assert question not in lines[0] and "[Restricted Knowledge Summary]" not in lines[0]
     assert "chars, sha256 " in lines[0] and "chars, sha256 " in lines[1]
     assert any(m.text.startswith("[Restricted Knowledge Summary]") for m in received)
-
-
-@pytest.mark.parametrize("restricted", [False, True])
-def test_the_runnable_chain_logs_model_io_through_the_callback_handler(restricted, caplog):
-    from langchain_knowledge_inject._turn.logs import ModelIOLogger
-
-    caplog.set_level(logging.INFO, logger=MODEL_IO_LOGGER)
-    model = GenericFakeChatModel(messages=iter(["25 days."]))
-    chain = KnowledgeInjector(ListKB(CHUNKS)) | model
-    handler = ModelIOLogger(restricted=restricted, log_model_io=True)
-    assert chain.invoke([HumanMessage("Leave?")], {"callbacks": [handler]}).content == "25 days."
-    lines = [r.getMessage() for r in caplog.records if r.name == MODEL_IO_LOGGER]
-    assert [line.split()[0] for line in lines] == ["LLM_REQUEST", "LLM_RESPONSE"]
-    assert (LEAVE in lines[0]) is not restricted
-    assert ("25 days." in lines[1]) is not restricted

@@ -120,6 +120,7 @@ def _resolves(dotted: str) -> bool:
     import importlib
     import logging
 
+    importlib.import_module("langchain_knowledge_inject._surfaces.pipeline")  # its loggers exist
     if dotted in logging.root.manager.loggerDict:  # a logger's name, not a module
         return True
     parts = dotted.split(".")
