@@ -1,7 +1,8 @@
 """Restricted mode: raw chunks become a checked safe summary, or a refusal.
 
-The one decision (``scope``), the summary's data, block, refusal and budget
-(``safe_summary``), the one fail-closed entry point and the secondary model's call
-(``summary``: ``safe_summary_block``; ``summarizer``) and the leak guard (``guard`` and
-its ``guard_*`` helpers). It uses the turn's text tools and is used by the surfaces.
+Whether a turn is restricted (``scope``: the flags stored behind any source), the one
+boundary everything leaving the restricted zone goes through (``boundary``), the
+secondary model's call (``summarizer``) and the leak guard (``guard`` and its
+``guard_text`` / ``guard_numbers`` helpers). It uses the turn's text tools and is used
+by the surfaces' pipeline.
 """

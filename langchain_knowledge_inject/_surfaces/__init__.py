@@ -2,8 +2,8 @@
 
 Each surface file is one way in: ``runnable`` (LCEL), ``graph`` and ``node``
 (LangGraph), ``middleware`` (``create_agent``), ``tools`` (``knowledge_base_search``),
-``cli`` and ``chat`` (``kinject``). Surfaces never import each other; what they share is
-in ``engine`` (the configured turn pipeline, ``InjectionEngine``), ``hosting`` (tool
-calls of a restricted turn, the custom stream) and ``search`` (the search tool's
-machinery), which are not surfaces.
+``cli`` and ``chat`` (``kinject``). Every one runs the same turn pipeline
+(``pipeline``: ``KnowledgePipeline``); ``hosting`` is what the graph, the node and the
+middleware do around the model call. Surfaces never import each other, except the
+search tool, which the graph and the middleware build.
 """
