@@ -132,6 +132,7 @@ __all__ = [
     "coerce_messages",
     "pipeline_for",
     "remember_shown",
+    "shown_keys",
     "shown_this_turn",
     "thread_key",
 ]
@@ -746,7 +747,8 @@ class KnowledgePipeline:
     def _turn(self, clean: list[BaseMessage], ctx: _Context) -> PreparedTurn:
         sent, trimmed = self.shape(clean, ctx.assembled.text, ctx.request)
         manifest = self._manifest(ctx, sent, trimmed)
-        remember_shown(ctx.request.config, clean, manifest.chunk_ids)
+        shown = ctx.retrieved.documents if ctx.request.restricted else ctx.assembled.used
+        remember_shown(ctx.request.config, clean, sorted(shown_keys(shown, ctx.request.restricted)))
         if ctx.request.restricted:
             retrieved = ctx.released.stubs() if ctx.released is not None else []
         else:
@@ -877,15 +879,20 @@ class Found:
     retrieved: Retrieved
 
 
+def shown_keys(docs: Sequence[Document], restricted: bool) -> set[str]:
+    """Every chunk of ``docs`` (a merged result holds several), as the tool compares them.
+
+    Restricted: keyed references, as the manifest and the tool's artifact show them.
+    """
+    ids = {str(i) for d in docs for i in (d.metadata.get("chunk_ids") or [chunk_id(d)])}
+    return {chunk_ref(i) for i in ids} if restricted else ids
+
+
 def _fresh(
     docs: Sequence[Document], seen: set[str], wanted: int, restricted: bool
 ) -> list[Document]:
-    """The documents not shown yet this turn (restricted: compared by their keyed reference)."""
-
-    def key(doc: Document) -> str:
-        return chunk_ref(chunk_id(doc)) if restricted else chunk_id(doc)
-
-    return [d for d in docs if key(d) not in seen][:wanted]
+    """The documents none of whose chunks was shown yet this turn."""
+    return [d for d in docs if not shown_keys([d], restricted) & seen][:wanted]
 
 
 def _routing(info: Any, flags: SourceFlags | None) -> dict[str, Any]:

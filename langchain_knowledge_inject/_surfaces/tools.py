@@ -329,11 +329,12 @@ def pinned_and(pinned: Mapping[str, Any] | None, category: str | None) -> dict[s
 
 
 def _ids(docs: Iterable[Any]) -> list[str]:
+    """Every chunk id of ``docs``: a merged result's ``chunk_ids``, else its own id."""
     found = []
     for doc in docs:
-        doc_id = getattr(doc, "id", None) or (getattr(doc, "metadata", None) or {}).get("chunk_id")
-        if doc_id is not None:
-            found.append(str(doc_id))
+        meta = getattr(doc, "metadata", None) or {}
+        doc_id = getattr(doc, "id", None) or meta.get("chunk_id")
+        found += [str(i) for i in meta.get("chunk_ids") or ([doc_id] if doc_id else [])]
     return found
 
 

@@ -25,6 +25,7 @@ from langchain_knowledge_inject import (
     create_knowledge_graph,
     create_knowledge_node,
 )
+from langchain_knowledge_inject._surfaces.pipeline import shown_keys, shown_this_turn
 from langchain_knowledge_inject._turn.formatting import citation_id
 from tests.unit_tests.fakes import FakeKB, NumberedChatModel, injected_text
 from tests.unit_tests.restricted_fixtures import make_summarizer
@@ -228,3 +229,36 @@ def test_the_default_placement_keeps_roles_strictly_alternating():
         )
     reply = (KnowledgeInjector(_kb()) | model).invoke([HumanMessage("first?")])
     assert reply.content == "ok"
+
+
+# --- merged results: one document, several chunks ---------------------------------------------
+
+
+MERGED = [
+    Document("Leave: 25 days. [...] Carry over 5.", id="a1",
+             metadata={"source": "leave.md", "score": 0.9, "chunk_ids": ["a1", "a2"]}),
+    Document("Travel: economy class.", id="t1",
+             metadata={"source": "travel.md", "score": 0.8, "chunk_ids": ["t1"]}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("restricted", [False, True])
+def test_the_tool_skips_a_document_any_of_whose_chunks_was_shown(restricted):
+    injector = KnowledgeInjector(
+        FakeKB(MERGED), restricted=restricted, summarizer_model=make_summarizer("honest")
+    )
+    pipeline = injector.pipeline
+    request = pipeline.request()
+    seen = shown_keys([MERGED[0].model_copy(update={"id": "a2"})], restricted)
+    assert seen == shown_keys([MERGED[0]], restricted)  # the same chunks, whichever leads
+    found = pipeline.search("leave", request, skip=sorted(seen))
+    kept = found.documents
+    assert [d.metadata["source"] for d in kept] == ["travel.md"]
+
+
+def test_a_turn_remembers_every_chunk_of_what_it_injected():
+    injector = KnowledgeInjector(FakeKB(MERGED), top_k=1)
+    messages = [HumanMessage("How many leave days?", id="m1")]
+    injector.prepare(messages, {"configurable": {"thread_id": "merged"}})
+    shown = shown_this_turn({"configurable": {"thread_id": "merged"}}, messages)
+    assert shown == {"a1", "a2"}
