@@ -22,8 +22,6 @@ from langchain_knowledge_inject.errors import IngestError
 if TYPE_CHECKING:
     from langchain_knowledge_inject._ingest.loading import IngestReport
 
-__all__ = ["SUPPORTED_EXTENSIONS", "FileType", "collect_files"]
-
 FileType = Literal["text", "markdown", "html", "pdf"]
 
 SUPPORTED_EXTENSIONS: Mapping[str, FileType] = {

@@ -21,8 +21,6 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-__all__ = ["html_to_text"]
-
 _SKIPPED = frozenset({"head", "script", "style", "noscript", "template", "svg", "iframe", "object"})
 _BLOCKS = frozenset(
     """p div section article header footer nav aside main li tr table ul ol dl dt dd pre

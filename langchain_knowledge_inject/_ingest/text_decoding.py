@@ -23,8 +23,6 @@ import codecs
 import re
 from dataclasses import dataclass
 
-__all__ = ["Decoded", "decode_bytes"]
-
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32"),
     (codecs.BOM_UTF32_BE, "utf-32"),

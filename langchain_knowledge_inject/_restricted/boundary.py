@@ -61,18 +61,6 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.runnables import RunnableConfig
 
-__all__ = [
-    "REFUSAL_GUIDANCE",
-    "ReasonCode",
-    "Released",
-    "SafeSummary",
-    "SummaryBounds",
-    "arelease",
-    "chunk_ref",
-    "refused",
-    "release",
-]
-
 logger = logging.getLogger("langchain_knowledge_inject.restriction")
 
 Confidence = Literal["low", "medium", "high"]

@@ -53,8 +53,6 @@ from langchain_knowledge_inject._restricted.guard_numbers import (
 )
 from langchain_knowledge_inject.errors import ConfigurationError
 
-__all__ = ["CODES", "LeakPolicy", "LeakReport", "StrictConfig", "check_leak"]
-
 logger = logging.getLogger("langchain_knowledge_inject.leak_guard")
 
 CODES = (

@@ -29,16 +29,6 @@ from typing import Any
 
 from langchain_knowledge_inject.errors import ConfigurationError
 
-__all__ = [
-    "RestrictedHost",
-    "SourceFlags",
-    "current_host",
-    "resolve_restricted",
-    "restricted_host",
-    "safe_kb_meta",
-    "source_flags",
-]
-
 logger = logging.getLogger("langchain_knowledge_inject.restriction")
 
 _MAX_DEPTH = 4

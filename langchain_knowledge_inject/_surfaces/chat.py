@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 
     from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
-__all__ = ["MODEL_ENV_VAR", "chat_model", "run_chat"]
-
 MODEL_ENV_VAR = "KINJECT_CHAT_MODEL"
 """Environment variable naming the chat model (``provider:model``) when ``--model`` is absent."""
 

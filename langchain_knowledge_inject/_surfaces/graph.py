@@ -65,8 +65,6 @@ if TYPE_CHECKING:
     from langchain_knowledge_inject._turn.blocks import ContextBlock
     from langchain_knowledge_inject.settings import KnowledgeSettings, SettingsOptions
 
-__all__ = ["KnowledgeState", "create_knowledge_graph"]
-
 logger = logging.getLogger("langchain_knowledge_inject")
 
 

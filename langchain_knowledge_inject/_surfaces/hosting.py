@@ -24,16 +24,6 @@ if TYPE_CHECKING:
 
     from langchain_knowledge_inject._surfaces.pipeline import KnowledgePipeline, Request
 
-__all__ = [
-    "acall_model_logged",
-    "arun_tool",
-    "as_message",
-    "call_model_logged",
-    "current_config",
-    "run_tool",
-    "write_stream",
-]
-
 
 def current_config() -> RunnableConfig | None:
     """The config of the running graph, or ``None`` when called outside one."""

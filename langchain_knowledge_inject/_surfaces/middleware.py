@@ -81,8 +81,6 @@ if TYPE_CHECKING:
     from langchain_knowledge_inject._turn.blocks import ContextBlock
     from langchain_knowledge_inject.settings import KnowledgeSettings, SettingsOptions
 
-__all__ = ["KnowledgeInjectionMiddleware", "KnowledgeInjectionState"]
-
 _CACHED_TURNS = 4096
 
 

@@ -55,8 +55,6 @@ if TYPE_CHECKING:
     from langchain_knowledge_inject._turn.blocks import ContextBlock
     from langchain_knowledge_inject.settings import KnowledgeSettings, SettingsOptions
 
-__all__ = ["create_knowledge_node"]
-
 
 def create_knowledge_node(
     model: Runnable[Any, Any],

@@ -124,19 +124,6 @@ from langchain_knowledge_inject.settings import (
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = [
-    "ExtraBlock",
-    "KnowledgePipeline",
-    "PreparedTurn",
-    "Request",
-    "coerce_messages",
-    "pipeline_for",
-    "remember_shown",
-    "shown_keys",
-    "shown_this_turn",
-    "thread_key",
-]
-
 logger = logging.getLogger("langchain_knowledge_inject")
 
 ExtraBlock = str | Callable[[RunnableConfig], str | None]

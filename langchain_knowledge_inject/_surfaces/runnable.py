@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     )
     from langchain_core.runnables.utils import ConfigurableFieldSpec
 
-__all__ = ["KnowledgeInjector", "cited_documents"]
-
 logger = logging.getLogger("langchain_knowledge_inject")
 
 

@@ -58,13 +58,6 @@ if TYPE_CHECKING:
 
     from langchain_knowledge_inject.settings import KnowledgeSettings, SettingsOptions
 
-__all__ = [
-    "DEFAULT_DESCRIPTION",
-    "KnowledgeBaseSearchInput",
-    "create_knowledge_base_search_tool",
-    "pinned_and",
-]
-
 logger = logging.getLogger("langchain_knowledge_inject")
 
 _MAX_K = 50

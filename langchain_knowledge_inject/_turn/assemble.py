@@ -53,18 +53,6 @@ from langchain_knowledge_inject._turn.tokens import (
 if TYPE_CHECKING:
     from langchain_core.documents import Document
 
-__all__ = [
-    "AssembledContext",
-    "Parts",
-    "RestrictedKnowledge",
-    "assemble_context",
-    "chunk_id",
-    "has_content",
-    "join_blocks",
-    "knowledge_block",
-    "meta_alone",
-]
-
 logger = logging.getLogger("langchain_knowledge_inject")
 
 PINNED_PRIORITY = 1_000_000

@@ -45,24 +45,6 @@ from langchain_knowledge_inject.errors import (
     RetrievalError,
 )
 
-__all__ = [
-    "BLOCK_ORDER",
-    "BLOCK_SEPARATOR",
-    "DEFAULT_PRIORITIES",
-    "BlockText",
-    "ContextBlock",
-    "arecord_blocks_turn",
-    "arender_blocks",
-    "assemble_blocks",
-    "block_names",
-    "block_rank",
-    "check_blocks",
-    "config_user_id",
-    "record_blocks_turn",
-    "render_blocks",
-    "surviving_blocks",
-]
-
 BLOCK_ORDER = ("procedure", "knowledge", "episodic", "facts")
 """The order of the named blocks in the injected message."""
 

@@ -43,18 +43,6 @@ if TYPE_CHECKING:
     from langchain_knowledge_inject._turn.query import QueryCondenser
     from langchain_knowledge_inject._turn.tokens import TokenCounter
 
-__all__ = [
-    "TurnQuery",
-    "add_datetime_suffix",
-    "aquery_for",
-    "aturn_query",
-    "query_for",
-    "shape_turn",
-    "trim_turn_history",
-    "turn_clock",
-    "turn_query",
-]
-
 _NOSTREAM = "nostream"  # LangGraph's tag: the condenser's tokens never reach stream_mode="messages"
 
 

@@ -43,21 +43,6 @@ from langchain_knowledge_inject.errors import ConfigurationError
 if TYPE_CHECKING:
     from langchain_core.documents import Document
 
-__all__ = [
-    "DEFAULT_KNOWLEDGE_TEMPLATE",
-    "KNOWLEDGE_SYSTEM_PROMPT",
-    "NO_KNOWLEDGE_ANSWER",
-    "KnowledgeBlockTemplate",
-    "assemble_knowledge_block",
-    "citation_id",
-    "cited",
-    "format_kb_meta",
-    "format_knowledge_block",
-    "neutralize",
-    "render_chunk",
-    "unique_citation_ids",
-]
-
 NO_KNOWLEDGE_ANSWER = "I don't have specific information on that in my knowledge base."
 """The sentence the model is told to answer with when nothing relevant was retrieved."""
 

@@ -36,8 +36,6 @@ from langchain_knowledge_inject._turn.placement import current_user_index, query
 from langchain_knowledge_inject._turn.tokens import TokenCounter, approximate_token_count
 from langchain_knowledge_inject.errors import ConfigurationError
 
-__all__ = ["MESSAGE_OVERHEAD_TOKENS", "TrimmedHistory", "trim_history"]
-
 logger = logging.getLogger("langchain_knowledge_inject.history")
 
 MESSAGE_OVERHEAD_TOKENS = 4

@@ -32,16 +32,6 @@ from langchain_core.messages import BaseMessage
 if TYPE_CHECKING:
     from langchain_knowledge_inject._turn.manifest import InjectionManifest
 
-__all__ = [
-    "LOG_LLM_REQUESTS_ENV",
-    "MODEL_IO_LOGGER",
-    "TURN_LOGGER",
-    "log_model_request",
-    "log_model_response",
-    "log_turn",
-    "model_io_enabled",
-]
-
 TURN_LOGGER = "langchain_knowledge_inject._turn"
 """The logger of the one INFO line per turn."""
 MODEL_IO_LOGGER = "langchain_knowledge_inject.model_io"

@@ -26,15 +26,6 @@ if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
     from langchain_core.runnables import RunnableConfig
 
-__all__ = [
-    "MANIFEST_EVENT",
-    "InjectionManifest",
-    "aemit_manifest",
-    "emit_manifest",
-    "error_record",
-    "hash_messages",
-]
-
 logger = logging.getLogger("langchain_knowledge_inject")
 
 MANIFEST_EVENT = "knowledge_injection"

@@ -10,8 +10,6 @@ import contextvars
 import threading
 from typing import Any
 
-__all__ = ["call_with_timeout"]
-
 
 def call_with_timeout(
     call: Any,

@@ -48,8 +48,6 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-__all__ = ["PACKAGE_MARKER_LINES", "neutralize", "neutralize_line", "skeleton"]
-
 PACKAGE_MARKER_LINES: tuple[str, ...] = (
     "If the answer is not in the information above, say so honestly.",
     "The information below was retrieved from the knowledge base because it may be "

@@ -53,23 +53,6 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_knowledge_inject.errors import ConfigurationError
 
-__all__ = [
-    "INJECTED_KEY",
-    "INJECTION_HEADERS",
-    "PLACEMENTS",
-    "USER_MESSAGE_LABEL",
-    "Placement",
-    "append_suffix",
-    "current_user_index",
-    "injection_index",
-    "injection_start",
-    "is_follow_up",
-    "is_injected",
-    "place_context",
-    "query_text",
-    "strip_injected",
-]
-
 Placement = Literal["current_message", "dynamic_context", "postfix", "system"]
 """Where the injected context goes (see the module docstring)."""
 

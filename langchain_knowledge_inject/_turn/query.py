@@ -52,17 +52,6 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.runnables import RunnableConfig
 
-__all__ = [
-    "CONDENSE_PROMPT",
-    "FUNCTION_WORDS",
-    "CondensedQuery",
-    "QueryCondenser",
-    "followup_query",
-    "looks_like_follow_up",
-    "retrieval_query",
-    "salient_terms",
-]
-
 logger = logging.getLogger("langchain_knowledge_inject.retrieval_query")
 
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")

@@ -60,17 +60,6 @@ from langchain_knowledge_inject.errors import (
     RetrievalError,
 )
 
-__all__ = [
-    "Retrieved",
-    "SearchSpec",
-    "arerank",
-    "as_sources",
-    "asearch_sources",
-    "merge_results",
-    "rerank",
-    "search_sources",
-]
-
 logger = logging.getLogger("langchain_knowledge_inject")
 
 SOURCE_KINDS = "a KnowledgeBase, a LangChain BaseRetriever or VectorStore, or a sequence of them"

@@ -24,8 +24,6 @@ from langchain_knowledge_inject.errors import ConfigurationError
 if TYPE_CHECKING:
     from langchain_core.documents import Document
 
-__all__ = ["TokenCounter", "approximate_token_count", "fit_to_budget"]
-
 TokenCounter = Callable[[str], int]
 """Counts the tokens of a text."""
 
