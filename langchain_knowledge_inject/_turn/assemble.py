@@ -37,6 +37,7 @@ from langchain_knowledge_inject._turn.blocks import (
     assemble_blocks,
     block_names,
     block_rank,
+    join_blocks,
     surviving_blocks,
 )
 from langchain_knowledge_inject._turn.formatting import (
@@ -90,11 +91,6 @@ class AssembledContext:
     blocks: list[str] = field(default_factory=list)
     decision: str | None = None
     reason: str | None = None
-
-
-def join_blocks(parts: Sequence[tuple[str, str | None]], separator: str = BLOCK_SEPARATOR) -> str:
-    """Join the non-empty blocks with a blank line (or ``separator``)."""
-    return separator.join(text for _, text in parts if text)
 
 
 def chunk_id(doc: Document) -> str:
@@ -246,7 +242,7 @@ def assemble_context(
                 tokens=fitted[1], dropped=dropped + errors,
                 blocks=block_names([*before, ("knowledge", knowledge), *after]),
             )  # fmt: skip
-    content = sorted([("knowledge", knowledge), *blocks], key=lambda p: _rank(p[0], order))
+    content = sorted([("knowledge", knowledge), *blocks], key=lambda p: block_rank(p[0], order))
     parts = [*before, *content, *after]
     text, cuts = assemble_blocks(
         parts, max_tokens=budget, caps=caps, priorities=priorities, counter=counter,
@@ -266,13 +262,6 @@ def assemble_context(
         text=text, used=kept, reported=reported, citation_ids=ids, tokens=counter(text),
         dropped=dropped, blocks=names, decision=decision, reason=reason,
     )  # fmt: skip
-
-
-def _rank(name: str, order: Sequence[str] | None) -> int:
-    """A content block's position: ``order`` when given, else the fixed order."""
-    if order:
-        return list(order).index(name) if name in order else len(order)
-    return block_rank(name)
 
 
 def meta_alone(

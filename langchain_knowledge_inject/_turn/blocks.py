@@ -213,7 +213,7 @@ def assemble_blocks(
             text = _shorten(i, name, text, "block_cap", cuts)
         current[i] = (name, text)
 
-    while max_tokens is not None and counter(_join(current, separator)) > max_tokens:
+    while max_tokens is not None and counter(join_blocks(current, separator)) > max_tokens:
         present = [
             (prio.get(name, _UNKNOWN_PRIORITY), -i) for i, (name, t) in enumerate(current) if t
         ]
@@ -223,7 +223,7 @@ def assemble_blocks(
         name, text = current[i]
         current[i] = (name, _shorten(i, name, text, "token_budget", cuts))  # type: ignore[arg-type]
 
-    joined = _join(current, separator)
+    joined = join_blocks(current, separator)
     return joined or None, list(cuts.values())
 
 
@@ -267,9 +267,10 @@ def check_blocks(blocks: Sequence[ContextBlock] | None) -> tuple[ContextBlock, .
     return tuple(sorted(blocks, key=lambda b: block_rank(b.name)))
 
 
-def block_rank(name: str) -> int:
-    """Position of a block name in :data:`BLOCK_ORDER` (unknown names: after all)."""
-    return BLOCK_ORDER.index(name) if name in BLOCK_ORDER else len(BLOCK_ORDER)
+def block_rank(name: str, order: Sequence[str] | None = None) -> int:
+    """Position of a block name in ``order`` or :data:`BLOCK_ORDER` (unknown names: last)."""
+    order = tuple(order) if order else BLOCK_ORDER
+    return order.index(name) if name in order else len(order)
 
 
 def render_blocks(
@@ -411,7 +412,8 @@ def check_layout(order: Sequence[str] | None, separator: str) -> tuple[tuple[str
     return (tuple(order) if order is not None else None), separator
 
 
-def _join(parts: Sequence[tuple[str, str | None]], separator: str = BLOCK_SEPARATOR) -> str:
+def join_blocks(parts: Sequence[tuple[str, str | None]], separator: str = BLOCK_SEPARATOR) -> str:
+    """Join the non-empty blocks with a blank line (or ``separator``)."""
     return separator.join(text for _, text in parts if text)
 
 

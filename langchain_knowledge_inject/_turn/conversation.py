@@ -1,18 +1,10 @@
 """What a turn does to the conversation around the knowledge: query, history, datetime suffix.
 
-Plain functions shared by every surface (the injector, the graph, the node, the
-agent middleware); each takes the values of the turn's settings, not the
-settings object (``turn/`` sits below ``settings.py``):
-
-- :func:`turn_query` / :func:`aturn_query`: the retrieval query of the turn: the
-  current message, the follow-up heuristic (``query_window``) or a
-  :class:`~langchain_knowledge_inject._turn.query.QueryCondenser` (``query_model``),
-  with how it was made, for the manifest and the turn's log line.
-- :func:`trim_turn_history`: the messages to send under ``history_max_tokens``
-  (:func:`~langchain_knowledge_inject._turn.history.trim_history`), with the report.
-- :func:`add_datetime_suffix`: Wegent's datetime suffix on the current user
-  message, marked as injected so :func:`~langchain_knowledge_inject._turn.placement.strip_injected`
-  removes it on the next turn.
+Plain functions shared by every surface through the pipeline: :func:`query_for` (the
+retrieval query: the current message, the follow-up heuristic of ``query_window`` or
+the ``query_model`` condenser, with how it was made) and :func:`shape_turn` (history
+trimmed under ``history_max_tokens``, the knowledge placed, Wegent's datetime suffix,
+in that order).
 """
 
 from __future__ import annotations
@@ -40,7 +32,6 @@ from langchain_knowledge_inject.errors import ConfigurationError
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
-    from langchain_knowledge_inject._turn.query import QueryCondenser
     from langchain_knowledge_inject._turn.tokens import TokenCounter
 
 _NOSTREAM = "nostream"  # LangGraph's tag: the condenser's tokens never reach stream_mode="messages"
@@ -65,15 +56,6 @@ class TurnQuery:
     error: str | None = None
 
 
-def _plain(messages: Sequence[BaseMessage], window: int) -> TurnQuery:
-    index = current_user_index(messages)
-    current = query_text(messages[index]) if index is not None else None
-    query = followup_query(messages, max_turns=window) if window > 0 else current
-    if query is None:
-        return TurnQuery(None, None)
-    return TurnQuery(query, "message" if query == current else "heuristic")
-
-
 def _quiet(config: RunnableConfig | None) -> RunnableConfig:
     """``config`` with the ``nostream`` tag: the condenser's reply is not the answer."""
     base: dict[str, Any] = dict(config or {})
@@ -81,55 +63,26 @@ def _quiet(config: RunnableConfig | None) -> RunnableConfig:
     return base  # type: ignore[return-value]
 
 
+def _plan(messages: Sequence[BaseMessage], settings: Any, headers: Sequence[str]) -> Any:
+    """The clean history and the condenser, or the finished query when no model is asked."""
+    if not settings.enabled:
+        return TurnQuery(None, None), None, None
+    clean = strip_injected(messages, headers=headers)
+    condenser = settings.query_model if settings.retrieval != "tool" else None
+    if condenser is not None:
+        return None, clean, condenser
+    index = current_user_index(clean)
+    current = query_text(clean[index]) if index is not None else None
+    window = settings.query_window if settings.retrieval != "tool" else 0  # tool: no search
+    query = followup_query(clean, max_turns=window) if window > 0 else current
+    if query is None:
+        return TurnQuery(None, None), None, None
+    return _cut(TurnQuery(query, "message" if query == current else "heuristic")), None, None
+
+
 def _condensed(result: Any) -> TurnQuery:
     source = {"none": None}.get(result.how, result.how)
-    return TurnQuery(result.query, source, result.model_calls, result.seconds, result.error)
-
-
-def turn_query(
-    messages: Sequence[BaseMessage],
-    *,
-    window: int = 0,
-    condenser: QueryCondenser | None = None,
-    config: RunnableConfig | None = None,
-) -> TurnQuery:
-    """The retrieval query of a turn (``messages``: the history without injection).
-
-    With a ``condenser`` (the ``query_model`` setting) the model rewrites a follow-up
-    into a standalone question (cached; any failure falls back to the heuristic).
-    Without one, ``window > 0`` adds the salient terms of earlier turns to a
-    follow-up, and ``window == 0`` searches the current message alone.
-
-    Example:
-        >>> from langchain_core.messages import AIMessage, HumanMessage
-        >>> chat = [HumanMessage("Meal allowance at home?"), AIMessage("EUR 45."),
-        ...         HumanMessage("and abroad?")]
-        >>> turn_query(chat).source, turn_query(chat, window=1).source
-        ('message', 'heuristic')
-    """
-    if condenser is None:
-        return _plain(messages, window)
-    return _condensed(condenser.condense(messages, config=_quiet(config)))
-
-
-async def aturn_query(
-    messages: Sequence[BaseMessage],
-    *,
-    window: int = 0,
-    condenser: QueryCondenser | None = None,
-    config: RunnableConfig | None = None,
-) -> TurnQuery:
-    """Async twin of :func:`turn_query`."""
-    if condenser is None:
-        return _plain(messages, window)
-    return _condensed(await condenser.acondense(messages, config=_quiet(config)))
-
-
-def _options(settings: Any) -> dict[str, Any]:
-    """Tool-driven turns search nothing: their query (for the blocks) is the message."""
-    if settings.retrieval == "tool":
-        return {"window": 0, "condenser": None}
-    return {"window": settings.query_window, "condenser": settings.query_model}
+    return _cut(TurnQuery(result.query, source, result.model_calls, result.seconds, result.error))
 
 
 def _cut(how: TurnQuery) -> TurnQuery:
@@ -151,12 +104,26 @@ def query_for(
 
     Reads ``enabled``, ``retrieval``, ``query_window`` and ``query_model`` of a
     ``KnowledgeSettings``. Injected content (``headers``: a custom template's) is
-    stripped first; the query is cut to what a knowledge base searches.
+    stripped first. With a ``query_model`` the model rewrites a follow-up into a
+    standalone question (cached; any failure falls back to the heuristic); else
+    ``query_window > 0`` adds the salient terms of earlier turns to a follow-up. A
+    tool-driven turn searches nothing: its query (for the blocks) is the message.
+    The query is cut to what a knowledge base searches.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> from langchain_knowledge_inject.settings import KnowledgeSettings
+        >>> chat = [HumanMessage("Meal allowance at home?"), AIMessage("EUR 45."),
+        ...         HumanMessage("and abroad?")]
+        >>> query_for(chat, KnowledgeSettings(query_window=0)).source
+        'message'
+        >>> query_for(chat, KnowledgeSettings()).source
+        'heuristic'
     """
-    if not settings.enabled:
-        return TurnQuery(None, None)
-    clean = strip_injected(messages, headers=headers)
-    return _cut(turn_query(clean, config=config, **_options(settings)))
+    done, clean, condenser = _plan(messages, settings, headers)
+    if done is not None:
+        return done
+    return _condensed(condenser.condense(clean, config=_quiet(config)))
 
 
 async def aquery_for(
@@ -167,30 +134,10 @@ async def aquery_for(
     headers: Sequence[str] = (),
 ) -> TurnQuery:
     """Async twin of :func:`query_for`."""
-    if not settings.enabled:
-        return TurnQuery(None, None)
-    clean = strip_injected(messages, headers=headers)
-    return _cut(await aturn_query(clean, config=config, **_options(settings)))
-
-
-def trim_turn_history(
-    messages: Sequence[BaseMessage],
-    *,
-    max_tokens: int | None,
-    token_counter: TokenCounter,
-) -> TrimmedHistory | None:
-    """The history under ``max_tokens`` (``None``: trimming off, returns ``None``).
-
-    Example:
-        >>> from langchain_core.messages import AIMessage, HumanMessage
-        >>> chat = [HumanMessage("a " * 50), AIMessage("b " * 50), HumanMessage("next?")]
-        >>> trimmed = trim_turn_history(chat, max_tokens=20, token_counter=len)
-        >>> [m.type for m in trimmed.messages], trimmed.to_dict()["messages_removed"]
-        (['human'], 2)
-    """
-    if max_tokens is None:
-        return None
-    return trim_history(messages, max_tokens=max_tokens, token_counter=token_counter)
+    done, clean, condenser = _plan(messages, settings, headers)
+    if done is not None:
+        return done
+    return _condensed(await condenser.acondense(clean, config=_quiet(config)))
 
 
 def turn_clock(config: RunnableConfig | None) -> datetime:
@@ -208,28 +155,6 @@ def turn_clock(config: RunnableConfig | None) -> datetime:
     return now
 
 
-def add_datetime_suffix(
-    messages: Sequence[BaseMessage], fmt: str | None, *, now: datetime
-) -> list[BaseMessage]:
-    r"""``messages`` with ``now`` formatted by ``fmt`` appended to the current user message.
-
-    The suffix is marked like a postfix (merged with one already there), so
-    :func:`~langchain_knowledge_inject._turn.placement.strip_injected` restores the
-    message exactly. ``fmt=None`` or no user message: the messages unchanged.
-
-    Example:
-        >>> from datetime import datetime, timezone
-        >>> from langchain_core.messages import HumanMessage
-        >>> out = add_datetime_suffix([HumanMessage("Hi")], "\n\n[Time: %Y-%m-%d]",
-        ...                           now=datetime(2025, 3, 14, tzinfo=timezone.utc))
-        >>> out[0].content
-        'Hi\n\n[Time: 2025-03-14]'
-    """
-    if not fmt:
-        return list(messages)
-    return append_suffix(messages, now.strftime(fmt))
-
-
 def shape_turn(
     messages: Sequence[BaseMessage],
     context: str | None,
@@ -242,10 +167,10 @@ def shape_turn(
 ) -> tuple[list[BaseMessage], TrimmedHistory | None]:
     """The messages the model receives: history trimmed, context placed, datetime suffix.
 
-    The one order every surface follows: :func:`trim_turn_history` on the
-    injection-free conversation (the system prompt and the current turn are
-    kept), then ``context`` placed at ``placement``, then the datetime suffix on
-    the current user message.
+    The one order every surface follows: the injection-free conversation trimmed
+    (the system prompt and the current turn are kept), then ``context`` placed at
+    ``placement``, then the datetime suffix on the current user message (marked like
+    a postfix, so ``strip_injected`` restores the message exactly).
 
     Args:
         messages: The conversation without injection (system prompt included).
@@ -259,11 +184,11 @@ def shape_turn(
     Returns:
         The messages, and the trimming report (``None`` when trimming is off).
     """
-    trimmed = trim_turn_history(
-        messages, max_tokens=history_max_tokens, token_counter=token_counter
-    )
+    trimmed = None
+    if history_max_tokens is not None:
+        trimmed = trim_history(messages, max_tokens=history_max_tokens, token_counter=token_counter)
     base = trimmed.messages if trimmed is not None else list(messages)
     out = place_context(base, context, placement=placement) if context else base
     if datetime_suffix:
-        out = add_datetime_suffix(out, datetime_suffix, now=now or datetime.now(timezone.utc))
+        out = append_suffix(out, (now or datetime.now(timezone.utc)).strftime(datetime_suffix))
     return out, trimmed

@@ -60,6 +60,7 @@ PLACEMENTS: tuple[str, ...] = get_args(Placement)
 """The allowed placements."""
 
 INJECTED_KEY = "knowledge_inject"
+"""Key in ``additional_kwargs`` that marks a message holding injected content."""
 
 USER_MESSAGE_LABEL = "[User Message]"
 """The text block between the knowledge and the user's own content (``"current_message"``).
@@ -68,14 +69,8 @@ It tells the model where the user's words start, and it marks that boundary in a
 history whose text blocks were flattened into one string (OpenAI-style role/content
 dicts join them with a newline), so :func:`strip_injected` can still cut the
 knowledge off. Retrieved text that imitates it is neutralized."""
-"""Key in ``additional_kwargs`` that marks a message holding injected content."""
 
 _POSTFIX_SEPARATOR = "\n\n"
-_FOLLOW_UP_START = re.compile(
-    r"^\W*(?:and|or|but|also|then|what about|how about|what if|same for)\b", re.IGNORECASE
-)
-FOLLOW_UP_MAX_WORDS = 4
-"""A user message of at most this many words counts as a possible follow-up."""
 
 
 INJECTION_HEADERS: Mapping[str, int] = MappingProxyType(
@@ -250,20 +245,6 @@ def query_text(message: BaseMessage | None) -> str | None:
                 parts.append(str(part.get("text", "")))
     text = "\n".join(p.strip() for p in parts if p and p.strip())
     return text or None
-
-
-def is_follow_up(text: str) -> bool:
-    """Whether a user message looks like an elliptical follow-up ("and in June?").
-
-    True when it has at most :data:`FOLLOW_UP_MAX_WORDS` words or starts with a
-    continuation such as "and", "or", "but", "also", "what about", "how about"
-    (English).
-
-    Example:
-        >>> is_follow_up("and abroad?"), is_follow_up("How do I report a stolen laptop?")
-        (True, False)
-    """
-    return len(text.split()) <= FOLLOW_UP_MAX_WORDS or bool(_FOLLOW_UP_START.match(text))
 
 
 def _system_insert_index(messages: Sequence[BaseMessage]) -> int:
