@@ -56,6 +56,7 @@ from langchain_knowledge_inject._surfaces.hosting import (
     call_model_logged,
     current_config,
     run_tool,
+    write_stream,
 )
 from langchain_knowledge_inject._surfaces.pipeline import (
     KnowledgePipeline,
@@ -197,6 +198,7 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         turn = None
         if not self._cached(key):
             turn = self.pipeline.prepare(messages, req, surface="middleware")
+            write_stream(turn.manifest.to_dict())
         sent = self._request(request, req, messages, key, turn)
         response = call_model_logged(handler, sent, _sent, req, surface="middleware")
         return self._response(response, turn)
@@ -213,6 +215,7 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         turn = None
         if not self._cached(key):
             turn = await self.pipeline.aprepare(messages, req, surface="middleware")
+            write_stream(turn.manifest.to_dict())
         sent = self._request(request, req, messages, key, turn)
         response = await acall_model_logged(handler, sent, _sent, req, surface="middleware")
         return self._response(response, turn)

@@ -4,7 +4,8 @@ Each turn runs the one pipeline every surface shares
 (:class:`~langchain_knowledge_inject._surfaces.pipeline.KnowledgePipeline`): the
 request's settings, the retrieval query, the search of every source, restricted
 mode's boundary, the context blocks under one budget, placement and the manifest.
-The input messages are never changed; ``strip_injected(output) == input``.
+The input messages are never changed, and ``strip_injected(output)`` gives them back
+(the system message keeps the static knowledge prompt).
 :meth:`KnowledgeInjector.with_sources` returns the answer together with the
 documents it was given, and :func:`cited_documents` the ones it cites.
 """
@@ -63,40 +64,23 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
     r"""Retrieve for the current user message and return the messages to send.
 
     Input: a list of messages (or message-like tuples/dicts), a ``{"messages":
-    [...]}`` dict, or a chat ``PromptValue``. Output: the list of messages with
-    the dynamic_context injected, so ``prompt | injector | model`` works.
-    The system message gets ``knowledge_prompt`` (default
-    :data:`KNOWLEDGE_SYSTEM_PROMPT`, the same as the graph and the middleware:
-    how to use and cite the knowledge), once, on every turn with injection on, so
-    the prefix stays byte-identical; ``knowledge_prompt=None`` leaves it out. When
-    nothing relevant is retrieved and no block has anything to add, only that
-    prompt is added. Injections of earlier turns found in the input are removed
-    first, so they never pile up. In a ``StateGraph(MessagesState)`` of your own,
-    use :func:`~langchain_knowledge_inject._surfaces.node.create_knowledge_node` rather than
-    ``injector | model`` as a node (a node must return a state update).
+    [...]}`` dict, a string or a chat ``PromptValue``. Output: the messages to send,
+    the knowledge placed at ``placement`` (by default in the current user message), so
+    ``prompt | injector | model`` works. The system message gets ``knowledge_prompt``
+    once, on every turn with injection on, so the prefix stays byte-identical.
+    Injections of earlier turns found in the input are removed first. In a
+    ``StateGraph(MessagesState)`` of your own, use ``create_knowledge_node`` rather
+    than ``injector | model`` as a node (a node must return a state update).
 
-    Context blocks (``blocks=``; knowledge alone is on by default): a
-    ``ProcedureLibrary``, an ``EpisodicMemory``, a ``UserFacts`` (or any
-    :class:`~langchain_knowledge_inject._turn.blocks.ContextBlock`) add their blocks to
-    the same message, in the order ``[Procedure]``, ``[Retrieved Knowledge]``,
-    ``[Past Conversation Snippets]``, ``[User Facts]`` whatever the list order,
-    on every turn with a query, retrieval hit or not. Each renders from the query,
-    the visible history without injection and the run's config (user id:
-    ``configurable["user_id"]``). One ``max_tokens`` budget covers the message:
-    caps per block first, then the lowest ``priority`` is cut first (see
-    :mod:`~langchain_knowledge_inject._turn.blocks`), snippets and chunks one by one.
-    The manifest's ``dropped`` lists each cut chunk (``chunk_id``, ``score``,
-    ``source``, ``reason``) and each other shortened block (``block``, ``reason``
-    ``"block_cap"``/``"token_budget"``, ``removed``, ``kept``, ``dropped``); a
-    failed block is ``{"block", "reason": "error", "error"}`` (raised with
-    ``on_error="raise"``). :meth:`record_turn` stores a finished turn in the
-    episodic memory; the graph and the middleware call it after the answer.
-
-    Restricted mode (the safe default): knowledge goes through the safe summary,
-    never as raw chunks; the summary is cut after every other block and never
-    dropped. The procedure (the application's own text), the past-conversation
-    snippets and the facts of the same user (their own data) are injected as
-    usual. Leave a block out of ``blocks`` where even that is too much.
+    Context blocks (``blocks=``): a ``ProcedureLibrary``, an ``EpisodicMemory``, a
+    ``UserFacts`` (or any ``ContextBlock``) add their blocks beside the knowledge, in
+    the order ``[Procedure]``, ``[Retrieved Knowledge]``, ``[Past Conversation
+    Snippets]``, ``[User Facts]``. One ``max_tokens`` budget covers them all (caps per
+    block first, then the lowest ``priority`` is cut first, item by item); the
+    manifest's ``dropped`` says what was cut. In restricted mode the knowledge goes
+    through the safe summary, which is cut last and never dropped; the other blocks
+    (the application's procedures, the same user's own snippets and facts) are
+    injected as usual.
 
     Example:
         >>> from langchain_core.documents import Document
@@ -144,24 +128,19 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
 
     Args:
         knowledge_base: The knowledge source(s): a ``KnowledgeBase``, a LangChain
-            ``BaseRetriever`` or ``VectorStore``, or a sequence mixing these (see
-            :mod:`~langchain_knowledge_inject._turn.sources`); results of several are merged.
-        settings: The :class:`~langchain_knowledge_inject.settings.KnowledgeSettings`
-            (``top_k``, ``min_score``, ``mode``, ``tenant_id``, ``placement``,
-            ``max_tokens``, ``restricted``, ``on_error``, ``include_kb_meta``,
-            ``query_window``, ``knowledge_prompt``). ``restricted`` is also on when a
-            bound knowledge base's info says so.
+            ``BaseRetriever`` or ``VectorStore``, or a sequence mixing these; results of
+            several are merged. Restricted mode is on whenever one is restricted.
+        settings: The :class:`~langchain_knowledge_inject.settings.KnowledgeSettings`.
         **options: Fields of ``settings`` given directly (``top_k=3``); they
             override those of ``settings``.
-        token_counter: Counts tokens; :func:`approximate_token_count` by default.
+        token_counter: Counts tokens; an approximate count by default.
         template: The knowledge block template.
         extra_blocks: Blocks added after the other blocks in the same message:
             strings, or callables ``(config) -> str | None`` run every turn
             (user or permission context). They accompany content: with nothing
             retrieved and no other block there is no message at all.
-        blocks: Context blocks (:class:`~langchain_knowledge_inject._turn.blocks.ContextBlock`):
-            ``ProcedureLibrary``, ``EpisodicMemory``, ``UserFacts`` or your own;
-            at most one per name (see above).
+        blocks: Context blocks: ``ProcedureLibrary``, ``EpisodicMemory``, ``UserFacts``
+            or your own; at most one per name.
         summarizer_model: Restricted mode: the secondary chat model that writes the
             safe summary. Without one, restricted turns fail closed (``refuse`` /
             ``summarizer_error``).

@@ -183,20 +183,40 @@ _CITATION = re.compile(r"\bK[0-9a-f]{4}(?:-\d+)?\b")
 
 
 def cited(answer: str, documents: Sequence[Document]) -> list[Document]:
-    """The documents whose citation ids appear in ``answer``, in order of first citation.
+    """The documents ``answer`` cites, in order of first citation.
 
-    The ids are those :func:`format_knowledge_block` gave the same documents in the same
-    order (:func:`unique_citation_ids`).
+    A document is cited by its citation id (``[K1a2b]``, as :func:`format_knowledge_block`
+    gave it to the same documents in the same order) or, as the knowledge prompt asks,
+    by ``(Source: <name>)`` naming its source or the source's file name.
 
     Example:
         >>> from langchain_core.documents import Document
-        >>> docs = [Document("a", id="c1"), Document("b", id="c2")]
-        >>> [d.id for d in cited(f"See [{citation_id(docs[1])}].", docs)]
-        ['c2']
+        >>> docs = [Document("a", id="c1", metadata={"source": "hr/leave.md"}),
+        ...         Document("b", id="c2")]
+        >>> [d.id for d in cited(f"See [{citation_id(docs[1])}] (Source: leave.md).", docs)]
+        ['c2', 'c1']
     """
     by_id = dict(zip(unique_citation_ids(documents), documents, strict=True))
-    found = dict.fromkeys(m.group() for m in _CITATION.finditer(answer))
-    return [by_id[cid] for cid in found if cid in by_id]
+    ids = _CITATION.finditer(answer)
+    found = [(m.start(), by_id[m.group()]) for m in ids if m.group() in by_id]
+    for m in _SOURCE_CITATION.finditer(answer):
+        name = m.group(1).strip()
+        found += [(m.start(), d) for d in documents if _names(d.metadata.get("source"), name)]
+    out: dict[int, Document] = {}
+    for _, doc in sorted(found, key=lambda pair: pair[0]):
+        out.setdefault(id(doc), doc)
+    return list(out.values())
+
+
+_SOURCE_CITATION = re.compile(r"Source:\s*([^)\]\n,;]+)")
+
+
+def _names(source: Any, name: str) -> bool:
+    """Whether a citation ``name`` names ``source`` (the whole path or its file name)."""
+    if not source or not name:
+        return False
+    text = str(source)
+    return name in (text, text.replace("\\", "/").rsplit("/", 1)[-1])
 
 
 def render_chunk(template: KnowledgeBlockTemplate, doc: Document, cid: str, rank: int) -> str:

@@ -262,3 +262,19 @@ def test_a_turn_remembers_every_chunk_of_what_it_injected():
     injector.prepare(messages, {"configurable": {"thread_id": "merged"}})
     shown = shown_this_turn({"configurable": {"thread_id": "merged"}}, messages)
     assert shown == {"a1", "a2"}
+
+
+def test_the_middleware_streams_the_manifest_on_the_custom_stream_mode():
+    agent = create_agent(NumberedChatModel(), middleware=[KnowledgeInjectionMiddleware(_kb())])
+    parts = list(agent.stream({"messages": [HumanMessage("q")]}, stream_mode="custom"))
+    manifests = [p["knowledge_injection"] for p in parts if "knowledge_injection" in p]
+    assert len(manifests) == 1 and manifests[0]["chunk_ids"][:2] == ["alpha", "beta"]
+
+
+def test_cited_documents_reads_source_citations_as_the_knowledge_prompt_asks():
+    docs = [d.model_copy(update={"metadata": {**d.metadata, "source": f"policies/{d.id}.md"}})
+            for d in DOCS]  # fmt: skip
+    answer = f"Beta applies (Source: beta.md), see also [{citation_id(docs[3])}]."
+    assert [d.id for d in cited_documents(answer, docs)] == ["beta", "delta"]
+    assert cited_documents("(Source: policies/alpha.md)", docs) == [docs[0]]
+    assert cited_documents("(Source: unknown.md)", docs) == []
