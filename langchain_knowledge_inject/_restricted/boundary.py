@@ -46,10 +46,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from langchain_knowledge_inject._restricted import summarizer as _s
-from langchain_knowledge_inject._restricted.guard import LeakPolicy, check_leak
+from langchain_knowledge_inject._restricted.guard import LeakPolicy, StrictConfig, check_leak
 from langchain_knowledge_inject._restricted.summarizer import ReasonCode, SummarizerFailure
 from langchain_knowledge_inject._turn.model_call import call_with_timeout
 from langchain_knowledge_inject._turn.neutralize import neutralize_line
@@ -90,24 +90,13 @@ _MIN_WORDS = 8
 _PROCESS_KEY = secrets.token_bytes(32)
 
 
-class SummaryBounds(BaseModel):
+class SummaryBounds(StrictConfig):
     """How much retrieved text the summarizer reads, and the longest reply it may give.
 
     Example:
         >>> SummaryBounds(max_chunks=4).max_total_chars
         8000
     """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            option = ".".join(str(part) for part in error["loc"]) or None
-            msg = f"SummaryBounds: invalid value for {option!r}: {error['msg']}"
-            raise ConfigurationError(msg, option=option, value=error.get("input")) from None
 
     max_chunks: int = Field(default=8, ge=1, le=100)
     """Most chunks passed to the summarizer, in rank order."""
@@ -408,13 +397,13 @@ def _call(
     documents: Sequence[Document],
     model: BaseChatModel | None,
     *,
-    sensitive_sources: bool,
-    earlier: Sequence[SafeSummary],
-    bounds: SummaryBounds | None,
-    policy: LeakPolicy | None,
-    timeout: float | None,
-    max_tokens: int | None,
-    counter: TokenCounter | None,
+    sensitive_sources: bool = False,
+    earlier: Sequence[SafeSummary] = (),
+    bounds: SummaryBounds | None = None,
+    policy: LeakPolicy | None = None,
+    timeout: float | None = 30.0,
+    max_tokens: int | None = None,
+    counter: TokenCounter | None = None,
 ) -> _Call:
     valid = isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0
     if timeout is not None and not valid:
@@ -523,35 +512,19 @@ async def arelease(
     documents: Sequence[Document],
     *,
     model: BaseChatModel | None,
-    sensitive_sources: bool = False,
-    earlier: Sequence[SafeSummary] = (),
-    bounds: SummaryBounds | None = None,
-    policy: LeakPolicy | None = None,
-    timeout: float | None = 30.0,
-    max_tokens: int | None = None,
-    counter: TokenCounter | None = None,
     config: RunnableConfig | None = None,
+    **options: Any,
 ) -> Released:
-    """Async twin of :func:`release`: the summarizer's ``ainvoke``, the guard in a thread."""
-    call = _call(
-        question,
-        documents,
-        model,
-        sensitive_sources=sensitive_sources,
-        earlier=earlier,
-        bounds=bounds,
-        policy=policy,
-        timeout=timeout,
-        max_tokens=max_tokens,
-        counter=counter,
-    )
+    """Async twin of :func:`release` (the same options): the guard runs in a thread."""
+    call = _call(question, documents, model, **options)
     await _adispatch("safe_summary_started", call.started(), config)
     outcome = call.early()
     if outcome is None:
         try:
             runnable, messages = _s.build_request(call.model, call.question, call.texts)  # type: ignore[arg-type]
             config_ = _s.isolated_config(config)
-            raw = await asyncio.wait_for(runnable.ainvoke(messages, config=config_), timeout)
+            reply = runnable.ainvoke(messages, config=config_)
+            raw = await asyncio.wait_for(reply, call.timeout)
             outcome = await asyncio.to_thread(call.judge, raw)  # the guard is CPU work
         except Exception as exc:
             outcome = _failed(exc)
