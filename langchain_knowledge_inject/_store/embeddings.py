@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from langchain_core.embeddings import Embeddings
 
+from langchain_knowledge_inject._store.flags import DEFAULT_MODEL_NAME
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
     KnowledgeBaseOpenError,
@@ -47,8 +48,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-"""Name recorded in knowledge-base metadata for the default model."""
 EmbeddingBackend = Literal["auto", "torch", "onnx"]
 """Inference backend of the default model; see the module docstring."""
 ONNX_EXPORT_DIR = "all-MiniLM-L6-v2-onnx"

@@ -30,6 +30,8 @@ from langchain_knowledge_inject.errors import RestrictedKnowledgeError
 
 PREFIX = "kinject:"
 """Prefix of the package's keys in collection metadata."""
+DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+"""The ``model`` setting of a knowledge base embedded with the default model."""
 FORMAT = 2
 """The store format written by this version (1: the SQLite catalog and record collection)."""
 

@@ -18,7 +18,6 @@ be one more class with nothing to catch up.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -27,13 +26,14 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_knowledge_inject._store import documents
 from langchain_knowledge_inject._store.chroma import STAMP
 from langchain_knowledge_inject._store.keyword import STOPWORDS, KeywordIndex
+from langchain_knowledge_inject._store.peek import ConsistencyReport, PartitionDrift
+from langchain_knowledge_inject._store.storage import keyword_folder
 
 if TYPE_CHECKING:
     from langchain_knowledge_inject._store.chroma import ChromaSide, Chunk
@@ -69,60 +69,6 @@ class KeywordBackend(Protocol):
 
     def ensure(self, partition: str, *, wait: bool = True) -> None:
         """Catch up with Chroma when it may be behind."""
-
-
-@dataclass
-class PartitionDrift:
-    """How one partition's keyword cache differs from its Chroma collection."""
-
-    partition: str
-    chunks: int
-    """Chunks in Chroma."""
-    keyword_missing: list[str] = field(default_factory=list)
-    keyword_extra: list[str] = field(default_factory=list)
-    unexplained: list[str] = field(default_factory=list)
-    """Chroma records without text: not searchable by keyword, left in place."""
-
-    @property
-    def clean(self) -> bool:
-        """True when the cache holds exactly Chroma's chunks."""
-        return not (self.keyword_missing or self.keyword_extra)
-
-
-@dataclass
-class ConsistencyReport:
-    """What ``KnowledgeBase.check`` found: the keyword cache against Chroma, per partition."""
-
-    kb_name: str
-    partitions: list[PartitionDrift]
-    repaired: bool = False
-    """Whether drift was found and those partitions rebuilt from Chroma."""
-
-    @property
-    def unexplained(self) -> list[str]:
-        """Chroma records left in place because they hold no text, in every partition."""
-        return [cid for p in self.partitions for cid in p.unexplained]
-
-    @property
-    def clean(self) -> bool:
-        """True when every partition's cache agrees with Chroma."""
-        return all(p.clean for p in self.partitions)
-
-    def summary(self) -> str:
-        """A human-readable report, one line per partition."""
-        lines = [f"knowledge base {self.kb_name!r}: {'consistent' if self.clean else 'DRIFT'}"]
-        for p in self.partitions:
-            name = p.partition or "(shared)"
-            lines.append(
-                f"  {name}: {p.chunks} chunks in Chroma; keyword missing "
-                f"{len(p.keyword_missing)}, extra {len(p.keyword_extra)}"
-            )
-            if p.unexplained:
-                lines.append(
-                    f"  {name}: {len(p.unexplained)} Chroma records hold no text and were left "
-                    "in place (not searchable by keyword, not deleted)"
-                )
-        return "\n".join(lines + ["  repaired: rebuilt from Chroma"] * self.repaired)
 
 
 class _Partition:
@@ -229,8 +175,7 @@ class KeywordCache:
         self._guard = threading.Lock()
 
     def _folder(self, partition: str) -> Path | None:
-        key = hashlib.sha256(partition.encode()).hexdigest()[:16] if partition else "shared"
-        return None if self.root is None else self.root / key
+        return None if self.root is None else keyword_folder(self.root, partition)
 
     def _part(self, partition: str) -> _Partition:
         with self._guard:

@@ -93,16 +93,23 @@ def list_knowledge_bases(
         client: A ``chromadb`` client to list instead of the store's embedded one.
     """
     store = Path(path).expanduser() if path is not None else default_store_path()
+    collections: Any = None
     if client is None:
         if not (store / "chroma").is_dir():
             return []
-        client = persistent_client(store, "", read_only=not store_is_writable(store))
-    from langchain_knowledge_inject._store.migration import migrate_store
+        from langchain_knowledge_inject._store import peek
 
-    migrate_store(store, client)
+        collections = peek.collections(store)  # read without chromadb where it can be
+        if collections is None:
+            client = persistent_client(store, "", read_only=not store_is_writable(store))
+    if collections is None:
+        from langchain_knowledge_inject._store.migration import migrate_store
+
+        migrate_store(store, client)
+        collections = client.list_collections()
     settings: dict[str, dict[str, Any]] = {}
     counts: dict[str, int] = {}
-    for collection in client.list_collections():
+    for collection in collections:
         found = read_settings(getattr(collection, "metadata", None))
         if not found["kb_id"] or not collection.name.startswith(f"kinject-{found['kb_id']}-"):
             continue

@@ -42,6 +42,11 @@ def collection_name(kb_id: str, partition: str) -> str:
     return f"kinject-{kb_id}-t{hashlib.sha256(partition.encode()).hexdigest()[:16]}"
 
 
+def keyword_folder(root: Path, partition: str) -> Path:
+    """The keyword cache's folder of one tenant partition, under ``<store>/keyword/<kb id>``."""
+    return root / (hashlib.sha256(partition.encode()).hexdigest()[:16] if partition else "shared")
+
+
 def default_store_path() -> Path:
     """The default store directory: ``$KINJECT_HOME`` or a per-user data directory."""
     env = os.environ.get("KINJECT_HOME")

@@ -14,6 +14,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_knowledge_inject._version import __version__
@@ -190,10 +191,11 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 def _existing(args: argparse.Namespace) -> KnowledgeBase:
     """The knowledge base ``args.kb``, opened; a missing one is an error, and nothing is created."""
-    from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
     from langchain_knowledge_inject._store.metadata import require_knowledge_base
 
-    require_knowledge_base(args.kb, args.path)
+    require_knowledge_base(args.kb, args.path)  # without chromadb where the store allows
+    from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
+
     return KnowledgeBase(args.kb, path=args.path, create=False)
 
 
@@ -215,8 +217,16 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     """Exit 0 when consistent (or repaired), 1 when drift was found and left."""
-    with _existing(args) as kb:
-        report = kb.check(repair=args.repair)
+    from langchain_knowledge_inject._store import peek
+    from langchain_knowledge_inject._store.metadata import require_knowledge_base
+    from langchain_knowledge_inject._store.storage import default_store_path
+
+    require_knowledge_base(args.kb, args.path)
+    store = Path(args.path).expanduser() if args.path is not None else default_store_path()
+    report = peek.check(store, args.kb)  # None: a catch-up or a repair may be due
+    if report is None:
+        with _existing(args) as kb:
+            report = kb.check(repair=args.repair)
     print(report.summary())
     if args.repair:
         return 1 if report.unexplained else 0
@@ -224,9 +234,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_kbs(args: argparse.Namespace) -> int:
-    from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase, default_store_path
+    from langchain_knowledge_inject._store.metadata import list_knowledge_bases
+    from langchain_knowledge_inject._store.storage import default_store_path
 
-    infos = KnowledgeBase.list(path=args.path)
+    infos = list_knowledge_bases(args.path)
     if not infos:
         where = args.path if args.path is not None else default_store_path()
         print(f"No knowledge bases in {where}. Create one with `kinject ingest` or `kinject demo`.")

@@ -14,7 +14,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langchain_knowledge_inject import KnowledgeBase
 from langchain_knowledge_inject._memory.episodic import EpisodicMemory
 from langchain_knowledge_inject._store import knowledge_base
-from tests.unit_tests.fakes import WordHashEmbedding
+from tests.unit_tests.fakes import DefaultNamedEmbedding, WordHashEmbedding
 
 
 @pytest.fixture
@@ -25,6 +25,18 @@ def fake_default_model(monkeypatch: pytest.MonkeyPatch) -> DeterministicFakeEmbe
     test: ``pytestmark = pytest.mark.usefixtures("fake_default_model")``.
     """
     fake = DeterministicFakeEmbedding(size=64)
+    monkeypatch.setattr(knowledge_base, "default_embeddings", lambda **_: fake)
+    return fake
+
+
+@pytest.fixture
+def default_named_model(monkeypatch: pytest.MonkeyPatch) -> DefaultNamedEmbedding:
+    """Like ``fake_default_model``, with a fake recorded under the default model's name.
+
+    Knowledge bases built with it are what ``kinject`` opens with the real model, so
+    the commands' read-only fast paths (``_store/peek.py``) apply to them.
+    """
+    fake = DefaultNamedEmbedding(size=16)
     monkeypatch.setattr(knowledge_base, "default_embeddings", lambda **_: fake)
     return fake
 

@@ -5,6 +5,7 @@
 - ``FakeKB``: a scripted knowledge base (the ``search``/``asearch``/``info`` contract).
 - ``WordHashEmbedding``: an offline embedding whose cosine reflects shared words.
 - ``CountingEmbedding``: ``DeterministicFakeEmbedding`` that counts what it embeds.
+- ``DefaultNamedEmbedding``: ``DeterministicFakeEmbedding`` recorded as the default model.
 - ``CallbackRecorder``: a callback handler that records custom events, chat-model runs
   and retriever runs.
 - ``dump_messages`` / ``user_config``: small helpers the surface tests share.
@@ -34,6 +35,8 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
+from langchain_knowledge_inject._store.flags import DEFAULT_MODEL_NAME
+
 __all__ = [
     "EXPENSES",
     "LEAVE",
@@ -42,6 +45,7 @@ __all__ = [
     "SICK",
     "CallbackRecorder",
     "CountingEmbedding",
+    "DefaultNamedEmbedding",
     "FakeKB",
     "NumberedChatModel",
     "RecordingChatModel",
@@ -112,6 +116,12 @@ class WordHashEmbedding(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         return self._embed(text)
+
+
+class DefaultNamedEmbedding(DeterministicFakeEmbedding):
+    """A fake recorded as the default model: what ``kinject`` opens, so its fast paths apply."""
+
+    model_name: str = DEFAULT_MODEL_NAME
 
 
 class CountingEmbedding(DeterministicFakeEmbedding):

@@ -39,3 +39,20 @@ def test_check_reports_and_repairs_drift(tmp_path, fake_default_model, capsys):
 def test_check_of_a_missing_kb_is_a_clear_error(tmp_path, capsys):
     assert main(["check", "--kb", "nope", "--path", str(tmp_path)]) == 2
     assert "No knowledge base named 'nope'" in capsys.readouterr().err
+
+
+def test_check_prints_the_same_without_chromadb(tmp_path, default_named_model, monkeypatch, capsys):
+    from langchain_knowledge_inject._store import peek
+
+    with KnowledgeBase("hr", path=tmp_path) as kb:
+        kb.add_documents([Document("Leave is 25 days.", metadata={"source": "leave.md"})])
+        kb.add_documents([Document("Pay day.", metadata={"source": "p.md"})], tenant_id="acme")
+    argv = ["check", "--kb", "hr", "--path", str(tmp_path)]
+    fast = [(main(argv), capsys.readouterr()), (main([*argv, "--repair"]), capsys.readouterr())]
+    assert peek.check(tmp_path, "hr") is not None  # so the lines above took the fast path
+
+    monkeypatch.setattr(peek, "check", lambda *_: None)
+    full = [(main(argv), capsys.readouterr()), (main([*argv, "--repair"]), capsys.readouterr())]
+    assert fast == full
+    assert fast[0][0] == 0
+    assert "acme: 1 chunks in Chroma; keyword missing 0, extra 0" in fast[0][1].out
