@@ -9,7 +9,8 @@ printed with its ratio to a reference measured in the same run:
   (target: at most 1.3x);
 * ``kinject --help``, ``kinject kbs``, ``kinject check --kb hr-demo`` and the
   error for an unknown knowledge base (``kinject search q --kb nope``) against
-  ``import langchain_core`` (target: each under 1.5x).
+  ``import langchain_core`` (target: each under 1.5x). ``kbs``, ``check`` and
+  the error read the store without chromadb (``_store/peek.py``).
 
 ``import chromadb`` is timed too, as a reference: it is the floor of any
 command that opens the embedded Chroma store.
@@ -17,12 +18,13 @@ command that opens the embedded Chroma store.
 ``kinject`` runs as its console script does (``from ..._surfaces.cli import
 main; sys.exit(main())``) on a store that ``kinject demo`` fills first (the
 sample knowledge base, the default model), outside the timings. With
-``--baseline DIR`` the same cases run for the tree in ``DIR`` too (on
-``PYTHONPATH``, its own store), side by side. Every interpreter starts in a
+``--baseline DIR`` (repeatable) the same cases run for the tree in ``DIR`` too
+(on ``PYTHONPATH``, its own store), side by side: one column per tree, this
+tree first, each ratio to the reference measured in its own column. Every interpreter starts in a
 temporary folder, so the tree on ``PYTHONPATH`` is the one imported. The load
 average is printed before and after.
 
-Run: ``OMP_NUM_THREADS=1 python benchmarks/startup.py [--repeat 9] [--baseline /work/baseline]``
+Run: ``OMP_NUM_THREADS=1 python benchmarks/startup.py [--repeat 9] [--baseline DIR ...]``
 """
 
 from __future__ import annotations
@@ -88,16 +90,16 @@ def run(args: list[str], env: dict[str, str], cwd: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--repeat", type=int, default=9, help="runs of each case (median)")
-    parser.add_argument("--baseline", type=Path, default=None, help="an older tree, side by side")
+    parser.add_argument(
+        "--baseline", type=Path, action="append", default=[], help="another tree (repeatable)"
+    )
     options = parser.parse_args()
-    trees = {"this tree": ROOT}
-    if options.baseline is not None:
-        trees["baseline"] = options.baseline.resolve()
+    trees = {"this tree": ROOT} | {str(tree): tree.resolve() for tree in options.baseline}
     print(f"python {sys.version.split()[0]}, load average {os.getloadavg()}")
     with tempfile.TemporaryDirectory(prefix="kinject-startup-") as tmp:
         plan: list[tuple[str, str, list[str], dict[str, str]]] = []
         for label, tree in trees.items():
-            store = Path(tmp) / label.replace(" ", "-")
+            store = Path(tmp) / f"store-{len(plan)}"
             env, cli = environment(tree), console_script(tree)
             subprocess.run(  # the sample knowledge base, with the default model
                 [sys.executable, "-c", cli, "demo", "--path", str(store)],
@@ -109,26 +111,24 @@ def main() -> None:
             for label, name, argv, env in plan:
                 times[label, name].append(run(argv, env, tmp))
     print(f"load average after: {os.getloadavg()}; median of {options.repeat} fresh interpreters")
-    for label in trees:
-        median = {name: statistics.median(t) for (lab, name), t in times.items() if lab == label}
-        package_ref, package_target = PACKAGE_REFERENCE
-        cli_ref, cli_target = CLI_REFERENCE
-        print(f"\n{label} ({trees[label]})")
-        print(f"  {'case':<38} {'median ms':>10}  ratio to reference")
-        for name, seconds in median.items():
-            if name == "import langchain_knowledge_inject":
-                ref, target = package_ref, package_target
-            elif name.startswith("kinject"):
-                ref, target = cli_ref, cli_target
-            else:
-                print(f"  {name:<38} {seconds * 1000:>10.0f}  (reference)")
-                continue
-            ratio = seconds / median[ref]
-            verdict = "ok" if ratio <= target else "over"
-            print(
-                f"  {name:<38} {seconds * 1000:>10.0f}  {ratio:5.2f}x {ref} "
-                f"(target {target}x: {verdict})"
-            )
+    for label, tree in trees.items():
+        print(f"  {label}: {tree}")
+    median = {key: statistics.median(t) for key, t in times.items()}
+    names = list(cases(Path(), ""))
+    print(f"\n{'case':<38}" + "".join(f"{label[-24:]:>26}" for label in trees) + "  target")
+    for name in names:
+        reference = None
+        if name == "import langchain_knowledge_inject":
+            reference, target = PACKAGE_REFERENCE
+        elif name.startswith("kinject"):
+            reference, target = CLI_REFERENCE
+        cells = []
+        for label in trees:
+            ms = median[label, name] * 1000
+            ratio = f"{median[label, name] / median[label, reference]:6.2f}x" if reference else ""
+            cells.append(f"{ms:>10.0f} ms {ratio:>8}")
+        goal = f"<= {target}x {reference}" if reference else "(reference)"
+        print(f"{name:<38}" + "".join(f"{cell:>26}" for cell in cells) + f"  {goal}")
 
 
 if __name__ == "__main__":
