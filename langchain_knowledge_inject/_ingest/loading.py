@@ -1,71 +1,36 @@
 r"""Ingest files and folders into a knowledge base: load, split, fingerprint, add.
 
-Loaders and splitters, and why:
+Loaders: **PDF** by ``pypdf`` (pure Python, no system libraries), page by page,
+each page cut on its own so every chunk keeps its 1-based ``page``; **HTML** by
+:mod:`~._ingest.html_text` (one linear pass; headings become Markdown headings);
+**Markdown** sectioned at ATX headings (fence-aware) here, each chunk keeping
+its heading path in ``headers`` (``"Leave > Carry-over"``;
+``MarkdownHeaderTextSplitter`` drops blank lines and indentation, so paragraph
+boundaries were lost); **text** as it is. Bytes are decoded by
+:mod:`~._ingest.text_decoding`; a file that was not UTF-8 is named in the
+report's ``warnings``. Which files a folder holds (hidden entries, symbolic
+links): :mod:`~._ingest.folders`.
 
-* **PDF**: ``pypdf`` (pure Python, actively maintained, no system libraries),
-  text extracted page by page; each page is cut on its own so every chunk
-  keeps an exact 1-based ``page`` number.
-* **HTML**: one linear streaming pass of the standard library's HTML parser
-  (:mod:`langchain_knowledge_inject._ingest.html_text`; BeautifulSoup's tree grew
-  quadratically on unclosed tags: ``benchmarks/html_parse.py``). Scripts,
-  styles and ``<head>`` are dropped, block elements become line breaks and
-  ``<h1>``...``<h6>`` become Markdown headings, so HTML goes through the same
-  heading-aware splitting as Markdown.
-* **Markdown**: sectioned at ATX headings (``#``...``######``, fence-aware) by a
-  small function here, then cut with the knowledge base's splitter using
-  ``RecursiveCharacterTextSplitter``'s Markdown separators. Each chunk
-  keeps its heading path in ``metadata["headers"]`` (``"Leave > Carry-over"``).
-  ``MarkdownHeaderTextSplitter`` was tried and not used: it drops blank lines
-  and indentation (even inside code blocks) and ends lines with two spaces,
-  so paragraph boundaries are lost before the character splitter needs them.
-* **Plain text**: the knowledge base's splitter (paragraphs, then lines,
-  then words). Bytes are decoded as UTF-8 (BOM honoured), else (HTML) with the
-  page's declared charset, else with ``charset-normalizer`` detection
-  (:mod:`langchain_knowledge_inject._ingest.text_decoding`); a file that was not UTF-8
-  is named in the report's ``warnings``, flagged "low confidence" when other
-  encodings fit as well.
+One split: each part (section, page) is cut once, with the knowledge base's own
+``text_splitter`` (the default model: 128 word pieces, 32 overlap), so
+``add_documents`` stores the chunks as they are; ``chunk_size`` /
+``chunk_overlap`` ask for character chunks instead (1000 and 150), as does a
+knowledge base opened with ``text_splitter=None``. A section's heading lines (or
+a short title line ahead of a blank line) open its first chunk instead of
+forming a chunk of their own.
 
-One split: a file is cut along its structure (sections, pages) and each part
-once, with the knowledge base's own splitter (``KnowledgeBase.text_splitter``:
-with the default model at most 128 word pieces with 32 overlap, with another
-model 1000 characters with 150), so the chunks fit it and ``add_documents``
-stores them as they are: one overlap, cut points that respect the model's
-window. ``chunk_size`` /
-``chunk_overlap`` ask for character chunks instead (``DEFAULT_CHUNK_SIZE``
-1000, ``DEFAULT_CHUNK_OVERLAP`` 150), as does a knowledge base opened with
-``text_splitter=None``.
+Chunk metadata: ``source``, the name the model cites (the path relative to the
+folder given, or the file name); ``source_path``, the resolved absolute path
+and the source's identity (so re-ingest is idempotent from any working
+directory); ``file_name``, ``file_type``, ``chunk_index``, ``page`` (PDF),
+``headers`` (Markdown, HTML), ``title`` (HTML), ``category`` and ``tenant_id``.
 
-A section's heading lines (or a short title line ahead of a blank line) open
-its first chunk rather than forming a chunk of their own, which the recursive
-splitter alone produces whenever the first paragraph is longer than a chunk:
-the first chunk is cut shorter to leave them room, the rest of the section at
-full size. A text file ``title\n\nparagraph`` thus gets the chunks that
-``add_documents`` makes of ``title + " " + paragraph``, up to the whitespace
-after the title (``benchmarks/ingest_path_quality.py``).
-
-Chunk metadata: ``source`` is the name the model cites: the file's path
-relative to the folder it was found in (``hr/leave.md`` for ``docs/hr/leave.md``
-when ``docs/`` is ingested), or its file name when the file itself is given;
-``source_path`` is the file's **resolved absolute path**, the source's identity
-(so the same file is the same source whatever the working directory, which is
-what makes re-ingest idempotent; a store ingested when ``source`` held the full
-path keeps its chunk ids, and the next ingest only rewrites their metadata);
-``file_name``, ``file_type`` (``text``, ``markdown``,
-``html``, ``pdf``), ``chunk_index`` (0-based within the file), ``page`` (PDF),
-``headers`` (Markdown, HTML), ``title`` (HTML), and ``category`` and
-``tenant_id`` when given.
-
-Unchanged files are skipped without being parsed: the fingerprint stored with
-each source is ``sha256:<file bytes hash>;settings:<hash of the splitter's
-settings, category and tenant>;chunks:<count>``, so a file is read again when
-the knowledge base's splitter changes. Each file is loaded and split in full
-before anything is written, and files are added whole (one source never spans
-two ``add_documents`` calls), so an unreadable, empty, binary or unsupported
-file is skipped and reported and never leaves partial state. Which files a
-folder holds (hidden entries, symbolic links): :mod:`langchain_knowledge_inject._ingest.folders`.
-
-Files deleted from a folder since the last ingest, and files skipped in this
-run, keep the chunks they had; ``KnowledgeBase.delete_source`` removes them.
+Each source's fingerprint is ``sha256:<file hash>;settings:<hash of splitter,
+category, tenant>;chunks:<count>``: an unchanged file is skipped unparsed, and
+a new splitter reads every file again. Files are split whole before anything is
+written and added whole, so an unreadable, empty, binary or unsupported file is
+reported and leaves nothing behind. Files gone from a folder keep their chunks
+(``KnowledgeBase.delete_source`` removes them).
 """
 
 from __future__ import annotations
@@ -84,7 +49,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 from langchain_text_splitters import Language, RecursiveCharacterTextSplitter, TextSplitter
@@ -94,6 +59,9 @@ from langchain_knowledge_inject._ingest.html_text import html_to_text
 from langchain_knowledge_inject._ingest.text_decoding import decode_bytes
 from langchain_knowledge_inject._store.chroma import SOURCE_PATH_KEY
 from langchain_knowledge_inject.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
 logger = logging.getLogger(__name__)
 
@@ -111,40 +79,25 @@ _MARKDOWN_SEPARATORS = RecursiveCharacterTextSplitter.get_separators_for_languag
 _TEXT_BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)  # UTF-32's start alike
 
 
-class _Ingestible(Protocol):
-    def add_documents(
-        self,
-        documents: list[Document],
-        *,
-        tenant_id: str | None = None,
-        fingerprints: Mapping[str, str] | None = None,
-    ) -> Any: ...
-
-    def get_source_fingerprint(
-        self, source: str, *, tenant_id: str | None = None
-    ) -> str | None: ...
-
-
 @dataclass
 class IngestReport:
     """What one ``ingest`` call did.
 
     Attributes:
-        files_read: Files loaded, split and written (new or changed files).
+        files_read: Files loaded, split and written (new or changed).
         files_unchanged: Files skipped because their fingerprint matched.
-        files_skipped: ``(path, reason)`` for every file that was not ingested
-            (unsupported type, unreadable, empty, binary, no text).
+        files_skipped: ``(path, reason)`` of each file not ingested (unsupported type,
+            unreadable, empty, binary, no text).
         chunks_added: Chunks embedded and written.
-        chunks_unchanged: Chunks already present: those of unchanged files plus
-            identical chunks inside changed files.
-        chunks_updated: Chunks already stored whose metadata changed (for example
-            a new ``category``); relabelled, not embedded again.
+        chunks_unchanged: Chunks already stored (unchanged files, and identical chunks
+            of changed files).
+        chunks_updated: Stored chunks whose metadata changed (a new ``category``):
+            relabelled, not embedded again.
         chunks_replaced: Old chunks removed because their file changed.
-        warnings: ``(path, message)`` for files read with a caveat: not UTF-8
-            (the encoding used, and "low confidence" when another fits as well).
-        links_skipped: ``(link, reason)`` for every symbolic link found in a
-            folder and not followed: its target outside the folder, a loop, a
-            folder already walked, or a broken link.
+        warnings: ``(path, message)`` of files read with a caveat (not UTF-8: the
+            encoding used, "low confidence" when another fits as well).
+        links_skipped: ``(link, reason)`` of each symbolic link in a folder not
+            followed (outside the folder, a loop, a folder walked, broken).
         seconds: Wall-clock time of the whole call.
     """
 
@@ -203,32 +156,22 @@ def split_documents(
 ) -> list[Document]:
     r"""Split documents into chunks the way ``ingest`` does: one split, one overlap.
 
-    Markdown and HTML-derived text is sectioned at headings first (the heading
-    path goes to ``metadata["headers"]``); a section's heading lines (or a
-    text's short title line) open its first chunk. Each section is then cut
-    once, into chunks that fit ``splitter`` (in its own unit: word pieces for
-    a knowledge base's default splitter) or, without one, ``chunk_size``
-    characters. Each chunk copies its document's metadata and gets
-    ``chunk_index``, counted per ``metadata["source"]``.
-
-    To add the chunks to a knowledge base, pass its ``text_splitter``: the
-    chunks then fit it and it stores them as they are (no second split).
+    Markdown and HTML-derived text is sectioned at headings first (the path goes to
+    ``metadata["headers"]``), a section's heading lines (or a text's short title
+    line) opening its first chunk. Each section is cut once to ``splitter`` (a
+    knowledge base's ``text_splitter``: its chunks are then stored as they are;
+    a ``RecursiveCharacterTextSplitter`` cuts Markdown at its structure first,
+    any other splitter gets each section whole) or, without one, to
+    ``chunk_size`` characters. Each chunk copies its document's metadata and
+    gets ``chunk_index``, counted per ``metadata["source"]``.
 
     Args:
         documents: Documents to split (each should carry ``metadata["source"]``).
-        file_type: ``"markdown"`` or ``"html"`` (already converted to text) for
-            heading-aware splitting; ``"text"`` or ``"pdf"`` for plain splitting.
-        chunk_size: Maximum chunk length in characters, without ``splitter``.
-        chunk_overlap: Characters shared by consecutive chunks of a section,
-            without ``splitter``.
-        splitter: Cut to this splitter's chunk size, overlap and length
-            function instead (a ``KnowledgeBase``'s ``text_splitter``). A
-            ``RecursiveCharacterTextSplitter`` keeps headings with the text
-            after them and, for Markdown, cuts at Markdown structure first;
-            any other splitter gets each section as it is.
-
-    Returns:
-        The chunks, in document order.
+        file_type: ``"markdown"`` or ``"html"`` (converted to text) for heading-aware
+            splitting; ``"text"`` or ``"pdf"`` for plain splitting.
+        chunk_size: Most characters per chunk, without ``splitter``.
+        chunk_overlap: Characters shared by consecutive chunks, without ``splitter``.
+        splitter: Cut to this splitter's size, overlap and length function instead.
 
     Raises:
         ConfigurationError: If ``chunk_size`` or ``chunk_overlap`` is out of range.
@@ -334,7 +277,7 @@ def _callable_name(function: Any) -> str:
 
 
 def ingest(
-    kb: _Ingestible,
+    kb: KnowledgeBase,
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
     category: str | None = None,
@@ -346,45 +289,34 @@ def ingest(
 ) -> IngestReport:
     """Load, split and add files and folders to a knowledge base.
 
-    Supported: ``.txt``, ``.md``/``.markdown``, ``.html``/``.htm``, ``.pdf``.
-    Each file is cut along its structure (Markdown and HTML sections, PDF
-    pages) and each part once, into chunks of the knowledge base's own
-    ``text_splitter`` (with the default model: at most 128 word pieces, 32
-    overlap), so the knowledge base stores them as they are: one split, one
-    overlap, the chunks ``KnowledgeBase.add_documents`` makes of a document.
-    With ``chunk_size`` or ``chunk_overlap``, or a knowledge base with
-    ``text_splitter=None``, chunks are characters instead (default 1000 with
-    150 overlap); the knowledge base's splitter still applies after that, so
-    to keep larger chunks open it with ``text_splitter=None`` (as ``kinject
-    ingest --chunk-size`` does).
-
-    A file whose fingerprint (content hash + chunking settings) matches the
-    one stored for its source is skipped without being parsed. A changed file
-    replaces all of its previous chunks. A file that cannot be ingested is
-    skipped and listed in ``IngestReport.files_skipped``; it never aborts the
-    run. Every path is checked before anything is written.
+    Supported: ``.txt``, ``.md``/``.markdown``, ``.html``/``.htm``, ``.pdf``. Each
+    file is cut along its structure and each part once, into the knowledge
+    base's own chunks (module docstring). With ``chunk_size`` or
+    ``chunk_overlap``, chunks are characters instead, and the knowledge base's
+    splitter still applies after that: to keep larger chunks open it with
+    ``text_splitter=None`` (as ``kinject ingest --chunk-size`` does). A file whose
+    fingerprint matches the stored one is skipped unparsed; a changed file
+    replaces all its chunks; a file that cannot be ingested is listed in
+    ``files_skipped`` and never aborts the run. Every path is checked before
+    anything is written.
 
     Args:
-        kb: The knowledge base (a ``KnowledgeBase``).
-        paths: Files and folders. Folders are walked (hidden entries ignored;
-            symbolic links followed inside the folder only, reported otherwise).
+        kb: The knowledge base.
+        paths: Files and folders (walked; hidden entries ignored; symbolic links
+            followed inside the folder only, reported otherwise).
         category: Stored as ``metadata["category"]`` on every chunk.
         tenant_id: Tenant partition to write to; also stored in metadata.
-        progress: Show a tqdm progress bar on stderr. Default: when stderr is
-            a terminal and there are more than 5 files.
+        progress: A tqdm progress bar on stderr; default: when stderr is a terminal
+            and there are more than 5 files.
         recursive: Walk sub-folders of the folders given.
-        chunk_size: Maximum chunk length in characters (default: the
-            knowledge base's splitter decides; 1000 when it has none).
-        chunk_overlap: Characters shared by consecutive chunks (default: 150,
-            at most half of ``chunk_size``).
-
-    Returns:
-        What was read, added, kept, replaced and skipped.
+        chunk_size: Most characters per chunk (default: the knowledge base's
+            splitter decides; 1000 when it has none).
+        chunk_overlap: Characters shared by consecutive chunks (default 150, at
+            most half of ``chunk_size``).
 
     Raises:
-        IngestError: If a path does not exist, no path is given, or a folder
-            holds no files.
-        ConfigurationError: If ``chunk_size`` or ``chunk_overlap`` is out of range.
+        IngestError: A path does not exist, no path is given, or a folder holds no files.
+        ConfigurationError: ``chunk_size`` or ``chunk_overlap`` is out of range.
 
     Example:
         >>> from langchain_knowledge_inject import KnowledgeBase, ingest
@@ -426,7 +358,7 @@ def ingest(
 
 
 async def aingest(
-    kb: _Ingestible,
+    kb: KnowledgeBase,
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
     category: str | None = None,
@@ -436,26 +368,15 @@ async def aingest(
     chunk_size: int | None = None,
     chunk_overlap: int | None = None,
 ) -> IngestReport:
-    """Async twin of ``ingest``.
+    """Async twin of ``ingest``, run in a worker thread: the event loop stays free.
 
-    File reading, parsing and embedding are blocking work, so this runs
-    ``ingest`` in a worker thread (``asyncio.to_thread``) and leaves the event
-    loop free meanwhile. Arguments, result and errors are those of ``ingest``.
+    Reading, parsing and embedding block, so nothing is awaited but the thread;
+    the arguments, result and errors are those of ``ingest``.
 
     Example:
         >>> report = await aingest(kb, ["docs/"])  # doctest: +SKIP
     """
-    return await asyncio.to_thread(
-        ingest,
-        kb,
-        paths,
-        category=category,
-        tenant_id=tenant_id,
-        progress=progress,
-        recursive=recursive,
-        chunk_size=chunk_size,
-        chunk_overlap=chunk_overlap,
-    )
+    return await asyncio.to_thread(ingest, **locals())  # every argument, passed on
 
 
 def _plural(count: int, noun: str) -> str:
@@ -509,7 +430,7 @@ def _stored_chunk_count(fingerprint: str) -> int:
 
 
 def _flush(
-    kb: _Ingestible,
+    kb: KnowledgeBase,
     batch: list[Document],
     fingerprints: dict[str, str],
     tenant_id: str | None,
@@ -527,7 +448,7 @@ def _flush(
 
 
 def _prepare_file(
-    kb: _Ingestible,
+    kb: KnowledgeBase,
     path: Path,
     file_type: FileType,
     extra: Mapping[str, str],

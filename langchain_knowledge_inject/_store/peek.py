@@ -8,12 +8,12 @@ and (to check) the ids of those records: all of it is in Chroma's SQLite file,
 cost milliseconds where ``import chromadb`` alone costs seconds.
 
 Chroma's SQLite schema is Chroma's own, so only the exact schema read here is
-trusted (:data:`SCHEMA`: the migrations Chroma applied, and the columns read);
-every function answers None, and the caller asks chromadb, whenever anything
-differs or could be stale: another process holds the store, a migration is due
-(Chroma's, or this package's version 1), a write sits in Chroma's queue
-(``embeddings_queue``) past what the collection's metadata segment has applied
-(``max_seq_id``), a value is not of the form read, or the file cannot be read.
+trusted (:data:`SCHEMA`, the migrations Chroma applied); each function answers
+None, and the caller asks chromadb, whenever anything differs or could be stale:
+another process holds the store, a migration is due (Chroma's, or this
+package's version 1), a write sits in Chroma's queue (``embeddings_queue``) past
+what the collection's metadata segment applied (``max_seq_id``), a value is not
+of the form read, a query fails.
 
 What ``check`` finds, the fast way or through chromadb (``KnowledgeBase.check``),
 is a :class:`ConsistencyReport`.
@@ -50,16 +50,6 @@ SCHEMA = frozenset(
     + [("embeddings_queue", v) for v in range(1, 3)]
 )
 """The migrations (directory, version) of the Chroma schema read here (chromadb 1.x)."""
-_COLUMNS = {
-    "databases": {"id", "name", "tenant_id"},
-    "collections": {"id", "name", "database_id"},
-    "collection_metadata": {"collection_id", "key", "str_value", "int_value", "float_value"},
-    "segments": {"id", "type", "scope", "collection"},
-    "max_seq_id": {"segment_id", "seq_id"},
-    "embeddings": {"id", "segment_id", "embedding_id"},
-    "embedding_metadata": {"id", "key", "string_value"},
-    "embeddings_queue": {"seq_id", "topic"},
-}
 _METADATA_SEGMENT = "urn:chroma:segment/metadata/sqlite"
 _DOCUMENT_KEY = "chroma:document"
 
@@ -142,33 +132,31 @@ def collections(store: Path) -> list[Collection] | None:
         True
     """
     with _reading(store) as db:
-        return None if db is None else _collections(db)
+        return _collections(db) if db is not None else None
+    return None  # a query failed
 
 
 def check(store: Path, name: str) -> ConsistencyReport | None:
     """``KnowledgeBase(name).check()``'s report, when it needs no catch-up nor repair; else None.
 
-    The report is given only when every partition's keyword cache holds exactly
-    the ids of Chroma's records with text: a catch-up then changes no id, so the
-    full path reports the same. Drift, a cache missing or unreadable, settings
-    that opening the knowledge base would write or refuse (another format or
-    model), an unreadable store or a read-only one (its cache is rebuilt in
-    memory) all answer None.
+    Given only when every partition's keyword cache holds exactly the ids of
+    Chroma's records with text (a catch-up then changes no id, so the full path
+    reports the same) and opening the knowledge base would write or refuse
+    nothing (its format, the default model, the backend; a writable store, whose
+    cache is on disk).
     """
     if os.environ.get("KINJECT_EMBEDDINGS_BACKEND") or not store_is_writable(store):
-        return None  # opening it could refuse the backend
+        return None
     kb_id = knowledge_base_id(name)
     with _reading(store) as db:
-        found = _collections(db) if db is not None else None
         parts = {
             str(c.metadata[PREFIX + "partition"]): c
-            for c in found or ()
+            for c in (_collections(db) if db is not None else None) or ()
             if c.name.startswith(f"kinject-{kb_id}-") and PREFIX + "partition" in c.metadata
         }
-        settings = read_settings(parts[""].metadata) if "" in parts else {}
-        if db is None or settings.get("kb") != name or settings["kb_id"] != kb_id:
-            return None
-        if settings["format"] != FORMAT or settings["model"] != DEFAULT_MODEL_NAME:
+        settings = read_settings(parts[""].metadata if "" in parts else None)
+        wanted = {"kb": name, "kb_id": kb_id, "format": FORMAT, "model": DEFAULT_MODEL_NAME}
+        if db is None or any(settings[key] != value for key, value in wanted.items()):
             return None
         report = ConsistencyReport(name, [])
         for partition in sorted(parts):
@@ -179,108 +167,86 @@ def check(store: Path, name: str) -> ConsistencyReport | None:
             )
             texts = {cid: bool(text and text.strip()) for cid, text in rows}
             index = keyword_folder(store / "keyword" / kb_id, partition) / "chunks"
-            if not (index / "meta.json").is_file():
-                return None  # opening a missing index would create it
-            try:
-                cached = KeywordIndex(index).ids()
+            try:  # a missing index would be created: not opened
+                cached = KeywordIndex(index).ids() if (index / "meta.json").is_file() else None
             except Exception:  # damaged: the full path reports and rebuilds it
-                return None
+                cached = None
             if cached != {cid for cid, has_text in texts.items() if has_text}:
                 return None
             unexplained = sorted(cid for cid, has_text in texts.items() if not has_text)
             report.partitions.append(PartitionDrift(partition, len(texts), [], [], unexplained))
         return report
+    return None  # a query failed
 
 
 @contextlib.contextmanager
 def _reading(store: Path) -> Iterator[sqlite3.Connection | None]:
-    """One read transaction on the store's Chroma file, under a shared store lock; None: don't.
+    """One read transaction on the store's Chroma file under a shared store lock, or None.
 
-    None when another process holds the store, a version-1 catalog waits to be
-    migrated, or the file is missing, unreadable or of another schema.
+    A ``sqlite3.Error`` inside the block ends it quietly (the caller returns None).
     """
-    db_file = store / "chroma" / "chroma.sqlite3"
-    if (store / "catalog.sqlite3").exists() or not db_file.is_file():
+    path = store / "chroma" / "chroma.sqlite3"
+    if (store / "catalog.sqlite3").exists() or not path.is_file():  # version 1: migrate first
         yield None
         return
     try:
-        lock = StoreLock(store, read_only=True)
+        lock = StoreLock(store, read_only=True)  # held by another process: it may be writing
     except (KnowledgeBaseOpenError, OSError):
         yield None
         return
     db = None
     try:
-        db = sqlite3.connect(f"{db_file.resolve().as_uri()}?mode=ro", uri=True, timeout=0.5)
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=0.5)
         db.execute("BEGIN")
-        ok = _known_schema(db)
+        known = set(db.execute("SELECT dir, version FROM migrations")) == SCHEMA
     except sqlite3.Error:
-        ok = False
+        known = False
     try:
-        yield db if ok else None
+        yield db if known else None
+    except sqlite3.Error:
+        pass
     finally:
         if db is not None:
             db.close()
         lock.release()
 
 
-def _known_schema(db: sqlite3.Connection) -> bool:
-    """Whether the file holds exactly the schema read here."""
-    if set(db.execute("SELECT dir, version FROM migrations")) != SCHEMA:
-        return False
-    return all(
-        needed <= {row[0] for row in db.execute("SELECT name FROM pragma_table_info(?)", (table,))}
-        for table, needed in _COLUMNS.items()
-    )
-
-
 def _collections(db: sqlite3.Connection) -> list[Collection] | None:
     """The default database's collections; None when one is stale or not of the form read."""
-    try:
-        queued = dict(db.execute("SELECT topic, MAX(seq_id) FROM embeddings_queue GROUP BY topic"))
-        applied = {
-            collection: (segment, seq)
-            for collection, segment, seq in db.execute(
-                "SELECT s.collection, s.id, m.seq_id FROM segments s LEFT JOIN max_seq_id m "
-                "ON m.segment_id = s.id WHERE s.scope = 'METADATA' AND s.type = ?",
-                (_METADATA_SEGMENT,),
-            )
-        }
-        counts = dict(db.execute("SELECT segment_id, COUNT(*) FROM embeddings GROUP BY segment_id"))
-        metadata: dict[str, dict[str, Any]] = {}
-        for collection, key, *values in db.execute(
-            "SELECT collection_id, key, str_value, int_value, float_value, bool_value "
-            "FROM collection_metadata"
-        ):
-            value = _value(*values)
-            if value is None:
-                return None
-            metadata.setdefault(collection, {})[key] = value
-        named = db.execute(
-            "SELECT c.id, c.name FROM collections c JOIN databases d ON d.id = c.database_id "
-            "WHERE d.name = 'default_database' AND d.tenant_id = 'default_tenant'"
-        ).fetchall()
-    except sqlite3.Error:
-        return None
+    queued = dict(db.execute("SELECT topic, MAX(seq_id) FROM embeddings_queue GROUP BY topic"))
     latest = {topic.rsplit("/", 1)[-1]: seq for topic, seq in queued.items()}
+    applied = {
+        collection: (segment, seq)
+        for collection, segment, seq in db.execute(
+            "SELECT s.collection, s.id, m.seq_id FROM segments s LEFT JOIN max_seq_id m "
+            "ON m.segment_id = s.id WHERE s.scope = 'METADATA' AND s.type = ?",
+            (_METADATA_SEGMENT,),
+        )
+    }
+    counts = dict(db.execute("SELECT segment_id, COUNT(*) FROM embeddings GROUP BY segment_id"))
+    metadata: dict[str, dict[str, Any]] = {}
+    for collection, key, *values in db.execute(
+        "SELECT collection_id, key, str_value, int_value, float_value, bool_value "
+        "FROM collection_metadata"
+    ):
+        present = [v for v in values if v is not None]
+        if len(present) != 1:
+            return None
+        metadata.setdefault(collection, {})[key] = (
+            bool(present[0]) if values[3] is not None else present[0]
+        )
     out = []
-    for collection_id, name in named:
-        segment, seq = applied.get(collection_id, (None, None))
-        meta = metadata.get(collection_id, {})
+    for collection, name in db.execute(
+        "SELECT c.id, c.name FROM collections c JOIN databases d ON d.id = c.database_id "
+        "WHERE d.name = 'default_database' AND d.tenant_id = 'default_tenant'"
+    ):
+        segment, seq = applied.get(collection, (None, None))
+        meta = metadata.get(collection, {})
         if segment is None or (seq is not None and not isinstance(seq, int)):
             return None
-        if latest.get(collection_id, -1) > (seq or 0) or "kinject_partition" in meta:
-            return None  # a write not applied yet; a version-1 partition
-        if name.startswith("kinject-") and name.endswith("-kb"):
-            return None  # a version-1 record collection
-        out.append(Collection(collection_id, name, meta, segment, counts.get(segment, 0)))
+        if latest.get(collection, -1) > (seq or 0):
+            return None  # a write not applied yet
+        if "kinject_partition" in meta or (name.startswith("kinject-") and name.endswith("-kb")):
+            return None  # version 1: a partition, a record collection
+        out.append(Collection(collection, name, meta, segment, counts.get(segment, 0)))
     return out
-
-
-def _value(text: str | None, integer: int | None, real: float | None, flag: int | None) -> Any:
-    """A collection metadata value as chromadb returns it; None unless exactly one is set."""
-    present = [v for v in (text, integer, real, flag) if v is not None]
-    if len(present) != 1:
-        return None
-    if flag is not None:
-        return bool(flag)
-    return present[0]
