@@ -25,14 +25,9 @@ if TYPE_CHECKING:
 FileType = Literal["text", "markdown", "html", "pdf"]
 
 SUPPORTED_EXTENSIONS: Mapping[str, FileType] = {
-    ".txt": "text",
-    ".text": "text",
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".html": "html",
-    ".htm": "html",
-    ".pdf": "pdf",
-}
+    ".txt": "text", ".text": "text", ".md": "markdown", ".markdown": "markdown",
+    ".html": "html", ".htm": "html", ".pdf": "pdf",
+}  # fmt: skip
 """File extensions that ``ingest`` reads, and the loader each one goes through."""
 
 
@@ -90,12 +85,9 @@ def collect_files(
 def _walk(root: Path, *, recursive: bool, report: IngestReport) -> list[tuple[Path, str]]:
     """The non-hidden files under ``root``, each with its path relative to ``root``.
 
-    A symbolic link is followed only when its target lies inside ``root``
-    (resolved), and a folder is listed once (by device and inode), so a link
-    out of the folder, a loop or a second way into a folder is never walked;
-    each such link goes to ``report.links_skipped`` with the reason. Links are
-    looked at after every real folder is listed, so a file or folder reached
-    both ways keeps its real name. An unreadable sub-folder is reported.
+    Links are followed as the module says, looked at after every real folder is
+    listed (so a file reached both ways keeps its real name); an unreadable
+    sub-folder is reported.
 
     Raises:
         IngestError: If ``root`` itself cannot be listed.

@@ -1,19 +1,12 @@
 """HTML to text in one linear pass, with headings as Markdown headings.
 
-The text of an HTML page is extracted by the standard library's
-``html.parser.HTMLParser`` as a stream of events, without building a tree:
-scripts, styles, ``<head>`` and the like are skipped, block elements become
-line breaks, list items get a ``- `` bullet and ``<h1>``...``<h6>`` become
-``#``...``######`` headings, so HTML goes through the same heading-aware
-splitting as Markdown. An unclosed element costs nothing: there is no tree to
-re-balance. A ``<`` that cannot start a tag (another ``<`` comes before any
-``>``) is escaped first, in one linear pass, because the standard library's
-parser rescans such a tag to the end of the input each time.
-
-Why not a tree parser: BeautifulSoup grows quadratically on unclosed elements,
-``lxml`` drops the text past 256 nesting levels, and both (and ``selectolax``)
-would be more dependencies; the comparison is ``benchmarks/html_parse.py``, its
-figures in docs/performance.md.
+The standard library's ``HTMLParser`` streams events, no tree is built: scripts,
+styles, ``<head>`` and the like are skipped, block elements become line breaks,
+list items get a ``- `` bullet and ``<h1>``...``<h6>`` become ``#`` headings, so
+HTML is split as Markdown is. An unclosed element costs nothing; a ``<`` that
+cannot start a tag is escaped first (the parser would rescan to the end of the
+input each time). BeautifulSoup grows quadratically on unclosed elements and
+``lxml`` drops text past 256 nesting levels (``benchmarks/html_parse.py``).
 """
 
 from __future__ import annotations

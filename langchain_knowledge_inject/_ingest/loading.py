@@ -84,20 +84,13 @@ class IngestReport:
     """What one ``ingest`` call did.
 
     Attributes:
-        files_read: Files loaded, split and written (new or changed).
-        files_unchanged: Files skipped because their fingerprint matched.
-        files_skipped: ``(path, reason)`` of each file not ingested (unsupported type,
-            unreadable, empty, binary, no text).
-        chunks_added: Chunks embedded and written.
-        chunks_unchanged: Chunks already stored (unchanged files, and identical chunks
-            of changed files).
-        chunks_updated: Stored chunks whose metadata changed (a new ``category``):
-            relabelled, not embedded again.
-        chunks_replaced: Old chunks removed because their file changed.
-        warnings: ``(path, message)`` of files read with a caveat (not UTF-8: the
-            encoding used, "low confidence" when another fits as well).
-        links_skipped: ``(link, reason)`` of each symbolic link in a folder not
-            followed (outside the folder, a loop, a folder walked, broken).
+        files_read: Files loaded, split and written; ``files_unchanged``: their
+            fingerprint matched; ``files_skipped``: ``(path, reason)``.
+        chunks_added: Chunks embedded and written; ``chunks_unchanged``: already
+            stored; ``chunks_updated``: relabelled (a new ``category``), not embedded
+            again; ``chunks_replaced``: removed because their file changed.
+        warnings: ``(path, message)`` of files read with a caveat (not UTF-8).
+        links_skipped: ``(link, reason)`` of each symbolic link not followed.
         seconds: Wall-clock time of the whole call.
     """
 
@@ -257,23 +250,17 @@ def _resized(
     return resized
 
 
-def _splitter_settings(splitter: TextSplitter | None) -> list[Any]:
+def _splitter_settings(splitter: TextSplitter) -> list[Any]:
     """What a splitter's chunks depend on, for the fingerprint of an ingested file."""
-    if splitter is None:
-        return [None]
     length = getattr(splitter, "_length_function", len)
+    kind = length if hasattr(length, "__qualname__") else type(length)
     return [
         type(splitter).__qualname__,
         getattr(splitter, "_chunk_size", None),
         getattr(splitter, "_chunk_overlap", None),
-        "len" if length is len else _callable_name(length),
+        "len" if length is len else f"{getattr(kind, '__module__', '')}.{kind.__qualname__}",
         getattr(splitter, "_separators", None),
     ]
-
-
-def _callable_name(function: Any) -> str:
-    kind = function if hasattr(function, "__qualname__") else type(function)
-    return f"{getattr(kind, '__module__', '')}.{kind.__qualname__}"
 
 
 def ingest(
@@ -386,12 +373,9 @@ def _plural(count: int, noun: str) -> str:
 def ingest_splitter(
     kb: object, chunk_size: int | None = None, chunk_overlap: int | None = None
 ) -> TextSplitter:
-    """The splitter ``ingest`` cuts files with.
+    """The splitter ``ingest`` cuts with: ``kb.text_splitter``, or characters when sizes are given.
 
-    The knowledge base's own ``text_splitter`` when neither size is given (its
-    chunks are then stored as they are); else, or when it has none, a
-    character splitter of ``chunk_size`` (default 1000) with ``chunk_overlap``
-    (default 150, at most half the chunk).
+    Without one: ``chunk_size`` 1000, ``chunk_overlap`` 150 (at most half the chunk).
 
     Raises:
         ConfigurationError: If ``chunk_size`` or ``chunk_overlap`` is out of range.
@@ -458,10 +442,7 @@ def _prepare_file(
     *,
     name: str,
 ) -> tuple[list[Document], str] | None:
-    """Chunks and fingerprint of a new or changed file; None (and counted) otherwise.
-
-    ``name`` is the file's ``source`` name; its full path is the source's identity.
-    """
+    """Chunks and fingerprint of a new or changed file (its ``source`` is ``name``); else None."""
     source = str(path)
     try:
         data = path.read_bytes()
@@ -491,18 +472,14 @@ def _load_and_split(
     extra: Mapping[str, str],
     splitter: TextSplitter,
     *,
-    name: str | None = None,
-    notes: list[str] | None = None,
+    name: str,
+    notes: list[str],
 ) -> list[Document]:
-    """Turn one file's bytes into chunks, or raise ``_SkipFile`` with the reason.
-
-    Caveats worth a warning in the report (a guessed encoding) go to ``notes``.
-    """
-    notes = notes if notes is not None else []
+    """One file's bytes as chunks, or ``_SkipFile`` with the reason; caveats go to ``notes``."""
     if not data:
         raise _SkipFile("empty file")
     base: dict[str, Any] = {
-        "source": name or path.name,
+        "source": name,
         SOURCE_PATH_KEY: str(path),
         "file_name": path.name,
         "file_type": file_type,

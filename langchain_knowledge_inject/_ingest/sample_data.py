@@ -31,15 +31,9 @@ if TYPE_CHECKING:
     from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
 _POLICIES = Path(__file__).with_name("sample_policies")
-_FILES = (
-    "leave_policy.md",
-    "sick_leave_policy.md",
-    "expenses_policy.md",
-    "remote_work_policy.md",
-    "travel_policy.md",
-    "parental_leave_policy.md",
-    "equipment_policy.md",
-)
+_FILES = [f"{topic}_policy.md" for topic in (
+    "leave", "sick_leave", "expenses", "remote_work", "travel", "parental_leave", "equipment"
+)]  # fmt: skip
 
 
 def _policy(source: str) -> Document:
@@ -55,13 +49,7 @@ SAMPLE_DOCUMENTS: list[Document] = [_policy(source) for source in _FILES]
 
 @dataclass(frozen=True)
 class SampleQuestion:
-    """A question about the sample policies and where its answer lives.
-
-    Attributes:
-        question: What a user might ask.
-        expected_source: ``metadata["source"]`` of the document that answers it.
-        answer: A short phrase from that document that answers it.
-    """
+    """A question a user might ask, the ``source`` that answers it and a phrase of the answer."""
 
     question: str
     expected_source: str
@@ -69,27 +57,16 @@ class SampleQuestion:
 
 
 SAMPLE_QUESTIONS: list[SampleQuestion] = [
-    SampleQuestion("How many days of annual leave do I get?", "leave_policy.md", "25 days"),
-    SampleQuestion(
-        "When do I need a doctor's note when I'm off sick?", "sick_leave_policy.md", "8th"
-    ),
-    SampleQuestion(
-        "How long do I have to submit an expense claim?", "expenses_policy.md", "within 30 days"
-    ),
-    SampleQuestion(
-        "Can I work from another country for a few weeks?",
-        "remote_work_policy.md",
-        "20 working days",
-    ),
-    SampleQuestion(
-        "What is the hotel limit per night in London?", "travel_policy.md", "EUR 250 per night"
-    ),
-    SampleQuestion(
-        "How much paid leave does a new father get?", "parental_leave_policy.md", "6 weeks"
-    ),
-    SampleQuestion(
-        "What should I do if my laptop is stolen?", "equipment_policy.md", "within 24 hours"
-    ),
+    SampleQuestion(question, f"{topic}_policy.md", answer)
+    for question, topic, answer in [
+        ("How many days of annual leave do I get?", "leave", "25 days"),
+        ("When do I need a doctor's note when I'm off sick?", "sick_leave", "8th"),
+        ("How long do I have to submit an expense claim?", "expenses", "within 30 days"),
+        ("Can I work from another country for a few weeks?", "remote_work", "20 working days"),
+        ("What is the hotel limit per night in London?", "travel", "EUR 250 per night"),
+        ("How much paid leave does a new father get?", "parental_leave", "6 weeks"),
+        ("What should I do if my laptop is stolen?", "equipment", "within 24 hours"),
+    ]
 ]
 """Questions with the source that answers each; used by ``kinject demo`` and tests."""
 
@@ -100,24 +77,14 @@ def build_sample_knowledge_base(
     name: str = "hr-demo",
     embeddings: Embeddings | None = None,
 ) -> KnowledgeBase:
-    """Create (or reopen) the sample HR knowledge base and load the policies.
+    """Create (or reopen) the sample HR knowledge base holding ``SAMPLE_DOCUMENTS``' chunks.
 
-    Idempotent: chunk ids derive from source and content, so calling it again
-    adds nothing.
-
-    Args:
-        path: Store directory (default: the per-user default directory).
-        name: Knowledge-base name.
-        embeddings: Embedding model (default: the package's offline default).
-
-    Returns:
-        The knowledge base, holding the chunks of ``SAMPLE_DOCUMENTS``.
+    Idempotent: chunk ids derive from source and content, so calling it again adds
+    nothing. ``path`` is the store (default: the per-user one), ``embeddings`` the
+    model (default: the package's offline default).
 
     Example:
-        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
-        >>> kb = build_sample_knowledge_base(
-        ...     path=tmp_path, embeddings=DeterministicFakeEmbedding(size=64)
-        ... )  # doctest: +SKIP
+        >>> kb = build_sample_knowledge_base(path=tmp_path)  # doctest: +SKIP
         >>> kb.search("annual leave carry-over", k=1)[0].metadata["source"]  # doctest: +SKIP
         'leave_policy.md'
     """

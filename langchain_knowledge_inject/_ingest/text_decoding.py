@@ -23,13 +23,9 @@ import codecs
 import re
 from dataclasses import dataclass
 
-_BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32"),
-    (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
+_BOMS = [(codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+         (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
+         (codecs.BOM_UTF16_BE, "utf-16")]  # fmt: skip
 _META_CHARSET = re.compile(
     rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]{1,40})""", re.IGNORECASE
 )
@@ -44,24 +40,16 @@ _PREFER_WITHIN = 0.1  # cp1252 is kept when it fits within this of the best
 
 @dataclass(frozen=True)
 class Decoded:
-    """A file's text and how it was decoded."""
+    """A text and its ``encoding``; ``confident``: no other fits as well; ``detected``: guessed."""
 
     text: str
-    """The decoded text."""
     encoding: str
-    """The encoding used (``utf-8``, ``cp1252``, ...)."""
     confident: bool
-    """False when another encoding fits the bytes as well and gives another text."""
     detected: bool
-    """True when the encoding was guessed (not a BOM, UTF-8 or a declared charset)."""
 
 
 def decode_bytes(data: bytes, *, html: bool = False) -> Decoded | None:
-    """Decode a file's bytes; None when no encoding fits.
-
-    Args:
-        data: The bytes.
-        html: Honour a ``<meta charset>`` declaration.
+    """Decode a file's bytes (``html``: honour a ``<meta charset>``); None when none fits.
 
     Example:
         >>> decode_bytes("La règle".encode("latin-1")).text

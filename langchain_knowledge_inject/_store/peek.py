@@ -1,22 +1,14 @@
 """A read-only look into the embedded store, for the commands that do not embed.
 
-``kinject kbs``, the error for an unknown knowledge base and ``kinject check``
-need the collections of the store, their metadata, how many records each holds
-and (to check) the ids of those records: all of it is in Chroma's SQLite file,
-``<store>/chroma/chroma.sqlite3``. Read here with the standard library's
-``sqlite3`` (opened ``mode=ro``, one read transaction, nothing written), they
-cost milliseconds where ``import chromadb`` alone costs seconds.
-
-Chroma's SQLite schema is Chroma's own, so only the exact schema read here is
-trusted (:data:`SCHEMA`, the migrations Chroma applied); each function answers
-None, and the caller asks chromadb, whenever anything differs or could be stale:
-another process holds the store, a migration is due (Chroma's, or this
-package's version 1), a write sits in Chroma's queue (``embeddings_queue``) past
-what the collection's metadata segment applied (``max_seq_id``), a value is not
-of the form read, a query fails.
-
-What ``check`` finds, the fast way or through chromadb (``KnowledgeBase.check``),
-is a :class:`ConsistencyReport`.
+``kinject kbs``, the unknown-knowledge-base error and ``kinject check`` read the
+collections, their metadata, record counts and ids from Chroma's SQLite file
+(``<store>/chroma/chroma.sqlite3``) with ``sqlite3`` (``mode=ro``, one read
+transaction), without importing chromadb. Only the exact schema read here is
+trusted (:data:`SCHEMA`, Chroma's migrations); each function answers None, and
+the caller asks chromadb, whenever anything differs or could be stale: another
+process holds the store, a migration is due (Chroma's, or version 1's), a write
+sits in ``embeddings_queue`` past the metadata segment's ``max_seq_id``, a value
+is not of the form read, a query fails.
 """
 
 from __future__ import annotations

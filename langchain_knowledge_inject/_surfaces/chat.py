@@ -37,12 +37,11 @@ _SYSTEM_PROMPT = (
 
 
 def chat_model(name: str) -> BaseChatModel:
-    """``init_chat_model(name)``, or a one-line ``ConfigurationError`` saying what is wrong.
+    """``init_chat_model(name)``; else a one-line ``ConfigurationError`` saying what is wrong.
 
     Raises:
-        ConfigurationError: The provider's package is missing (the message names
-            the ``pip install``), the name is not ``provider:model`` (the message
-            lists the providers), or the provider refused (a missing key).
+        ConfigurationError: A missing provider package (the ``pip install``), a name not
+            ``provider:model`` (the providers), the provider's refusal (a missing key).
     """
     from langchain.chat_models import init_chat_model
 
@@ -64,15 +63,10 @@ def run_chat(
     stdin: IO[str] | None = None,
     stdout: IO[str] | None = None,
 ) -> int:
-    """Chat over ``kb`` until ``exit`` or the end of input; return the exit code (0).
+    """Chat over ``kb`` (left open) until ``exit`` or the end of input; return 0.
 
-    Args:
-        kb: The knowledge base (left open: the caller closes it).
-        model: The chat model; ``None`` for the dry run.
-        model_name: The model's name in the header (default: its class name).
-        tenant_id: The tenant partition searched.
-        stdin: Where user lines are read (default ``sys.stdin``).
-        stdout: Where the chat is written (default ``sys.stdout``).
+    ``model`` None is the dry run; ``model_name`` is shown in the header (default:
+    the model's class); ``stdin``/``stdout`` default to the process's own.
     """
     stdin, out = stdin or sys.stdin, stdout or sys.stdout
     chat = _Chat(kb, model, _SYSTEM_PROMPT.format(name=kb.name), tenant_id)
