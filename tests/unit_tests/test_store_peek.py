@@ -244,3 +244,35 @@ def test_kinject_reads_without_chromadb_or_the_model(store, tmp_path):
         )  # fmt: skip
         result = json.loads(done.stdout.strip().splitlines()[-1])
         assert result == {"code": code, "heavy": []}, (argv, done.stderr)
+
+
+def test_the_unknown_knowledge_base_error_reads_the_same_both_ways(store, monkeypatch, capsys):
+    from langchain_knowledge_inject._surfaces.cli import main
+
+    with KnowledgeBase("hr", path=store) as kb:
+        kb.add_documents(_docs("leave.md", "Leave is 25 days."))
+    KnowledgeBase("ops", path=store).close()
+    argv = ["search", "leave", "--kb", "nope", "--path", str(store)]
+    fast = (main(argv), capsys.readouterr().err)
+    assert peek.collections(store) is not None  # so the line above took the fast path
+    monkeypatch.setattr(peek, "collections", lambda _: None)
+    assert (main(argv), capsys.readouterr().err) == fast
+    message = f"No knowledge base named 'nope' in {store} (existing: hr, ops)"
+    assert fast == (2, f"kinject: error: {message} (`kinject kbs` lists the knowledge bases)\n")
+
+
+def test_a_store_of_an_older_chromadb_is_migrated_by_chromadb_first(tmp_path):
+    """``chroma_1_0_store.zip``: knowledge base ``hr`` (three chunks, one in tenant ``acme``'s
+    partition, a 8-dimension fake embedding) written by this package on chromadb 1.0.21,
+    whose schema lacks the newer migrations (sysdb 10, metadb 6)."""
+    with zipfile.ZipFile(FIXTURE.with_name("chroma_1_0_store.zip")) as archive:
+        archive.extractall(tmp_path / "old")
+    store = tmp_path / "old"
+    before = _files(store)
+    assert peek.collections(store) is None  # chromadb migrates it first
+    assert peek.check(store, "hr") is None
+    assert _files(store) == before
+
+    listed = list_knowledge_bases(store)  # through chromadb
+    assert [(info.name, info.chunk_count) for info in listed] == [("hr", 3)]
+    _assert_same(store)
