@@ -117,9 +117,7 @@ def _escape_unterminated(markup: str) -> str:
     Linear: the next ``>`` is looked up again only once the scan has passed it.
     """
     out: list[str] = []
-    start = 0
-    end = len(markup)
-    gt = -1
+    start, end, gt = 0, len(markup), -1
     lt = markup.find("<")
     while lt != -1:
         if markup.startswith("<!--", lt):
@@ -133,8 +131,7 @@ def _escape_unterminated(markup: str) -> str:
             gt = end if found == -1 else found
         following = markup.find("<", lt + 1)
         if gt == end or (following != -1 and following < gt):
-            out.append(markup[start:lt])
-            out.append("&lt;")
+            out += [markup[start:lt], "&lt;"]
             start = lt + 1
         lt = following
     out.append(markup[start:])

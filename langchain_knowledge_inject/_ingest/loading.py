@@ -123,15 +123,12 @@ class IngestReport:
             f"Read {_plural(self.files_read, 'file')} in {self.seconds:.1f} s: "
             f"{', '.join(chunks)}; {_plural(self.files_unchanged, 'file')} unchanged."
         ]
-        if self.files_skipped:
-            lines.append(f"Skipped {len(self.files_skipped)}:")
-            lines.extend(f"  {path}: {reason}" for path, reason in self.files_skipped)
-        if self.links_skipped:
-            lines.append(f"Symbolic links not followed ({len(self.links_skipped)}):")
-            lines.extend(f"  {link}: {reason}" for link, reason in self.links_skipped)
-        if self.warnings:
-            lines.append(f"Warnings ({len(self.warnings)}):")
-            lines.extend(f"  {path}: {message}" for path, message in self.warnings)
+        for title, rows in (
+            (f"Skipped {len(self.files_skipped)}", self.files_skipped),
+            (f"Symbolic links not followed ({len(self.links_skipped)})", self.links_skipped),
+            (f"Warnings ({len(self.warnings)})", self.warnings),
+        ):
+            lines.extend([f"{title}:", *(f"  {path}: {why}" for path, why in rows)] if rows else [])
         return "\n".join(lines)
 
 
@@ -202,13 +199,9 @@ def split_documents(
 def _split_section(head: str, body: str, markdown: bool, splitter: TextSplitter) -> list[str]:
     """Split one section; its heading lines (or a short title line) open the first chunk.
 
-    Splitting ``head + body`` directly would leave a heading-only chunk
-    whenever the first paragraph is longer than a chunk, so the first chunk is
-    cut with room left for the head, which then goes in front of it; the rest
-    of the body, from where the next chunk's overlap begins, is cut at full
-    size. Lengths are the splitter's own (its ``length_function``), so a text
-    whose head is a title line gets the chunks the splitter makes of
-    ``title + " " + body``, up to the whitespace after the title.
+    The first chunk is cut with room left for the head (else a long first paragraph
+    would leave a heading-only chunk), the rest of the body at full size, in the
+    splitter's own lengths.
     """
     if not isinstance(splitter, RecursiveCharacterTextSplitter):
         return [piece for piece in splitter.split_text(head + body) if piece.strip()]
@@ -234,12 +227,7 @@ def _split_section(head: str, body: str, markdown: bool, splitter: TextSplitter)
 def _resized(
     splitter: RecursiveCharacterTextSplitter, room: int, markdown: bool
 ) -> RecursiveCharacterTextSplitter:
-    """The splitter cutting chunks of at most ``room``; Markdown separators for Markdown.
-
-    A shorter chunk gets at most half of it as overlap. A user's own
-    separators are kept; the default ones become Markdown's for Markdown
-    text, so a section is cut at its blocks (code, lists, rules) first.
-    """
+    """``splitter`` cut to ``room`` (overlap at most half); Markdown's default separators."""
     resized = copy.copy(splitter)
     if room < splitter._chunk_size:
         resized._chunk_size = room
@@ -276,16 +264,12 @@ def ingest(
 ) -> IngestReport:
     """Load, split and add files and folders to a knowledge base.
 
-    Supported: ``.txt``, ``.md``/``.markdown``, ``.html``/``.htm``, ``.pdf``. Each
-    file is cut along its structure and each part once, into the knowledge
-    base's own chunks (module docstring). With ``chunk_size`` or
-    ``chunk_overlap``, chunks are characters instead, and the knowledge base's
-    splitter still applies after that: to keep larger chunks open it with
-    ``text_splitter=None`` (as ``kinject ingest --chunk-size`` does). A file whose
-    fingerprint matches the stored one is skipped unparsed; a changed file
-    replaces all its chunks; a file that cannot be ingested is listed in
-    ``files_skipped`` and never aborts the run. Every path is checked before
-    anything is written.
+    Supported: ``.txt``, ``.md``/``.markdown``, ``.html``/``.htm``, ``.pdf``, each
+    file cut along its structure and each part once into the knowledge base's own
+    chunks (module docstring). A file whose fingerprint matches the stored one is
+    skipped unparsed; a changed file replaces all its chunks; a file that cannot be
+    ingested is listed in ``files_skipped`` and never aborts the run. Every path is
+    checked before anything is written.
 
     Args:
         kb: The knowledge base.
@@ -293,11 +277,11 @@ def ingest(
             followed inside the folder only, reported otherwise).
         category: Stored as ``metadata["category"]`` on every chunk.
         tenant_id: Tenant partition to write to; also stored in metadata.
-        progress: A tqdm progress bar on stderr; default: when stderr is a terminal
-            and there are more than 5 files.
+        progress: A tqdm bar on stderr (default: stderr a terminal, over 5 files).
         recursive: Walk sub-folders of the folders given.
-        chunk_size: Most characters per chunk (default: the knowledge base's
-            splitter decides; 1000 when it has none).
+        chunk_size: Character chunks of this size (default 1000 when only
+            ``chunk_overlap`` is given); the knowledge base's splitter still applies
+            after, so open it with ``text_splitter=None`` to keep larger ones.
         chunk_overlap: Characters shared by consecutive chunks (default 150, at
             most half of ``chunk_size``).
 

@@ -1,18 +1,12 @@
 """A small HR-policy knowledge base, written for this project, for demos and tests.
 
-Seven policies of a fictional company ("Northwind Labs"): annual leave, sick
-leave, expenses, remote work, travel, parental leave and equipment. Each one
-states concrete figures (days, amounts, deadlines), so a retrieval result can be
-checked against ``SAMPLE_QUESTIONS``. The policies are Markdown files in
-``sample_policies/``. ``kinject demo`` and the notebooks use them.
+Seven policies of a fictional company ("Northwind Labs", ``sample_policies/*.md``),
+each with concrete figures (days, amounts, deadlines) that ``SAMPLE_QUESTIONS``
+check retrieval against; ``kinject demo`` and the notebooks use them.
 
 Example:
-    >>> from langchain_knowledge_inject._ingest.sample_data import (
-    ...     SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS)
-    >>> len(SAMPLE_DOCUMENTS), SAMPLE_DOCUMENTS[0].metadata["source"]
-    (7, 'leave_policy.md')
-    >>> SAMPLE_QUESTIONS[0].expected_source
-    'leave_policy.md'
+    >>> SAMPLE_DOCUMENTS[0].metadata["source"], SAMPLE_QUESTIONS[0].expected_source
+    ('leave_policy.md', 'leave_policy.md')
 """
 
 from __future__ import annotations
@@ -43,8 +37,7 @@ def _policy(source: str) -> Document:
 
 
 SAMPLE_DOCUMENTS: list[Document] = [_policy(source) for source in _FILES]
-"""The seven policies (``sample_policies/*.md``), whole (not split), with ``source``,
-``category`` and ``title`` (the first heading)."""
+"""The seven policies, whole, with ``source``, ``category`` and ``title`` (the first heading)."""
 
 
 @dataclass(frozen=True)

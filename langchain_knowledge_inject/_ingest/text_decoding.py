@@ -1,20 +1,15 @@
 r"""Decoding the bytes of a text or HTML file: never a silent mis-decoding.
 
-Order: a byte-order mark (UTF-8, UTF-16, UTF-32); strict UTF-8; for HTML, the
-charset the page declares (``<meta charset>``) when the bytes decode with it;
-then detection with ``charset-normalizer`` (a maintained, pure-Python detector;
-``requests`` depends on it too). Short or Western European text is ambiguous
-for any detector: the same bytes decode without error in a dozen single-byte
-code pages (``r\\xe8gle`` is "règle" in cp1252 and "rčgle" in cp1250). So
-among the candidates that fit about as well as the best one, Windows-1252
-(a superset of Latin-1, by far the most common of them) is preferred.
+Order: a byte-order mark; strict UTF-8; for HTML, the charset the page declares
+(``<meta charset>``) when the bytes decode with it; then ``charset-normalizer``.
+Short Western European text decodes without error in a dozen single-byte code
+pages (``r\\xe8gle`` is "règle" in cp1252, "rčgle" in cp1250), so among the
+candidates that fit about as well as the best, Windows-1252 is preferred.
 
-The result says whether the choice is sure. It is not when the text is not
-UTF-8 and other encodings fit as well and give another text, unless every
-non-ASCII character it holds is a common Western European letter or sign.
-``ingest`` lists every file that was not UTF-8 in its report's ``warnings``
-(with the encoding used, and "low confidence" when unsure) and logs a warning
-for the unsure ones.
+The choice is not sure when the text is not UTF-8 and other encodings fit as
+well and give another text, unless every non-ASCII character it holds is a
+common Western European letter or sign; ``ingest`` then logs a warning, and
+names every file that was not UTF-8 in its report's ``warnings``.
 """
 
 from __future__ import annotations

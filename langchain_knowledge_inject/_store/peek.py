@@ -107,8 +107,7 @@ class Collection:
     id: str
     name: str
     metadata: dict[str, Any]
-    segment: str
-    """Its metadata segment, which holds its records."""
+    segment: str  # its metadata segment, which holds its records
     records: int
 
     def count(self) -> int:
@@ -131,11 +130,9 @@ def collections(store: Path) -> list[Collection] | None:
 def check(store: Path, name: str) -> ConsistencyReport | None:
     """``KnowledgeBase(name).check()``'s report, when it needs no catch-up nor repair; else None.
 
-    Given only when every partition's keyword cache holds exactly the ids of
-    Chroma's records with text (a catch-up then changes no id, so the full path
-    reports the same) and opening the knowledge base would write or refuse
-    nothing (its format, the default model, the backend; a writable store, whose
-    cache is on disk).
+    That is: every partition's keyword cache holds exactly the ids of Chroma's records
+    with text, and opening the knowledge base would write or refuse nothing (its
+    format, the default model, the backend, a writable store).
     """
     if os.environ.get("KINJECT_EMBEDDINGS_BACKEND") or not store_is_writable(store):
         return None

@@ -121,10 +121,9 @@ class _Chat:
             return
         self.history += [question, reply]
         print(f"assistant> {reply.text}", file=out)
-        manifest = turn.manifest
-        sources = sorted(set(manifest.sources))
-        if manifest.retrieval_error:
-            print(f"  (retrieval failed: {manifest.retrieval_error})", file=out)
+        sources = sorted(set(turn.manifest.sources))
+        if turn.manifest.retrieval_error:
+            print(f"  (retrieval failed: {turn.manifest.retrieval_error})", file=out)
         elif sources:
             print(f"  (knowledge given to the model: {', '.join(sources)})", file=out)
         else:

@@ -34,13 +34,7 @@ _SNIPPET_CHARS = 160
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``kinject`` with the given arguments (default: ``sys.argv[1:]``).
-
-    Args:
-        argv: Command-line arguments, without the program name.
-
-    Returns:
-        The exit code: 0 success, 1 failure, 2 usage error.
+    """Run ``kinject`` on ``argv`` (default: ``sys.argv[1:]``); return the exit code.
 
     Example:
         >>> main(["kbs", "--path", str(tmp_path)])  # doctest: +SKIP
@@ -261,10 +255,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     with build_sample_knowledge_base(path=args.path) as kb:
         info = kb.info
         results = [kb.search(sample.question, k=3) for sample in SAMPLE_QUESTIONS]
-    print(
-        f"Knowledge base {info.name!r} in {kb.path}: {info.chunk_count} chunks, "
-        f"model {info.embedding_model}"
-    )
+    print(f"Knowledge base {info.name!r} in {kb.path}: {info.chunk_count} chunks, "
+          f"model {info.embedding_model}")  # fmt: skip
     found = 0
     for sample, docs in zip(SAMPLE_QUESTIONS, results, strict=True):
         hit = bool(docs) and docs[0].metadata.get("source") == sample.expected_source
@@ -275,9 +267,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             print("   (nothing scored above the default min_score)")
         for rank, doc in enumerate(docs, 1):
             print(_format_hit(rank, doc))
-    print(
-        f"\nTop result from the expected policy for {found} of {len(SAMPLE_QUESTIONS)} questions."
-    )
+    total = len(SAMPLE_QUESTIONS)
+    print(f"\nTop result from the expected policy for {found} of {total} questions.")
     where = f" --path {args.path}" if args.path else ""
     print(f'Try: kinject search "how many days can I carry over?" --kb {info.name}{where}')
     return 0
