@@ -172,10 +172,7 @@ def split_documents(
         ['Leave']
     """
     if splitter is None:
-        _check_chunking(chunk_size, chunk_overlap)
-        splitter = RecursiveCharacterTextSplitter(
-            chunk_size=chunk_size, chunk_overlap=chunk_overlap
-        )
+        splitter = ingest_splitter(None, chunk_size, chunk_overlap)
     markdown = file_type in ("markdown", "html")
     counters: dict[object, int] = {}
     chunks: list[Document] = []
