@@ -131,3 +131,34 @@ def test_cli_ingest_fits_chunks_to_the_default_models_window(tmp_path) -> None:
     assert len(stored) > 1  # the file was cut into several chunks
     assert {chunk.page_content for chunk in chunks} <= set(stored)
     assert max(count(text) for text in stored) <= half_window
+
+
+def test_the_reading_commands_load_neither_chromadb_nor_the_model(tmp_path) -> None:
+    """On a store the real model filled, ``kbs``, ``check`` and the unknown-KB error read it
+    without chromadb, torch or the model, and print what the chromadb path prints."""
+    from langchain_knowledge_inject._store import peek
+
+    store = tmp_path / "store"
+    build_sample_knowledge_base(path=store).close()
+    heavy = ("chromadb", "torch", "sentence_transformers", "transformers", "langchain.agents")
+    probe = (
+        "import json, sys\nfrom langchain_knowledge_inject._surfaces.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        f"print(json.dumps([code, [m for m in sys.modules if m.startswith({heavy!r})]]))\n"
+    )
+    for argv, code in ((["kbs"], 0), (["check", "--kb", "hr-demo"], 0), (["chat", "--kb", "x"], 2)):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *argv, "--path", str(store)],
+            capture_output=True, text=True, cwd=tmp_path, timeout=300, check=False,
+        )  # fmt: skip
+        *printed, loaded = done.stdout.strip().splitlines()
+        assert loaded == f"[{code}, []]", (argv, done.stderr)
+        full = subprocess.run(  # the same command, peek made to step aside
+            [sys.executable, "-c", "from langchain_knowledge_inject._store import peek\n"
+             "peek.collections = peek.check = lambda *a: None\n" + probe, *argv, "--path",
+             str(store)], capture_output=True, text=True, cwd=tmp_path, timeout=300, check=False,
+        )  # fmt: skip
+        *full_printed, full_loaded = full.stdout.strip().splitlines()
+        assert '"chromadb"' in full_loaded  # so this one took the chromadb path
+        assert (full_printed, full.stderr) == (printed, done.stderr)
+    assert peek.collections(store) is not None
