@@ -212,12 +212,10 @@ def _cmd_search(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     """Exit 0 when consistent (or repaired), 1 when drift was found and left."""
     from langchain_knowledge_inject._store import peek
-    from langchain_knowledge_inject._store.metadata import require_knowledge_base
     from langchain_knowledge_inject._store.storage import default_store_path
 
-    require_knowledge_base(args.kb, args.path)
     store = Path(args.path).expanduser() if args.path is not None else default_store_path()
-    report = peek.check(store, args.kb)  # None: a catch-up or a repair may be due
+    report = peek.check(store, args.kb)  # None: no such knowledge base, a catch-up or repair due
     if report is None:
         with _existing(args) as kb:
             report = kb.check(repair=args.repair)
