@@ -125,6 +125,6 @@ def test_cli_ingest_fits_chunks_to_the_default_models_window(tmp_path) -> None:
     assert main(["ingest", str(docs), "--kb", "papers", "--path", store]) == 0
     count = default_token_counter()
     with KnowledgeBase("papers", path=store) as kb:
-        docs_found = kb.search("CD8 T-cell infiltration", k=50, min_score=0.0, mode="keyword")
-    assert len(docs_found) > 1  # the file was cut into several chunks
-    assert max(count(doc.page_content) for doc in docs_found) <= half_window
+        chunks = kb.vectorstore().get()["documents"]  # chunks, not search's merged documents
+    assert len(chunks) > 1  # the file was cut into several chunks
+    assert max(count(text) for text in chunks) <= half_window
