@@ -178,8 +178,6 @@ class Released:
     """Fixed codes: a summarizer failure (``timeout``, ``invalid_reply``...) or guard checks."""
     chunks: int = 0
     """Chunks the summarizer read."""
-    kb_names: tuple[str, ...] = field(default=())
-    """The knowledge bases the chunks came from (names given by the application)."""
 
     def event(self) -> dict[str, Any]:
         """The released fields: the ``safe_summary_completed`` event and the tool's artifact."""
@@ -368,7 +366,6 @@ class _Call:
             scores=tuple(round(_score(d), 1) for d in docs),
             codes=codes,
             chunks=len(self.texts),
-            kb_names=tuple(dict.fromkeys(str(d.metadata.get("kb_name", "")) for d in docs)),
         )
         logger.info(
             "safe summary completed: decision=%s reason=%s confidence=%s codes=%s",
