@@ -338,6 +338,19 @@ class QueryCondenser:
             logger.warning("query condenser failed (%s); using the follow-up heuristic", error)
         return CondensedQuery(followup_query(messages), "heuristic", calls, seconds, error)
 
+    def _early(
+        self, messages: Sequence[BaseMessage]
+    ) -> CondensedQuery | tuple[str, list[BaseMessage]]:
+        """The answer without a model call (no text, no history, cached), or the request."""
+        current, key, request = self._request(messages)
+        if current is None:
+            return CondensedQuery(None, "none")
+        if request is None or key is None:
+            return CondensedQuery(followup_query(messages), "heuristic")
+        if (hit := self._cached(key)) is not None:
+            return CondensedQuery(hit, "cache")
+        return key, request
+
     # -- sync and async -----------------------------------------------------------------
     def condense(
         self, messages: Sequence[BaseMessage], *, config: RunnableConfig | None = None
@@ -351,13 +364,10 @@ class QueryCondenser:
         Returns:
             The query and how it was made; never raises for a model failure.
         """
-        current, key, request = self._request(messages)
-        if current is None:
-            return CondensedQuery(None, "none")
-        if request is None or key is None:
-            return CondensedQuery(followup_query(messages), "heuristic")
-        if (hit := self._cached(key)) is not None:
-            return CondensedQuery(hit, "cache")
+        early = self._early(messages)
+        if isinstance(early, CondensedQuery):
+            return early
+        key, request = early
         start = time.perf_counter()
         try:
             call = lambda: self.model.invoke(request, config=config)  # noqa: E731
@@ -375,13 +385,10 @@ class QueryCondenser:
         self, messages: Sequence[BaseMessage], *, config: RunnableConfig | None = None
     ) -> CondensedQuery:
         """Async twin of :meth:`condense`."""
-        current, key, request = self._request(messages)
-        if current is None:
-            return CondensedQuery(None, "none")
-        if request is None or key is None:
-            return CondensedQuery(followup_query(messages), "heuristic")
-        if (hit := self._cached(key)) is not None:
-            return CondensedQuery(hit, "cache")
+        early = self._early(messages)
+        if isinstance(early, CondensedQuery):
+            return early
+        key, request = early
         start = time.perf_counter()
         try:
             raw = await asyncio.wait_for(self.model.ainvoke(request, config=config), self.timeout)
