@@ -5,8 +5,7 @@ question it continues does. This benchmark runs ``KnowledgeInjector`` over the
 sample HR knowledge base with the real embedding model (all-MiniLM-L6-v2,
 hybrid search) and compares ``query_window=0`` (the current user message only)
 with the follow-up heuristic over 1 and 2 earlier user turns
-(``retrieval_query.followup_query``), the previous heuristic (the whole earlier
-turn prepended), and a ``QueryCondenser``, on two kinds of turns:
+(``_turn.query.followup_query``) and a ``QueryCondenser``, on two kinds of turns:
 
 - ``followup``: elliptical follow-ups that need the earlier turn;
 - ``switch``: a new, self-contained question after an unrelated turn, where
@@ -16,7 +15,7 @@ A turn is a hit@k when a chunk holding the expected answer phrase is among the
 first k chunks the injector would inject.
 
 ``query_window`` adds the salient terms of earlier turns only to messages
-that look like follow-ups (``retrieval_query.looks_like_follow_up``: short,
+that look like follow-ups (``_turn.query.looks_like_follow_up``: short,
 starting with "and"/"what about", or a short message with "it", "there",
 "too", ...); "window 1, every query" shows what happens without that gate.
 The dev set was used to design the gates; the held-out set was written after
@@ -303,7 +302,6 @@ CONDENSER = "condenser, SCRIPTED model (hand-written rewrites, not an LLM)"
 def variants(kb, k: int = 4, *, condenser: Any = None) -> dict:
     """name -> function(turn) -> retrieved documents."""
     from langchain_knowledge_inject import KnowledgeInjector
-    from langchain_knowledge_inject._turn.placement import is_follow_up
 
     def injector(window: int | None):
         options = {} if window is None else {"query_window": window}
@@ -313,16 +311,10 @@ def variants(kb, k: int = 4, *, condenser: Any = None) -> dict:
     def always(window: int):  # the window added to every query, follow-up or not
         return lambda turn: kb.search("\n".join([*turn.earlier[-window:], turn.question]), k=k)
 
-    def previous(turn: Turn):  # the heuristic before retrieval_query.followup_query
-        gated = is_follow_up(turn.question)
-        parts = [*turn.earlier[-1:], turn.question] if gated else [turn.question]
-        return kb.search("\n".join(parts), k=k)
-
     rows = {
         "the default (query_window=3, follow-ups only)": injector(None),
         "current turn only (query_window=0)": injector(0),
         "window 1, every query": always(1),
-        "previous heuristic: earlier turn prepended": previous,
         "window 1, follow-ups only (query_window=1)": injector(1),
         "window 2, follow-ups only (query_window=2)": injector(2),
     }

@@ -1,44 +1,16 @@
-r"""Presets: each reference design's defaults, block format, placement and switches.
+"""Presets: each reference design's defaults, block format, placement and switches.
 
 Three designs this package learned from (``../shared/designs/``), each as one
 :class:`Preset`: a :class:`~langchain_knowledge_inject.settings.KnowledgeSettings`
 plus what a surface needs beside it (the knowledge-block template, the block order
-and separator, the facts style). Build any surface from it::
+and separator, the facts style)::
 
     preset = portal()
-    graph = create_knowledge_graph(model, preset.injector(kb), system_prompt="You are HR.")
     agent = create_agent(model, middleware=[KnowledgeInjectionMiddleware(preset.injector(kb))])
-    node = create_knowledge_node(model, preset.injector(kb))
-    runnable = preset.injector(kb)
 
-:func:`portal` (Portal Community)
-    TopK 5, MinScore 0.7 (mapped, see below), 2000 tokens reserved for the knowledge
-    block (``knowledge_max_tokens``) inside a shared budget, the knowledge as a system
-    message right after the system prompt: system -> procedure -> knowledge ->
-    episodic snippets -> history -> current message, Portal's block format and its
-    citation instruction in the system prompt, and ``SemanticEnabled`` (``enabled``).
-:func:`shepherd` (Shepherd)
-    Postfix on the current user message: ``content + "\n\n[facts: k=v, k=v]\n[context:
-    a | b]"``, facts first; relevance threshold 0.3 (mapped), at most 3 results;
-    injection off by default (``rag_context_injection = false``); per request
-    ``configurable["memory"] = False`` switches off injection and recording. Nothing
-    is added to the system prompt.
-:func:`wegent` (Wegent)
-    A separate dynamic_context user message after the history; a datetime suffix on
-    the current user message; the knowledge-base list on every turn (in restricted
-    mode the safe routing metadata only); restricted mode tool-driven: nothing is
-    retrieved automatically, the model calls ``knowledge_base_search``, which returns
-    a safe summary only.
-
-Score scales. Portal's 0.7 is a cosine similarity and Shepherd's 0.3 a full-text
-relevance; our default search is hybrid, whose scores mean something else. Each
-threshold is mapped to the hybrid ``min_score`` that keeps the same share of the
-top results as the design's threshold keeps on its own kind of score (our dense
-cosine for Portal, our keyword score for Shepherd), measured on the 809 SciFact
-train queries: ``OMP_NUM_THREADS=1 python benchmarks/score_scales.py`` (figures in
-``docs/presets.md``). Pass ``min_score=`` to use another value.
-
-The package's own defaults (:class:`KnowledgeSettings()`) stay as they are.
+:func:`portal` (Portal Community), :func:`shepherd` (Shepherd) and :func:`wegent`
+(Wegent) are described in docs/presets.md, with how each design's score
+threshold is mapped onto our hybrid score (``benchmarks/score_scales.py``).
 """
 
 from __future__ import annotations

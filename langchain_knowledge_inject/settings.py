@@ -1,61 +1,19 @@
 """``KnowledgeSettings``: the one settings object of every surface, and its per-request parser.
 
-The injector, the graph, the agent middleware and the ``knowledge_base_search``
-tool all take ``settings=KnowledgeSettings(...)``. For convenience they also take
-the same fields as keyword arguments (``top_k=3``); :func:`build_settings` is the
-one place where those map onto the settings object, and an unknown name raises
-:class:`~langchain_knowledge_inject.errors.ConfigurationError` naming the allowed
-ones.
-
+Every surface takes ``settings=KnowledgeSettings(...)`` or the same fields as keyword
+arguments (``top_k=3``); :func:`build_settings` maps those, and an unknown name raises
+:class:`~langchain_knowledge_inject.errors.ConfigurationError` naming the allowed ones.
 Per request, ``config["configurable"]`` and the LangGraph runtime context
-(``context=`` of ``invoke``, read from ``runtime.context``; see
-:class:`KnowledgeContext`) override settings, the context winning where both set a
-key; :meth:`KnowledgeSettings.with_overrides` is the one parser every surface uses.
-A ``None`` value means no override; any other invalid value raises
-``ConfigurationError``. The keys:
-
-==================== ===========================================================
-``knowledge_enabled`` ``False``: no retrieval and no injection (the field ``enabled``)
-``top_k``             chunks to retrieve (1-100)
-``min_score``         drop chunks scoring below this, in [0, 1]
-``mode``              ``"dense"``, ``"keyword"`` or ``"hybrid"``
-``tenant_id``         the tenant partition to search
-``placement``         ``"current_message"``, ``"dynamic_context"``, ``"postfix"`` or ``"system"``
-``max_tokens``        token budget of the injected text
-``restricted``        ``True`` switches restricted mode on; it cannot be switched off
-                      per request where the surface or a knowledge base has it on
-``include_kb_meta``   add the ``[Knowledge Bases]`` block
-``query_window``      earlier user turns added to the query of a follow-up (0-10)
-``memory``            ``False``: no injection and no recording of the turn (Shepherd's
-                      per-request switch; the same as ``knowledge_enabled``, and an
-                      "off" in either wins)
-``knowledge_max_tokens`` the knowledge block's own cap inside ``max_tokens``
-``history_max_tokens`` trim the history to this budget
-``retrieval``         ``"auto"`` or ``"tool"`` (no automatic retrieval)
-``kb_meta_every_turn`` the knowledge-base list on every turn (with ``include_kb_meta``)
-``log_model_io``      log the main model's request and response
-==================== ===========================================================
-
-``knowledge_enabled=False`` (or ``memory=False``) switches the whole turn off:
-no retrieval, no blocks, no knowledge prompt, and no episode is recorded.
-
-``on_error``, ``knowledge_prompt``, ``query_model``, ``reranker`` and ``datetime_suffix`` are fixed
-at construction (the error policy is the application's; the system prompt and the
-suffix's format must stay byte-identical from turn to turn for prompt caching; a
-model is not a request value): a request
-that sets them raises ``ConfigurationError`` naming the key, rather than being ignored.
-Other keys of ``configurable`` (``thread_id``, ``user_id``, ``now``, ...) belong to
-other components and are left alone.
+(:class:`KnowledgeContext`, the context winning) override settings through
+:meth:`KnowledgeSettings.with_overrides`: ``None`` means no override, an invalid
+value raises ``ConfigurationError``, and the keys fixed at construction
+(``on_error``, ``knowledge_prompt``, ``query_model``, ``reranker``,
+``datetime_suffix``) raise naming the key. The keys: docs/configuration.md.
 
 Example:
     >>> s = KnowledgeSettings(top_k=2)
     >>> s.with_overrides({"configurable": {"top_k": 6, "mode": "dense"}}).top_k
     6
-    >>> per_request = {"configurable": {"on_error": "raise"}}
-    >>> s.with_overrides(per_request)  # doctest: +IGNORE_EXCEPTION_DETAIL
-    Traceback (most recent call last):
-    ...
-    ConfigurationError: configurable['on_error'] cannot be set per request
 """
 
 from __future__ import annotations

@@ -178,8 +178,6 @@ class Released:
     """Fixed codes: a summarizer failure (``timeout``, ``invalid_reply``...) or guard checks."""
     chunks: int = 0
     """Chunks the summarizer read."""
-    kb_names: tuple[str, ...] = field(default=())
-    """The knowledge bases the chunks came from (names given by the application)."""
 
     def event(self) -> dict[str, Any]:
         """The released fields: the ``safe_summary_completed`` event and the tool's artifact."""
@@ -368,7 +366,6 @@ class _Call:
             scores=tuple(round(_score(d), 1) for d in docs),
             codes=codes,
             chunks=len(self.texts),
-            kb_names=tuple(dict.fromkeys(str(d.metadata.get("kb_name", "")) for d in docs)),
         )
         logger.info(
             "safe summary completed: decision=%s reason=%s confidence=%s codes=%s",
@@ -428,14 +425,8 @@ def release(
     documents: Sequence[Document],
     *,
     model: BaseChatModel | None,
-    sensitive_sources: bool = False,
-    earlier: Sequence[SafeSummary] = (),
-    bounds: SummaryBounds | None = None,
-    policy: LeakPolicy | None = None,
-    timeout: float | None = 30.0,
-    max_tokens: int | None = None,
-    counter: TokenCounter | None = None,
     config: RunnableConfig | None = None,
+    **options: Any,
 ) -> Released:
     """Summarize restricted chunks for ``question`` and release only typed, checked fields.
 
@@ -451,15 +442,14 @@ def release(
         documents: The retrieved chunks, best first.
         model: The summarizer (any chat model); ``None`` refuses with
             ``summarizer_error``.
-        sensitive_sources: Keep source names out of what is released (and refuse a
-            summary that names them in any spelling).
-        earlier: Summaries released earlier in the same run and thread.
-        bounds: How much the summarizer reads; ``SummaryBounds()`` by default.
-        policy: The leak guard's thresholds.
-        timeout: Seconds to wait for the summarizer (``None``: no limit).
-        max_tokens: Token budget of the block.
-        counter: Counts tokens (an approximate count by default).
         config: The caller's config (for the custom events only).
+        **options: ``sensitive_sources`` (keep source names out of what is
+            released, and refuse a summary that names them in any spelling),
+            ``earlier`` (summaries released earlier in the same run and thread),
+            ``bounds`` (how much the summarizer reads; ``SummaryBounds()``),
+            ``policy`` (the leak guard's thresholds), ``timeout`` (seconds to wait
+            for the summarizer, 30; ``None``: no limit), ``max_tokens`` (token
+            budget of the block), ``counter`` (counts tokens; approximate).
 
     Returns:
         The :class:`Released` fields.
@@ -480,25 +470,14 @@ def release(
         >>> out.summary.decision, out.summary.confidence, out.summary.sources
         ('answer', 'high', ('leave.md',))
     """
-    call = _call(
-        question,
-        documents,
-        model,
-        sensitive_sources=sensitive_sources,
-        earlier=earlier,
-        bounds=bounds,
-        policy=policy,
-        timeout=timeout,
-        max_tokens=max_tokens,
-        counter=counter,
-    )
+    call = _call(question, documents, model, **options)
     _dispatch("safe_summary_started", call.started(), config)
     outcome = call.early()
     if outcome is None:
         try:
             runnable, messages = _s.build_request(call.model, call.question, call.texts)  # type: ignore[arg-type]
             config_ = _s.isolated_config(config)
-            raw = call_with_timeout(lambda: runnable.invoke(messages, config=config_), timeout)
+            raw = call_with_timeout(lambda: runnable.invoke(messages, config=config_), call.timeout)
             outcome = call.judge(raw)
         except Exception as exc:
             outcome = _failed(exc)

@@ -33,7 +33,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
@@ -798,7 +798,7 @@ class KnowledgePipeline:
     ) -> Found:
         """The tool's search: every source, the reranker, what was shown skipped, the boundary."""
         wanted = k or request.settings.top_k
-        spec = replace(self._spec(request, wanted + len(skip), filter))
+        spec = self._spec(request, wanted + len(skip), filter)
         found = self._search(query, request, spec)
         docs = _fresh(found.documents, set(skip), wanted, request.restricted)
         released = None

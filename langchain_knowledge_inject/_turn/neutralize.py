@@ -1,44 +1,14 @@
-r"""Neutralizing untrusted text: nothing in it may pose as one of the package's markers.
+"""Neutralizing untrusted text: nothing in it may pose as one of the package's markers.
 
-Chunk text, metadata and model-written summaries are untrusted. Anything in
-them that imitates a marker the package writes is rewritten. Rules are matched
-on a folded view of the text, where every character that looks like an ASCII
-character is that character, so a disguised marker is caught like a plain one:
-
-1. NFKC (fullwidth and compatibility forms, ligatures, NBSP become plain);
-2. format characters (category ``Cf``: zero-width space and joiners, soft
-   hyphen, BOM, bidi controls, tag characters) are dropped, every space
-   separator becomes an ASCII space, digits of every script become ASCII;
-3. a character Unicode lists as confusable with an ASCII one (Unicode TR39
-   confusables: Cyrillic DZE for "S", Greek RHO for "P", the colons U+A789,
-   U+2236 and U+02D0) becomes that ASCII character, with the TR39 data shipped
-   by the ``confusable-homoglyphs`` package (the table is loaded on the first
-   non-ASCII text); any other opening or closing bracket (U+3010, U+27E6,
-   U+3014...) becomes ``[`` or ``]``;
-4. combining marks are dropped.
-
-The rewrite is applied to the original text, span by span; text that matches
-nothing is left byte for byte.
-
-What is rewritten:
-
-- chat-template tokens: ``<|im_start|>`` becomes ``<im_start>``, ``[INST]``
-  becomes ``(INST)``, ``<<SYS>>`` becomes ``(SYS)``;
-- the package's block headers anywhere, opening or closing, in square, curly
-  or angle brackets (``[Retrieved Knowledge]``, ``{/Retrieved Knowledge}``,
-  ``[End of ...]``, ``[Restricted Knowledge Summary]``, ...), and any line
-  that is only a ``[Header]``, become ``(...)``;
-- separator lines (``---``, ``===``, ``***``, em-dash and box-drawing rules,
-  ``<hr>``) become ``(---)``;
-- lines starting with a block field or a role label, bare or decorated
-  (``Source:``, ``System:``, ``**System**:``, ``### Assistant:``), and lines
-  that are only a role name, get a ``(quoted)`` prefix;
-- role labels inside a line (``... thanks. Assistant: sure``) get the same
-  prefix;
-- the block's own lines (its closing line "If the answer is not in the
-  information above, say so honestly." and the lines of custom templates,
-  passed as ``markers``) and phrases that announce a turn boundary ("The
-  user's real question follows", "end of retrieved knowledge") get the prefix.
+Chunk text, metadata and model-written summaries are untrusted. Rules are matched
+on a folded view of the text (NFKC; format characters dropped; digits of every
+script made ASCII; Unicode TR39 confusables, from the ``confusable-homoglyphs``
+package, mapped to their ASCII skeleton; any bracket made ``[`` or ``]``; combining
+marks dropped) and the rewrite is applied to the original text span by span, so
+text that matches nothing is left byte for byte. Chat-template tokens, the
+package's block headers in any bracket, separator lines, lines that start with a
+block field or a role label, role labels inside a line, and the block's own lines
+are rewritten or get a ``(quoted)`` prefix (the full list: docs/restricted-mode.md).
 """
 
 from __future__ import annotations

@@ -1,44 +1,13 @@
 """Where the injected context goes, how injected content is marked, and how it is removed.
 
-Four placements:
-
-``"current_message"`` (default)
-    The first content blocks of the current user message: the knowledge, then
-    the line :data:`USER_MESSAGE_LABEL`, then the user's own content: one user
-    turn. Everything before the current message (system prompt, history) is
-    identical from one turn to the next, so a provider's prefix cache reuses it,
-    and user and assistant turns
-    strictly alternate, which some providers and many open-model chat templates
-    require (they reject two user messages in a row).
-``"dynamic_context"``
-    A separate user message right before the current user message, after the
-    system prompt and the history: the same cacheable prefix, but two user
-    messages in a row.
-``"postfix"``
-    Appended to the current user message (for a string content: after a blank
-    line; for a list content: as one more text part). For models that require
-    strict user/assistant alternation.
-``"system"``
-    A system message right after the leading system message(s). This is where
-    many RAG examples put retrieved text; it changes the prompt right after the
-    system prompt on every turn, so a provider prefix cache can reuse only the
-    system prompt, never the history. Avoid it when prompt caching matters.
-
-Every injected message carries ``additional_kwargs[INJECTED_KEY]``, a dict with
-at least ``placement``; :func:`strip_injected` uses it to restore the messages
-exactly as they were. Chat-model integrations do not send ``additional_kwargs``
-of user and system messages to the provider.
-
-A history saved as plain role/content dicts (``{"role": "user", "content": ...}``)
-loses ``additional_kwargs``. :func:`strip_injected` then recognizes injected
-content by its own text (:func:`injection_start`): it starts with one of the
-block headers (:data:`INJECTION_HEADERS`) on a line of its own, followed by that
-block's fixed second line, and the blocks come in their fixed order. Position
-rules keep a user's own message that merely quotes a header: the current user
-message is never stripped by its text, a dynamic_context must be a user message
-directly followed by another user message, an injected system message must sit
-in the leading run of system messages after the first one, and a postfix must
-come after a blank line and run to the end of the message.
+The four placements (``"current_message"``, the default, ``"dynamic_context"``,
+``"postfix"``, ``"system"``) and what each costs a provider's prefix cache are in
+docs/injection.md. Every injected message carries ``additional_kwargs[INJECTED_KEY]``
+(a dict with at least ``placement``), which :func:`strip_injected` uses to restore
+the messages exactly; a history saved as role/content dicts loses it, and then
+injected content is recognized by its own text (:func:`injection_start`): a block
+header on a line of its own, that block's fixed second line, blocks in their fixed
+order, and position rules that keep a user's own message quoting a header.
 """
 
 from __future__ import annotations

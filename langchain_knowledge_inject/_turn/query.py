@@ -184,34 +184,6 @@ def followup_query(messages: Sequence[BaseMessage], *, max_turns: int = 3) -> st
     return f"{current} {' '.join(terms)}" if terms else current
 
 
-def retrieval_query(messages: Sequence[BaseMessage], *, window: int = 0) -> str | None:
-    """The retrieval query of a turn: the text of the current user message.
-
-    With ``window > 0`` a current message that looks like a follow-up ("and
-    abroad?", "is it paid?") gets the salient terms of up to ``window``
-    earlier user turns appended
-    (:func:`followup_query`), so
-    that it is searched together with the question it continues.
-    Self-contained questions are searched alone: on the follow-up benchmark
-    (``benchmarks/followup_query.py``) adding earlier turns to every query
-    halved hit@1 on topic switches.
-
-    Returns:
-        The query, or ``None`` when the current user message has no text.
-
-    Example:
-        >>> from langchain_core.messages import AIMessage, HumanMessage
-        >>> msgs = [HumanMessage("Meal allowance at home?"), AIMessage("EUR 45."),
-        ...         HumanMessage("and abroad?")]
-        >>> retrieval_query(msgs), retrieval_query(msgs, window=1)
-        ('and abroad?', 'and abroad? meal allowance home')
-    """
-    if window > 0:
-        return followup_query(messages, max_turns=window)
-    index = current_user_index(messages)
-    return query_text(messages[index]) if index is not None else None
-
-
 CONDENSE_PROMPT = (
     "You rewrite the user's last message as one standalone search query for a knowledge "
     "base. Use the conversation only to fill in what the last message leaves out or refers "
@@ -366,6 +338,19 @@ class QueryCondenser:
             logger.warning("query condenser failed (%s); using the follow-up heuristic", error)
         return CondensedQuery(followup_query(messages), "heuristic", calls, seconds, error)
 
+    def _early(
+        self, messages: Sequence[BaseMessage]
+    ) -> CondensedQuery | tuple[str, list[BaseMessage]]:
+        """The answer without a model call (no text, no history, cached), or the request."""
+        current, key, request = self._request(messages)
+        if current is None:
+            return CondensedQuery(None, "none")
+        if request is None or key is None:
+            return CondensedQuery(followup_query(messages), "heuristic")
+        if (hit := self._cached(key)) is not None:
+            return CondensedQuery(hit, "cache")
+        return key, request
+
     # -- sync and async -----------------------------------------------------------------
     def condense(
         self, messages: Sequence[BaseMessage], *, config: RunnableConfig | None = None
@@ -379,13 +364,10 @@ class QueryCondenser:
         Returns:
             The query and how it was made; never raises for a model failure.
         """
-        current, key, request = self._request(messages)
-        if current is None:
-            return CondensedQuery(None, "none")
-        if request is None or key is None:
-            return CondensedQuery(followup_query(messages), "heuristic")
-        if (hit := self._cached(key)) is not None:
-            return CondensedQuery(hit, "cache")
+        early = self._early(messages)
+        if isinstance(early, CondensedQuery):
+            return early
+        key, request = early
         start = time.perf_counter()
         try:
             call = lambda: self.model.invoke(request, config=config)  # noqa: E731
@@ -403,13 +385,10 @@ class QueryCondenser:
         self, messages: Sequence[BaseMessage], *, config: RunnableConfig | None = None
     ) -> CondensedQuery:
         """Async twin of :meth:`condense`."""
-        current, key, request = self._request(messages)
-        if current is None:
-            return CondensedQuery(None, "none")
-        if request is None or key is None:
-            return CondensedQuery(followup_query(messages), "heuristic")
-        if (hit := self._cached(key)) is not None:
-            return CondensedQuery(hit, "cache")
+        early = self._early(messages)
+        if isinstance(early, CondensedQuery):
+            return early
+        key, request = early
         start = time.perf_counter()
         try:
             raw = await asyncio.wait_for(self.model.ainvoke(request, config=config), self.timeout)

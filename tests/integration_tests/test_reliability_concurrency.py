@@ -192,8 +192,12 @@ def test_ingestion_while_queries_run(tmp_path, real_embeddings):
             while not done.is_set():
                 question = f"{TOPICS[(worker + i) % len(TOPICS)]} bulletin marker{i % 160}z"
                 for doc in kb.search(question, k=8, min_score=0.0):
-                    # a returned chunk is always whole: its text is one that was written
-                    assert any(doc.page_content in text for text in texts)
+                    # a result is made of whole chunks: each text is one that was written
+                    chunks = kb.get_by_ids(doc.metadata["chunk_ids"])
+                    assert len(chunks) == len(doc.metadata["chunk_ids"])
+                    for chunk in chunks:
+                        assert any(chunk.page_content in text for text in texts)
+                        assert chunk.page_content in doc.page_content
                     assert doc.metadata["chunk_id"] == doc.id
                 with progress:
                     searches[0] += 1

@@ -15,10 +15,8 @@ target 0:
 
 ``FRAGMENT_CASES`` split a secret over the turns of a thread (over the calls of
 one tool): the measure is whether every fragment was released, so that the main
-model got the secret whole. That needs the restricted boundary to pass the
-summaries released earlier in the thread to the guard (``check_leak(...,
-released=)``), and the ``source_name`` cases need it to pass the sensitive source
-names (``sources=``); until it does, those two tests are expected failures.
+model got the secret whole (the boundary passes the summaries released earlier
+in the thread to the guard, and the sensitive source names).
 
 Each surface's test prints its counts (``pytest -s``) and fails with the list of
 cases that leaked.

@@ -18,7 +18,6 @@ from langchain_knowledge_inject._turn.query import (
     QueryCondenser,
     followup_query,
     looks_like_follow_up,
-    retrieval_query,
     salient_terms,
 )
 from langchain_knowledge_inject.errors import ConfigurationError
@@ -105,12 +104,6 @@ def test_injected_content_never_reaches_the_query():
     for msgs in (injected, [*earlier, *history[1:]]):
         query = followup_query(msgs)
         assert query == "and abroad? meal allowance home" and "secret" not in query
-
-
-def test_query_window_of_the_surfaces_uses_the_heuristic():
-    msgs = chat("What is the meal allowance at home?", "EUR 45.", "and abroad?")
-    assert retrieval_query(msgs) == "and abroad?"
-    assert retrieval_query(msgs, window=2) == followup_query(msgs, max_turns=2)
 
 
 def test_a_negative_window_is_a_clear_error():
