@@ -238,7 +238,7 @@ def test_reingest_of_changed_files_killed_between_chroma_delete_and_commit(
 
     with KnowledgeBase(KB_NAME, path=store, embeddings=real_embeddings) as kb:
         stale = kb._cache._part("").chunks.ids()  # old chunks Chroma already dropped
-        assert stale - {c.chunk_id for page in kb._chroma.pages("", text=False) for c in page}
+        assert stale - {c.chunk_id for page in kb._chroma.pages("", fields="ids") for c in page}
         assert kb.check().clean  # caught up from Chroma: dropped ones gone, new ones in
         ingest(kb, [folder], progress=False)
         _assert_complete(kb, lambda index: "two" if changed(index) else "one")
