@@ -179,7 +179,7 @@ class KnowledgeBase:
             None if server else storage.StoreLock(self.path, read_only=self.read_only)
         )
         try:
-            self.embeddings = embeddings or default_embeddings(cache_dir=self.path)
+            self.embeddings = embeddings or default_embeddings()
             self.timeout = timeout if server else None
             if client is None:
                 client = storage.persistent_client(self.path, name, read_only=self.read_only)

@@ -12,8 +12,8 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from langchain_knowledge_inject import KnowledgeBase
 from langchain_knowledge_inject._store import documents, fusion
-from langchain_knowledge_inject._store.documents import LEAD_WORDS, document_text, join_chunks, lead
-from langchain_knowledge_inject._store.fusion import fuse_with_documents
+from langchain_knowledge_inject._store.documents import LEAD_WORDS, document_text, lead
+from langchain_knowledge_inject._store.fusion import fuse_with_documents, join_chunks
 
 LEAVE = (
     "Parental leave lasts sixteen weeks at full pay. Either parent may take it, and it "
