@@ -9,8 +9,8 @@ no per-candidate metadata is read from Chroma. Hybrid search fuses both sides
 with each chunk's document (``fusion.fuse_with_documents``, the document's
 keyword side from the cache's document rows); the ranking is grouped by
 document and only the chunks of the results are read back, in one Chroma
-``get``. A metadata filter goes to Chroma on the dense side and, on the
-keyword side, to a Chroma ``get`` of the keyword hits' ids.
+``get``. A metadata filter goes to Chroma on the dense side; on the keyword
+side it is checked on the metadata of the keyword hits, read by id.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject._store import documents, fusion
-from langchain_knowledge_inject._store.filters import to_chroma
+from langchain_knowledge_inject._store.filters import matches, to_chroma
 from langchain_knowledge_inject._store.storage import is_not_found
 
 if TYPE_CHECKING:
@@ -124,15 +124,13 @@ class PartitionSearch:
         where: Mapping[str, Any] | None,
         stopwords: AbstractSet[str],
     ) -> list[tuple[str, float, str]]:
-        """``(chunk id, BM25, source)`` from the keyword cache (a filter checked by Chroma)."""
+        """``(chunk id, BM25, source)`` from the keyword cache (filter: on metadata)."""
         hits = self.cache.search(
             partition, text, k=depth * 4 if where else depth, stopwords=stopwords
         )
-        if where and hits:
-            kept = self.chroma.get(
-                partition, [h[0] for h in hits], where=to_chroma(where), fields="ids"
-            )
-            ids = {c.chunk_id for c in kept}
+        if where and hits:  # by id, filtered here: Chroma's get by ids and where scans
+            got = self.chroma.get(partition, [h[0] for h in hits], fields="meta")
+            ids = {c.chunk_id for c in got if matches(c.metadata, where)}
             hits = [h for h in hits if h[0] in ids][:depth]
         return hits
 

