@@ -247,8 +247,8 @@ class ChromaSide:
         if collection is None or (ids is not None and not ids):
             return []
         include = _INCLUDE[fields]
-        if ids is None:
-            return to_chunks(collection.get(where=where, include=include), partition)
+        if ids is None:  # page by page: Chroma fails on a large match at once (SQL variables)
+            return [c for page in self.pages(partition, fields=fields, where=where) for c in page]
         ids = list(dict.fromkeys(ids))  # Chroma refuses an id given twice
         pages = (ids[start : start + PAGE] for start in range(0, len(ids), PAGE))
         return [
@@ -257,11 +257,13 @@ class ChromaSide:
             for c in to_chunks(collection.get(ids=page, where=where, include=include), partition)
         ]
 
-    def pages(self, partition: str, *, fields: Fields = "all") -> Iterator[list[Chunk]]:
-        """Every chunk of a partition, :data:`PAGE` at a time."""
+    def pages(
+        self, partition: str, *, fields: Fields = "all", where: Mapping[str, Any] | None = None
+    ) -> Iterator[list[Chunk]]:
+        """Every chunk of a partition (matching ``where``), :data:`PAGE` at a time."""
         collection, offset = self.collection(partition), 0
         while collection is not None:
-            got = collection.get(limit=PAGE, offset=offset, include=_INCLUDE[fields])
+            got = collection.get(where=where, limit=PAGE, offset=offset, include=_INCLUDE[fields])
             if got["ids"]:
                 yield to_chunks(got, partition)
             if len(got["ids"]) < PAGE:
