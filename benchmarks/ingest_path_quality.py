@@ -52,11 +52,12 @@ from langchain_knowledge_inject._store.embeddings import (
     DEFAULT_MODEL_NAME,
     default_embeddings,
     default_token_counter,
+    model_window,
 )
-from langchain_knowledge_inject._store.writes import DEFAULT_CHUNK_TOKENS
 from langchain_knowledge_inject._surfaces import cli
 
 ROOT = Path(__file__).resolve().parents[1]
+CHUNK_TOKENS = model_window(default_embeddings())[0] // 2  # the default splitter's chunk size
 
 
 def load(data: Path) -> tuple[list[dict[str, str]], dict[str, str], dict[str, dict[str, set[str]]]]:
@@ -108,7 +109,7 @@ def chunk_stats(kb: Any, titles: set[str]) -> None:
     heading_only = sum(1 for text in texts if text.strip().lstrip("# ") in titles)
     print(
         f"files path: {len(texts)} chunks, longest {max(sizes)} word pieces,"
-        f" {sum(s > DEFAULT_CHUNK_TOKENS for s in sizes)} over {DEFAULT_CHUNK_TOKENS},"
+        f" {sum(s > CHUNK_TOKENS for s in sizes)} over {CHUNK_TOKENS},"
         f" {heading_only} holding a title alone, mean {statistics.mean(sizes):.0f}"
     )
 

@@ -1,7 +1,7 @@
 """Several processes on one Chroma server: how stale is one process's keyword index?
 
 A real ``chroma run`` server; a writer process and this (reader) process each
-open the same knowledge base with their own catalog. Deterministic fake
+open the same knowledge base with their own keyword cache. Deterministic fake
 embeddings (the mechanism measured is the keyword index's catch-up, not the
 model). Measured:
 
@@ -10,7 +10,7 @@ model). Measured:
   search (every 20 ms) until the chunk is found. Median and max over
   ``--writes`` writes, against ``sync_interval`` (the bound);
 * catch-up cost: the writer adds ``--batch`` (1,000) chunks to a collection of
-  ``--base`` chunks; then ``catch_up`` is timed here: per 1,000 new chunks, and
+  ``--base`` chunks; then the keyword cache's ``catch_up`` is timed here: per 1,000 new chunks, and
   with nothing new (what each interval costs in the steady state), beside a
   full ids-only scan of the partition (what a rescan per search would cost).
 
@@ -113,22 +113,22 @@ def main() -> None:
 
         for start in range(0, args.base, 2000):
             writer.write("b", start, min(2000, args.base - start))
-        base = timed(lambda: reader._sync.catch_up(""))
+        base = timed(lambda: reader._cache.catch_up(""))
         writer.write("n", 0, args.batch)
-        new = timed(lambda: reader._sync.catch_up(""))
-        burst = statistics.median(timed(lambda: reader._sync.catch_up("")) for _ in range(5))
-        time.sleep(reader._sync.overlap + 1)  # past the overlap: the steady state
-        idle = statistics.median(timed(lambda: reader._sync.catch_up("")) for _ in range(5))
+        new = timed(lambda: reader._cache.catch_up(""))
+        burst = statistics.median(timed(lambda: reader._cache.catch_up("")) for _ in range(5))
+        time.sleep(reader._cache.overlap + 1)  # past the overlap: the steady state
+        idle = statistics.median(timed(lambda: reader._cache.catch_up("")) for _ in range(5))
         scan = statistics.median(
-            timed(lambda: reader._sync._reconcile("", reader._collection("", create=False)))
+            timed(lambda: [c for page in reader._chroma.pages("", fields="ids") for c in page])
             for _ in range(3)
         )
-        total = reader._catalog.count(reader.id, "")
+        total = reader.count()
         print(f"collection: {total} chunks; first catch-up of {args.base} chunks: {base:.2f} s")
         print(f"catch-up of {args.batch} new chunks: {new:.3f} s "
               f"({new / args.batch * 1000:.3f} s per 1,000)")  # fmt: skip
         print(f"catch-up with nothing new: {idle * 1000:.1f} ms in the steady state, "
-              f"{burst * 1000:.1f} ms within {reader._sync.overlap:g} s of writing "
+              f"{burst * 1000:.1f} ms within {reader._cache.overlap:g} s of writing "
               f"{args.base + args.batch} chunks (their ids are checked again); "
               f"a full ids-only scan: {scan * 1000:.1f} ms")  # fmt: skip
         assert reader.search(f"wn{args.batch - 1}x", mode="keyword", min_score=0.0)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from langchain_knowledge_inject._store.calls import BoundedCalls, BoundedCollection
 from langchain_knowledge_inject._store.flags import PREFIX, merged_metadata, read_settings
@@ -32,6 +32,13 @@ FINGERPRINT = "kinject_fingerprint"
 """Chunk metadata: the fingerprint of its source given to ``add_documents`` (a file hash)."""
 PAGE = 1000
 """Records per ``get`` when reading a collection page by page."""
+Fields = Literal["ids", "meta", "all"]
+"""What a read returns of each chunk: its id, also its metadata, or also its text."""
+_INCLUDE: dict[str, list[Any]] = {
+    "ids": [],
+    "meta": ["metadatas"],
+    "all": ["documents", "metadatas"],
+}
 SOURCE_PATH_KEY = "source_path"
 """Metadata key of the full path of an ingested file: the identity of its source."""
 
@@ -233,15 +240,15 @@ class ChromaSide:
         ids: Sequence[str] | None = None,
         *,
         where: Mapping[str, Any] | None = None,
-        text: bool = True,
+        fields: Fields = "all",
     ) -> list[Chunk]:
-        """Stored chunks by id (each once) and/or ``where`` (text "" unless ``text``)."""
+        """Stored chunks by id (each once) and/or ``where``."""
         collection = self.collection(partition)
         if collection is None or (ids is not None and not ids):
             return []
-        include = ["documents", "metadatas"] if text else ["metadatas"]
-        if ids is None:
-            return to_chunks(collection.get(where=where, include=include), partition)
+        include = _INCLUDE[fields]
+        if ids is None:  # page by page: Chroma fails on a large match at once (SQL variables)
+            return [c for page in self.pages(partition, fields=fields, where=where) for c in page]
         ids = list(dict.fromkeys(ids))  # Chroma refuses an id given twice
         pages = (ids[start : start + PAGE] for start in range(0, len(ids), PAGE))
         return [
@@ -250,25 +257,26 @@ class ChromaSide:
             for c in to_chunks(collection.get(ids=page, where=where, include=include), partition)
         ]
 
-    def pages(self, partition: str, *, text: bool = True) -> Iterator[list[Chunk]]:
-        """Every chunk of a partition, :data:`PAGE` at a time (ids only unless ``text``)."""
+    def pages(
+        self, partition: str, *, fields: Fields = "all", where: Mapping[str, Any] | None = None
+    ) -> Iterator[list[Chunk]]:
+        """Every chunk of a partition (matching ``where``), :data:`PAGE` at a time."""
         collection, offset = self.collection(partition), 0
         while collection is not None:
-            include = ["documents", "metadatas"] if text else []
-            got = collection.get(limit=PAGE, offset=offset, include=include)
+            got = collection.get(where=where, limit=PAGE, offset=offset, include=_INCLUDE[fields])
             if got["ids"]:
                 yield to_chunks(got, partition)
             if len(got["ids"]) < PAGE:
                 return
             offset += PAGE
 
-    def of_sources(self, partition: str, sources: Sequence[str], *, text: bool) -> list[Chunk]:
+    def of_sources(self, partition: str, sources: Sequence[str], *, fields: Fields) -> list[Chunk]:
         """Every stored chunk of ``sources`` (by source identity)."""
         wanted, out = sorted(set(sources) - {""}), []
         for start in range(0, len(wanted), 100):
             part = wanted[start : start + 100]
             where = {"$or": [{"source_path": {"$in": part}}, {"source": {"$in": part}}]}
-            out += [c for c in self.get(partition, where=where, text=text) if c.source in part]
+            out += [c for c in self.get(partition, where=where, fields=fields) if c.source in part]
         return out
 
     def count(self, partition: str) -> int:

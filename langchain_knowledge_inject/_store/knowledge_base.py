@@ -179,7 +179,7 @@ class KnowledgeBase:
             None if server else storage.StoreLock(self.path, read_only=self.read_only)
         )
         try:
-            self.embeddings = embeddings or default_embeddings(cache_dir=self.path)
+            self.embeddings = embeddings or default_embeddings()
             self.timeout = timeout if server else None
             if client is None:
                 client = storage.persistent_client(self.path, name, read_only=self.read_only)
@@ -420,7 +420,7 @@ class KnowledgeBase:
     def get_source_fingerprint(self, source: str, *, tenant_id: str | None = None) -> str | None:
         """The fingerprint stored with ``source`` by the last ``add_documents``, or None."""
         self._ready()
-        chunks = self._chroma.of_sources(writes.partition_of(tenant_id), [source], text=False)
+        chunks = self._chroma.of_sources(writes.partition_of(tenant_id), [source], fields="meta")
         return next((c.fingerprint for c in chunks if c.fingerprint is not None), None)
 
     # -- writes -------------------------------------------------------------------------
@@ -500,7 +500,7 @@ class KnowledgeBase:
     def delete_source(self, source: str, *, tenant_id: str | None = None) -> int:
         """Delete every chunk of ``source`` (its identity: an ingested file's full path)."""
         self._ready()
-        chunks = self._chroma.of_sources(writes.partition_of(tenant_id), [source], text=False)
+        chunks = self._chroma.of_sources(writes.partition_of(tenant_id), [source], fields="meta")
         return self.delete([c.chunk_id for c in chunks], tenant_id=tenant_id)
 
     adelete_source = _twin(delete_source)
@@ -572,13 +572,13 @@ class KnowledgeBase:
             RetrievalError: The store could not be searched (``StoreTimeoutError``: not in time).
         """
         parents: dict[str, str] = {}
-        partition, ranked, _, read = self._ranked(
+        partition, ranked, _ = self._ranked(
             query, k, min_score, filter, mode, tenant_id, parents=parents
         )
         if not ranked:
             return []
         merged = self._searcher.merged
-        return self._searching(merged, self.name, self.id, partition, ranked, parents, k, read)
+        return self._searching(merged, self.name, self.id, partition, ranked, parents, k)
 
     asearch = _twin(search)
 
@@ -622,7 +622,7 @@ class KnowledgeBase:
         ):
             msg = "stopwords must be a set of lowercase words, or None"
             raise errors.ConfigurationError(msg, option="stopwords", value=stopwords)
-        _, ranked, dense, _ = self._ranked(query, k, min_score, filter, mode, tenant_id, stopwords)
+        _, ranked, dense = self._ranked(query, k, min_score, filter, mode, tenant_id, stopwords)
         if not with_dense:
             return ranked
         cosines, floor = fusion.dense_cosines(dense)
@@ -640,8 +640,8 @@ class KnowledgeBase:
         tenant_id: str | None,
         stopwords: AbstractSet[str] | None = None,
         parents: dict[str, str] | None = None,
-    ) -> tuple[str, list[tuple[str, float]], list[tuple[str, float]], dict[str, Any]]:
-        """The partition, its best ``k`` hits scoring ``min_score`` or more, dense hits, chunks.
+    ) -> tuple[str, list[tuple[str, float]], list[tuple[str, float]]]:
+        """The partition, its best ``k`` hits scoring ``min_score`` or more, and the dense hits.
 
         With ``parents`` (grouping by document) every hit over ``min_score`` is kept.
         """
@@ -650,15 +650,15 @@ class KnowledgeBase:
         tenant, where = split_tenant(filter, tenant_id)
         partition, text = writes.partition_of(tenant), (query or "")[:MAX_QUERY_CHARS]
         if not text.strip():
-            return partition, [], [], {}
+            return partition, [], []
         grouped = parents is not None
         depth = max(k, fusion.CANDIDATE_DEPTH) if mode == "hybrid" or grouped else k
         stop = STOPWORDS if stopwords is None else stopwords
-        ranked, dense, read = self._searching(
+        ranked, dense = self._searching(
             self._searcher.ranked, partition, text, depth, where, mode, stop, parents
         )
         kept = [(cid, s) for cid, s in ranked if s >= min_score]
-        return partition, kept if grouped else kept[:k], dense, read
+        return partition, kept if grouped else kept[:k], dense
 
     def _searching(self, fn: Callable[..., T], /, *args: Any) -> T:
         """Run search work within one deadline; failures become :class:`RetrievalError`."""

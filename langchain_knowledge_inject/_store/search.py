@@ -1,13 +1,16 @@
 """Searching one partition: dense and keyword candidates, their fusion, the documents returned.
 
 :class:`PartitionSearch` does the work of ``KnowledgeBase.search`` once its
-arguments are checked: the dense side asks Chroma (with each candidate's
-source, its document), the keyword side the keyword cache (caught up first when
-it may be behind), hybrid search fuses both with each chunk's document
-(``fusion.fuse_with_documents``, the document's keyword side from the cache's
-document rows), and the best chunks are read back from Chroma. A metadata
-filter goes to Chroma on the dense side and, on the keyword side, to a Chroma
-``get`` of the keyword hits.
+arguments are checked. The dense side asks Chroma for ids and distances only;
+the keyword side asks the keyword cache (caught up first when it may be
+behind), whose hits carry their source. Each candidate's source, its document,
+comes from the keyword cache too (Chroma's metadata for the few it lacks), so
+no per-candidate metadata is read from Chroma. Hybrid search fuses both sides
+with each chunk's document (``fusion.fuse_with_documents``, the document's
+keyword side from the cache's document rows); the ranking is grouped by
+document and only the chunks of the results are read back, in one Chroma
+``get``. A metadata filter goes to Chroma on the dense side; on the keyword
+side it is checked on the metadata of the keyword hits, read by id.
 """
 
 from __future__ import annotations
@@ -19,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject._store import documents, fusion
-from langchain_knowledge_inject._store.chroma import Chunk, source_key, to_chunks
-from langchain_knowledge_inject._store.filters import to_chroma
+from langchain_knowledge_inject._store.filters import matches, to_chroma
 from langchain_knowledge_inject._store.storage import is_not_found
 
 if TYPE_CHECKING:
@@ -57,60 +59,43 @@ class PartitionSearch:
         mode: SearchMode,
         stopwords: AbstractSet[str],
         parents: dict[str, str] | None = None,
-    ) -> tuple[Hits, Hits, dict[str, Chunk]]:
-        """The partition's ranking (``depth`` candidates a side), the dense hits, chunks read.
+    ) -> tuple[Hits, Hits]:
+        """The partition's ranking (``depth`` candidates a side) and the dense hits.
 
-        Dense mode reads the chunks with the query (its ranking is Chroma's): a
-        search needs no second call to read them back. Each hit's source goes to
-        ``parents`` when given.
+        Each candidate's source goes to ``parents`` when given (dense mode looks
+        them up only then).
         """
+        dense = self.dense(partition, text, depth, where) if mode != "keyword" else []
+        if mode == "dense" and parents is None:
+            return dense, dense
         parents = {} if parents is None else parents
-        read: dict[str, Chunk] = {}
-        if mode != "keyword":
-            dense = self.dense(
-                partition, text, depth, where, parents, read if mode == "dense" else None
-            )
-        else:
-            dense = []
-        keyword: Hits = []
-        if mode != "dense":
-            self.cache.ensure(partition, wait=False)
-            keyword = self.keyword(partition, text, depth, where, stopwords, parents)
+        self.cache.ensure(partition, wait=False)
+        keyword = [] if mode == "dense" else self.keyword(partition, text, depth, where, stopwords)
+        parents.update((cid, source) for cid, _, source in keyword)
+        self.sources(partition, [cid for cid, _ in dense if cid not in parents], parents)
+        hits = [(cid, score) for cid, score, _ in keyword]
         if mode == "dense":
-            return dense, dense, read
+            return dense, dense
         whole: Hits = []
         indexed: set[str] = set()
         if not where and documents.enabled():  # a filter selects chunks, not whole documents
-            sources = set(parents.values()) - {""}
-            whole, indexed = self.cache.search_documents(
-                partition, text, k=depth, stopwords=stopwords, sources=sources
-            )
+            indexed = set(parents.values()) - {""}
+            whole = self.cache.search_documents(partition, text, k=depth, stopwords=stopwords)
         if mode == "hybrid":
             fused = fusion.fuse_with_documents(
-                dense, keyword, parents, document_keyword=whole, indexed=indexed
+                dense, hits, parents, document_keyword=whole, indexed=indexed
             )
-            return fused, dense, read
+            return fused, dense
         if not indexed:  # keyword mode: as hybrid search with no dense side, best hit at 1
-            return fusion.keyword_unit_scores(keyword), dense, read
+            return fusion.keyword_unit_scores(hits), dense
         ranked = fusion.fuse_with_documents(
-            [], keyword, parents, dense_weight=0.0, document_keyword=whole, indexed=indexed
+            [], hits, parents, dense_weight=0.0, document_keyword=whole, indexed=indexed
         )
         best = ranked[0][1] if ranked else 0.0
-        return [(cid, score / best) for cid, score in ranked] if best > 0 else ranked, dense, read
+        return [(cid, score / best) for cid, score in ranked] if best > 0 else ranked, dense
 
-    def dense(
-        self,
-        partition: str,
-        text: str,
-        depth: int,
-        where: Mapping[str, Any] | None,
-        parents: dict[str, str],
-        read: dict[str, Chunk] | None = None,
-    ) -> Hits:
-        """Chroma's nearest chunks, scored (``fusion.dense_score``); their sources to ``parents``.
-
-        With ``read``, the chunks themselves too (text and metadata), by id.
-        """
+    def dense(self, partition: str, text: str, depth: int, where: Mapping[str, Any] | None) -> Hits:
+        """Chroma's nearest chunks (ids and distances only), scored (``fusion.dense_score``)."""
         vector = self.query_vector(text)
         for attempt in (1, 2):
             collection = self.chroma.collection(partition)
@@ -121,11 +106,7 @@ class PartitionSearch:
                     query_embeddings=[vector],
                     n_results=depth,
                     where=to_chroma(where),
-                    include=[
-                        "distances",
-                        "metadatas",
-                        *(["documents"] if read is not None else []),
-                    ],
+                    include=["distances"],
                 )
                 break
             except Exception as exc:
@@ -133,11 +114,6 @@ class PartitionSearch:
                     raise
                 self.chroma.forget()  # deleted under us (server wiped or restarted)
         ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
-        for cid, meta in zip(ids, (result["metadatas"] or [[None] * len(ids)])[0], strict=True):
-            parents[cid] = source_key(meta)
-        if read is not None:
-            got = {key: (result[key] or [[]])[0] for key in ("documents", "metadatas")}
-            read.update((c.chunk_id, c) for c in to_chunks({"ids": ids, **got}, partition))
         return [(cid, fusion.dense_score(d)) for cid, d in zip(ids, distances, strict=True)]
 
     def keyword(
@@ -147,32 +123,34 @@ class PartitionSearch:
         depth: int,
         where: Mapping[str, Any] | None,
         stopwords: AbstractSet[str],
-        parents: dict[str, str],
-    ) -> Hits:
-        """BM25 hits of the keyword cache (a metadata filter checked by Chroma)."""
+    ) -> list[tuple[str, float, str]]:
+        """``(chunk id, BM25, source)`` from the keyword cache (filter: on metadata)."""
         hits = self.cache.search(
             partition, text, k=depth * 4 if where else depth, stopwords=stopwords
         )
-        if where and hits:
-            kept = {
-                c.chunk_id
-                for c in self.chroma.get(
-                    partition, [h[0] for h in hits], where=to_chroma(where), text=False
-                )
-            }
-            hits = [h for h in hits if h[0] in kept][:depth]
-        for cid, _, source in hits:
-            parents.setdefault(cid, source)
-        return [(cid, score) for cid, score, _ in hits]
+        if where and hits:  # by id, filtered here: Chroma's get by ids and where scans
+            got = self.chroma.get(partition, [h[0] for h in hits], fields="meta")
+            ids = {c.chunk_id for c in got if matches(c.metadata, where)}
+            hits = [h for h in hits if h[0] in ids][:depth]
+        return hits
+
+    def sources(self, partition: str, ids: Sequence[str], parents: dict[str, str]) -> None:
+        """The source of each of ``ids`` into ``parents``: the keyword cache's, else Chroma's."""
+        if ids:
+            found = self.cache.sources(partition, ids)
+            missing = [cid for cid in ids if cid not in found]
+            chunks = self.chroma.get(partition, missing, fields="meta")
+            parents.update(found)
+            parents.update((c.chunk_id, c.source) for c in chunks)
 
     def merged(
         self, kb_name: str, kb_id: str, partition: str, ranked: Sequence[tuple[str, float]],
-        parents: dict[str, str], k: int, read: Mapping[str, Chunk],
+        parents: dict[str, str], k: int,
     ) -> list[Document]:  # fmt: skip
         """The ``k`` best documents of the ranking, each one result of its best chunks."""
         groups = fusion.group_by_document(ranked, parents, k)
         wanted = [(c, s) for s, ids in groups for c in ids]
-        chunks = {d.id: d for d in self.documents(kb_name, kb_id, partition, wanted, read)}
+        chunks = {d.id: d for d in self.documents(kb_name, kb_id, partition, wanted)}
         out = []
         for score, ids in groups:
             found = [chunks[c] for c in ids if c in chunks]
@@ -181,16 +159,10 @@ class PartitionSearch:
         return out
 
     def documents(
-        self,
-        kb_name: str,
-        kb_id: str,
-        partition: str,
-        ranked: Sequence[tuple[str, float]],
-        read: Mapping[str, Chunk],
+        self, kb_name: str, kb_id: str, partition: str, ranked: Sequence[tuple[str, float]]
     ) -> list[Document]:
-        """The ranked chunks (read from Chroma unless in ``read``), with score and origin."""
-        missing = [cid for cid, _ in ranked if cid not in read]
-        found = {**read, **{c.chunk_id: c for c in self.chroma.get(partition, missing)}}
+        """The ranked chunks, read from Chroma in one call, with score and origin."""
+        found = {c.chunk_id: c for c in self.chroma.get(partition, [cid for cid, _ in ranked])}
         docs = []
         for cid, score in ranked:
             chunk = found.get(cid)

@@ -155,7 +155,7 @@ def plan_writes(
     for partition in dict.fromkeys(c.partition for c in chunks):
         rows = [c for c in chunks if c.partition == partition]
         stored = {
-            c.chunk_id: c for c in chroma.get(partition, [r.chunk_id for r in rows], text=False)
+            c.chunk_id: c for c in chroma.get(partition, [r.chunk_id for r in rows], fields="meta")
         }
         complete = plan.complete.setdefault(partition, {r.source: [] for r in rows})
         seen: set[str] = set()
@@ -180,7 +180,7 @@ def plan_writes(
             else:
                 plan.unchanged += 1
         fresh = {r.chunk_id for r in rows}
-        old_ids = {c.chunk_id for c in chroma.of_sources(partition, list(complete), text=False)}
+        old_ids = {c.chunk_id for c in chroma.of_sources(partition, list(complete), fields="meta")}
         if stale := sorted(old_ids - fresh):
             plan.stale[partition] = stale
     return plan
@@ -275,7 +275,7 @@ class Writes:
         """Delete chunks by id from Chroma, then from the keyword cache; how many existed."""
         ids = list(dict.fromkeys(ids))
         self.cache.ensure(partition)
-        existing = self.chroma.get(partition, ids, text=False)
+        existing = self.chroma.get(partition, ids, fields="ids")
         self._write(partition, (), (), stale=ids)
         self.cache.apply(partition, deleted=ids)
         return len(existing)

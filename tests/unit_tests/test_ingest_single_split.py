@@ -39,7 +39,7 @@ class _WindowedFake(DeterministicFakeEmbedding):
 
     @property
     def tokenizer(self):
-        return emb_module.default_embeddings(backend="torch").tokenizer
+        return emb_module.default_embeddings().tokenizer
 
 
 @pytest.fixture
