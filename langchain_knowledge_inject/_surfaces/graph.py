@@ -6,24 +6,12 @@ The graph::
                   (tools <-> call_model, with tools=)
 
 ``retrieve`` runs the turn's pipeline
-(:class:`~langchain_knowledge_inject._surfaces.pipeline.KnowledgePipeline`): the query,
-the search of every source, in restricted mode the one boundary (the safe summary),
-the context blocks under one budget; it writes the injected text and what was
-retrieved to the per-turn state and emits the manifest. ``call_model`` sends
-``[system prompt] + history + knowledge`` to the model, the knowledge placed with the
-current user message; ``record_memory`` (only with an ``EpisodicMemory`` among the
-blocks) stores the finished exchange.
-
-Restricted mode: ``retrieve`` keeps raw chunk text inside itself; it writes the safe
-summary and stubs of the chunks (a keyed reference and a score), so no raw text
-reaches the state, the checkpoints, any stream mode or ``astream_events``. The
-``tools`` node runs every tool of a restricted turn restricted, so a
-``knowledge_base_search`` tool built separately returns safe summaries too.
-
-Only the model's reply is added to ``messages``: the injected text lives in the
-per-turn state fields (overwritten every turn), never in the history. To add
-injection to a plain ``StateGraph(MessagesState)``, use the one node
-:func:`~langchain_knowledge_inject._surfaces.node.create_knowledge_node` instead.
+(:class:`~langchain_knowledge_inject._surfaces.pipeline.KnowledgePipeline`) and writes
+the injected text and what was retrieved to per-turn state fields (overwritten every
+turn; in restricted mode the safe summary and keyed stubs, never raw text);
+``call_model`` sends ``[system prompt] + history + knowledge`` with the knowledge placed
+with the current user message, and adds only the reply to ``messages``. The ``tools``
+node runs every tool of a restricted turn restricted. See docs/surfaces.md.
 """
 
 from __future__ import annotations

@@ -1,32 +1,16 @@
 """``KnowledgeInjectionMiddleware``: knowledge injection for ``langchain.agents.create_agent``.
 
 The middleware works at model-call time (``wrap_model_call`` / ``awrap_model_call``):
-it changes what the model sees on this call with ``request.override(...)`` and
-never writes the injected text into the agent's messages, so the checkpointed
-history stays injection-free and never grows with injected text.
-
-What the model sees on each call: the system message with the knowledge prompt
-appended (a constant, so the system prompt stays byte-identical from turn to turn),
-and the knowledge placed with the *current user message* (by default as its first
-content block): inside a tool loop it stays attached to the last human turn.
-
-One retrieval per user turn: the first model call of a turn runs the pipeline
-(:class:`~langchain_knowledge_inject._surfaces.pipeline.KnowledgePipeline`) and keeps
-the injected text in this process, keyed by the conversation, the current user
-message and the request's settings; the following calls of the same tool loop place
-it again. Nothing is written to the agent's state unless ``keep_manifest=True``; the
-manifest goes out as the ``knowledge_injection`` custom event once per turn.
-
-Context blocks (``blocks=``) go into the same injected text. With an
-``EpisodicMemory`` among them the middleware also has an ``after_agent`` step that
-records the finished exchange (without one there is no such step, so none shows in
-streamed updates); ``memory_tools=True`` registers the memory tools.
-
-Restricted mode (decided per turn from the sources' stored flags, the middleware's
-``restricted`` and the request) also covers the agent's tools: ``wrap_tool_call``
-runs every tool call of a restricted turn as a restricted host's call, so a
-``knowledge_base_search`` tool passed to ``create_agent(tools=...)`` returns safe
-summaries, never passages, however it was built.
+it changes what the model sees with ``request.override(...)`` and never writes the
+injected text into the agent's messages. The first model call of a user turn runs
+the pipeline (:class:`~langchain_knowledge_inject._surfaces.pipeline.KnowledgePipeline`)
+and keeps the injected text in this process, keyed by the conversation, the current
+user message and the request's settings; the following calls of the same tool loop
+place it again. Nothing is written to the agent's state unless ``keep_manifest=True``;
+an ``after_agent`` step exists only when an ``EpisodicMemory`` records turns. In a
+restricted turn ``wrap_tool_call`` runs every tool call as a restricted host's call,
+so a ``knowledge_base_search`` tool returns safe summaries however it was built.
+See docs/surfaces.md.
 """
 
 from __future__ import annotations

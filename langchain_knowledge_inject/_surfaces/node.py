@@ -1,33 +1,18 @@
 """``create_knowledge_node``: knowledge injection as one node of your own ``MessagesState`` graph.
 
-The one recommended way to add knowledge injection to a graph you already have::
+::
 
     builder = StateGraph(MessagesState)
     builder.add_node("model", create_knowledge_node(model, kb))
     builder.add_edge(START, "model")
 
 The node reads only ``state["messages"]`` and returns only ``{"messages": [reply]}``:
-
-- the model gets the knowledge: each call retrieves for the current user
-  message and sends ``system prompt + knowledge_prompt + history + dynamic_context``;
-- the stored history stays clean: the injected text is never returned, so no
-  ``dynamic_context`` message is persisted by the ``messages`` reducer or a checkpointer;
-- no state keys of ours are needed: it works with ``MessagesState`` (or any
-  state with a ``messages`` list); a state without ``messages`` is reported at the
-  first run with a :class:`~langchain_knowledge_inject.errors.ConfigurationError`;
-- the reply lands in ``messages`` (``injector | model`` used directly as a node
-  returns a bare message, which LangGraph drops; do not do that).
-
-The turn's manifest goes out as the ``knowledge_injection`` custom event and on
-``stream_mode="custom"``; each search is a retriever run in traces. Per-request settings come from
-``configurable`` and the runtime context. With tools bound to the model
-(``model.bind_tools(tools)`` and a ``ToolNode`` looping back), each call of the tool
-loop retrieves again for the same user message. With an
-``EpisodicMemory`` among the blocks, the finished exchange (a reply without tool
-calls) is recorded.
-
-For the pre-built graph with a separate ``retrieve`` node and per-turn state fields,
-see :func:`~langchain_knowledge_inject._surfaces.graph.create_knowledge_graph`.
+the model gets the knowledge on each call (a tool loop retrieves again for the same
+user message), the injected text is never returned, so the stored history stays
+clean, and no state keys of ours are needed (a state without ``messages`` is a
+:class:`~langchain_knowledge_inject.errors.ConfigurationError` at the first run). The
+manifest goes out as the ``knowledge_injection`` custom event; an ``EpisodicMemory``
+among the blocks records the finished exchange. See docs/surfaces.md.
 """
 
 from __future__ import annotations

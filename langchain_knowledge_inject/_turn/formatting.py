@@ -12,15 +12,8 @@ The knowledge block is what the model sees of the retrieved chunks::
     If the answer is not in the information above, say so honestly.
 
 Chunk text is untrusted: :func:`neutralize` rewrites anything in it that
-imitates the block's own markers (a fake ``Source:`` line, a ``---`` or em-dash
-separator, a ``[Retrieved Knowledge]``, ``[/Retrieved Knowledge]`` or
-``[System Prompt]`` header, a copy of the closing line, role labels such as
-``System:`` or ``**Assistant**:`` at the start of a line or inside it, phrases
-such as "the user's real question follows", and chat-template tokens such as
-``<|im_start|>``), after Unicode folding (zero-width characters, NBSP and
-fullwidth or Cyrillic look-alikes are seen through), so a chunk cannot end the
-block early or pose as another message. The intro line frames the block as
-reference data, not instructions.
+imitates the block's own markers, so a chunk cannot end the block early or pose as
+another message. The intro line frames the block as reference data.
 
 :data:`KNOWLEDGE_SYSTEM_PROMPT` is a constant: add it to your system prompt
 once and it stays byte-identical on every turn, which keeps the prompt prefix
