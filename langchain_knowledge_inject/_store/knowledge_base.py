@@ -651,6 +651,7 @@ class KnowledgeBase:
         partition, text = writes.partition_of(tenant), (query or "")[:MAX_QUERY_CHARS]
         if not text.strip():
             return partition, [], []
+        self._embed_ahead(text, mode=mode)
         grouped = parents is not None
         depth = max(k, fusion.CANDIDATE_DEPTH) if mode == "hybrid" or grouped else k
         stop = STOPWORDS if stopwords is None else stopwords
@@ -659,6 +660,16 @@ class KnowledgeBase:
         )
         kept = [(cid, s) for cid, s in ranked if s >= min_score]
         return partition, kept if grouped else kept[:k], dense
+
+    def _embed_ahead(self, query: str, *_: Any, mode: str = "hybrid", **__: Any) -> None:
+        """Embed a search's query (cached) before the store's deadline starts.
+
+        The first embedding loads the model (seconds); that is local work, and the
+        knowledge base's ``timeout`` bounds the store, not the model.
+        """
+        text = (query or "")[:MAX_QUERY_CHARS]
+        if mode != "keyword" and text.strip():
+            self._searching(self._query_vector, text)
 
     def _searching(self, fn: Callable[..., T], /, *args: Any) -> T:
         """Run search work within one deadline; failures become :class:`RetrievalError`."""
@@ -694,13 +705,17 @@ class KnowledgeBase:
 
         Embedded store: the loop's default executor. Chroma server: this knowledge
         base's own threads, a search waited on for at most ``timeout`` (plus a
-        second of local work), so a frozen server holds none of the shared threads.
+        second of local work) after its query is embedded, so a frozen server holds
+        none of the shared threads and a model's first load is not a timeout.
         """
         self._ready()
         if self._async_pool is None:
             return await asyncio.to_thread(fn, *args, **kwargs)
         if self.timeout is None or fn is not KnowledgeBase.search:
             return await asyncio.wrap_future(calls.submit(self._async_pool, fn, *args, **kwargs))
+        await asyncio.wrap_future(
+            calls.submit(self._async_pool, self._embed_ahead, *args[1:], **kwargs)
+        )
         with self._chroma.calls.operation():  # the deadline runs from now, queued or not
             future = asyncio.wrap_future(calls.submit(self._async_pool, fn, *args, **kwargs))
         try:

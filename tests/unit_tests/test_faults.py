@@ -9,12 +9,13 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+import time
 import uuid
 
 import chromadb
 import pytest
 from langchain_core.documents import Document
-from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langchain_core.messages import HumanMessage
 
 from langchain_knowledge_inject import (
@@ -502,3 +503,35 @@ def test_every_surface_records_the_failure_class_in_the_manifest(tmp_path, emb):
     result = agent.invoke({"messages": [HumanMessage("annual leave days")]})
     assert result["knowledge_manifest"]["errors"] == expected
     assert "secret" not in str(result["knowledge_manifest"]["errors"])
+
+
+class _SlowFirstQuery(Embeddings):
+    """Embeddings whose first query embedding takes seconds, as a model's first load does."""
+
+    def __init__(self, inner: Embeddings, seconds: float) -> None:
+        self.inner, self.seconds, self.loaded = inner, seconds, False
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        if not self.loaded:
+            time.sleep(self.seconds)
+            self.loaded = True
+        return self.inner.embed_query(text)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("surface", ["sync", "async"])
+async def test_a_models_first_load_is_not_a_store_timeout(tmp_path, emb, surface):
+    """The timeout bounds the store: the query is embedded before its deadline starts."""
+    slow = _SlowFirstQuery(emb, seconds=1.6)  # longer than timeout + the local grace (1 s)
+    kb = _server_kb(tmp_path, slow, f"srv-{uuid.uuid4().hex[:8]}", _FreezableClient())
+    kb.add_documents(DOCS)
+    _bound(kb, 0.3)
+    if surface == "sync":
+        found = kb.search("annual leave", min_score=0.0)
+    else:
+        found = await kb.asearch("annual leave", min_score=0.0)
+    assert slow.loaded and found
+    assert any("leave" in doc.page_content.lower() for doc in found)
