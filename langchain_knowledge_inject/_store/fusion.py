@@ -43,6 +43,9 @@ from langchain_core.documents import Document
 CANDIDATE_DEPTH = 100
 """Candidate chunks fetched from each side for a search (at least ``k``)."""
 
+DENSE_DEPTH = 4
+"""Candidate chunks per result asked first in dense mode (:data:`CANDIDATE_DEPTH` when too few)."""
+
 DENSE_WEIGHT = 0.75
 """Weight ``w`` of the cosine in a hybrid score; the keyword side gets ``1 - w``."""
 

@@ -655,9 +655,14 @@ class KnowledgeBase:
         grouped = parents is not None
         depth = max(k, fusion.CANDIDATE_DEPTH) if mode == "hybrid" or grouped else k
         stop = STOPWORDS if stopwords is None else stopwords
-        ranked, dense = self._searching(
-            self._searcher.ranked, partition, text, depth, where, mode, stop, parents
-        )
+        search = functools.partial(self._searching, self._searcher.ranked, partition, text)
+        first = min(depth, fusion.DENSE_DEPTH * k)  # k documents: a few chunks each at first
+        if parents is not None and mode == "dense" and first < depth:
+            ranked, dense = search(first, where, mode, stop, parents)
+            if len(ranked) < first or len({parents.get(c) or c for c, _ in ranked}) >= k:
+                depth = 0  # all there is, or enough documents
+        if depth:
+            ranked, dense = search(depth, where, mode, stop, parents)
         kept = [(cid, s) for cid, s in ranked if s >= min_score]
         return partition, kept if grouped else kept[:k], dense
 

@@ -11,17 +11,23 @@ keyword side from the cache's document rows); the ranking is grouped by
 document and only the chunks of the results are read back, in one Chroma
 ``get``. A metadata filter goes to Chroma on the dense side; on the keyword
 side it is checked on the metadata of the keyword hits, read by id.
+
+In hybrid mode the two sides run at once: Chroma's query on one of the
+knowledge base's threads while the keyword cache answers on the caller's
+(both release the GIL), so a search waits for the slower side, not for both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject._store import documents, fusion
+from langchain_knowledge_inject._store.calls import submit
 from langchain_knowledge_inject._store.filters import matches, to_chroma
 from langchain_knowledge_inject._store.storage import is_not_found
 
@@ -49,6 +55,7 @@ class PartitionSearch:
         self.chroma = chroma
         self.cache = cache
         self.query_vector = query_vector
+        self._dense_side = ThreadPoolExecutor(8, thread_name_prefix="kinject-dense")
 
     def ranked(
         self,
@@ -65,22 +72,27 @@ class PartitionSearch:
         Each candidate's source goes to ``parents`` when given (dense mode looks
         them up only then).
         """
-        dense = self.dense(partition, text, depth, where) if mode != "keyword" else []
-        if mode == "dense" and parents is None:
+        if mode == "dense":
+            dense = self.dense(partition, text, depth, where)
+            if parents is not None:
+                self.cache.ensure(partition, wait=False)
+                self.sources(partition, [cid for cid, _ in dense], parents)
             return dense, dense
+        pending = None
+        if mode == "hybrid":  # the dense side on another thread meanwhile
+            pending = submit(self._dense_side, self.dense, partition, text, depth, where)
         parents = {} if parents is None else parents
         self.cache.ensure(partition, wait=False)
-        keyword = [] if mode == "dense" else self.keyword(partition, text, depth, where, stopwords)
+        keyword = self.keyword(partition, text, depth, where, stopwords)
+        by_document = not where and documents.enabled()  # a filter selects chunks, not documents
+        whole: Hits = []
+        if by_document:
+            whole = self.cache.search_documents(partition, text, k=depth, stopwords=stopwords)
+        dense = [] if pending is None else pending.result()
         parents.update((cid, source) for cid, _, source in keyword)
         self.sources(partition, [cid for cid, _ in dense if cid not in parents], parents)
         hits = [(cid, score) for cid, score, _ in keyword]
-        if mode == "dense":
-            return dense, dense
-        whole: Hits = []
-        indexed: set[str] = set()
-        if not where and documents.enabled():  # a filter selects chunks, not whole documents
-            indexed = set(parents.values()) - {""}
-            whole = self.cache.search_documents(partition, text, k=depth, stopwords=stopwords)
+        indexed = set(parents.values()) - {""} if by_document else set()
         if mode == "hybrid":
             fused = fusion.fuse_with_documents(
                 dense, hits, parents, document_keyword=whole, indexed=indexed

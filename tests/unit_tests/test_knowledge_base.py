@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from langchain_knowledge_inject import ConfigurationError, KnowledgeBase, KnowledgeBaseNotFoundError
+from langchain_knowledge_inject import (
+    ConfigurationError,
+    KnowledgeBase,
+    KnowledgeBaseNotFoundError,
+    RetrievalError,
+)
 from langchain_knowledge_inject._store.keyword import STOPWORDS
 from langchain_knowledge_inject._store.writes import chunk_id
 from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
-from tests.unit_tests.fakes import EXPENSES, LEAVE, SICK, CountingEmbedding
+from tests.unit_tests.fakes import EXPENSES, LEAVE, SICK, CountingEmbedding, WordHashEmbedding
 
 
 @pytest.fixture
@@ -396,3 +403,48 @@ def test_second_process_gets_a_clear_error(tmp_path):
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0 and "refused" not in out.stdout, out.stdout + out.stderr
+
+
+def test_dense_search_goes_deeper_when_one_document_fills_the_first_candidates(tmp_path):
+    # Dense search asks for 4 chunks per result first; here one document's 30 chunks are
+    # all nearer the query than any other document, so k documents need a deeper query.
+    kb = KnowledgeBase("deep", path=tmp_path, embeddings=WordHashEmbedding(), text_splitter=None)
+    big = [
+        Document(f"zebra quokka habitat note {i}", metadata={"source": "big.md", "chunk_index": i})
+        for i in range(30)
+    ]
+    small = [Document(f"zebra sighting {n}", metadata={"source": f"d{n}.md"}) for n in range(5)]
+    kb.add_documents(big + small)
+    dense = kb.search_hits("zebra quokka", k=100, mode="dense", min_score=0.0)
+    assert {kb.get_by_ids([c])[0].metadata["source"] for c, _ in dense[:12]} == {"big.md"}
+    found = kb.search("zebra quokka", k=3, mode="dense", min_score=0.0)
+    sources = [d.metadata["source"] for d in found]
+    assert len(sources) == 3 and len(set(sources)) == 3
+    assert sources[0] == "big.md" and len(found[0].metadata["chunk_ids"]) == 3
+    assert set(sources[1:]) <= {f"d{n}.md" for n in range(5)}
+
+
+def test_hybrid_search_runs_its_dense_side_on_another_thread(tmp_path, emb, monkeypatch):
+    # The dense query runs on one of the knowledge base's threads while the keyword cache
+    # answers on the caller's; its answer and its errors reach the caller.
+    kb = KnowledgeBase("sides", path=tmp_path, embeddings=emb)
+    kb.add_documents(_docs())
+    collection = kb._chroma.collection("")
+    threads: list[str] = []
+    query = type(collection).query
+
+    def recording(self, *args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return query(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(collection), "query", recording)
+    hits = kb.search_hits("parental leave weeks", k=2, min_score=0.0, with_dense=True)
+    assert threads and all(name.startswith("kinject-dense") for name in threads)
+    assert any(cosine > 0 for _, _, cosine in hits)  # the dense side's answer counted
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("dense side down")
+
+    monkeypatch.setattr(type(collection), "query", broken)
+    with pytest.raises(RetrievalError, match="dense side down"):
+        kb.search("parental leave weeks", k=2)
