@@ -23,6 +23,10 @@ one split (``--split train`` to tune, ``test`` to report):
    chunks that the plain top 10 returned from relevant abstracts that the
    variant still returns ("kept"), and the share of the relevant abstracts'
    best-ranked chunks it returns ("best").
+4. **exact dense side** (hybrid, ``search(k=10)``): the default beside the
+   same search with Chroma's HNSW query replaced by an exact one over every
+   stored vector (numpy), and the HNSW query's recall@100 against it: how much
+   of the figure's spread between builds the approximate index explains.
 
 ``--sweep`` (train only) prints hybrid nDCG@10 over the fusion weights. The
 figures and their history are in docs/performance.md. Embeddings are cached on
@@ -241,6 +245,40 @@ def grouping(rankings: dict[str, list[Document]], qrels, k: int = 10) -> None:
         )
 
 
+def exact_dense(kb, queries, qrels) -> None:
+    """Hybrid nDCG@10 at k=10 with HNSW and with an exact dense side; HNSW recall@100."""
+    import numpy as np
+
+    got = kb._chroma.collection("").get(include=["embeddings"])
+    ids, vectors = got["ids"], np.asarray(got["embeddings"], dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    searcher, approximate = kb._searcher, kb._searcher.dense
+
+    def exact(partition, text, depth, where):
+        query = np.asarray(searcher.query_vector(text), dtype=np.float32)
+        cosines = vectors @ (query / np.linalg.norm(query))
+        top = np.argsort(-cosines)[:depth]
+        return [(ids[i], fusion.dense_score(1.0 - float(cosines[i]))) for i in top]
+
+    def at_10() -> float:
+        return statistics.mean(
+            ndcg_at_10(first_sources(kb.search(text, k=10, min_score=0.0)), qrels[query_id])
+            for query_id, text in queries.items()
+        )
+
+    recall = statistics.mean(
+        len({c for c, _ in approximate("", t, 100, None)} & {c for c, _ in exact("", t, 100, None)})
+        / 100
+        for t in queries.values()
+    )
+    print(f"\nexact dense side (hybrid, k=10): HNSW {at_10():.4f}", end="", flush=True)
+    searcher.dense = exact
+    try:
+        print(f", exact {at_10():.4f}; HNSW recall@100 {recall:.3f}", flush=True)
+    finally:
+        searcher.dense = approximate
+
+
 def sweep(kb, queries, qrels) -> None:
     """Hybrid nDCG@10 of the default path over the fusion weights (use on train only)."""
     print("\nsweep of the fusion weights, hybrid nDCG@10 (default path)")
@@ -260,9 +298,11 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=SCIFACT)
     parser.add_argument("--split", choices=("test", "train"), default="test")
     parser.add_argument("--sweep", action="store_true", help="tune the fusion weights (train!)")
-    parser.add_argument("--only", choices=("modes", "scoring", "grouping"), action="append")
+    parser.add_argument(
+        "--only", choices=("modes", "scoring", "grouping", "exact"), action="append"
+    )
     args = parser.parse_args()
-    parts = set(args.only or ("modes", "scoring", "grouping"))
+    parts = set(args.only or ("modes", "scoring", "grouping", "exact"))
     docs, queries, qrels = load(args.data, args.split)
     print(f"SciFact: {len(docs)} documents, split {args.split}; load {os.getloadavg()[0]:.1f}")
     embeddings = DiskCachedEmbeddings(default_embeddings(), DEFAULT_MODEL_NAME, DEFAULT_CACHE)
@@ -276,6 +316,8 @@ def main() -> None:
             document_scoring(kb, queries, qrels)
         if "grouping" in parts:
             grouping(chunk_rankings(kb, queries), qrels)
+        if "exact" in parts:
+            exact_dense(kb, queries, qrels)
         if args.sweep:
             sweep(kb, queries, qrels)
         print(f"load {os.getloadavg()[0]:.1f}")
