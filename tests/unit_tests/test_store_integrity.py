@@ -401,3 +401,29 @@ def test_kinject_check_rebuilds_a_lost_cache_and_keeps_restriction(
     assert "consistent" in capsys.readouterr().out
     kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
     assert kb.info.restricted is True and kb.info.chunk_count == len(DOCS) + len(FILLER)
+
+
+@pytest.mark.slow
+def test_reads_of_more_chunks_than_sqlite_allows_variables_are_paged(tmp_path):
+    # chromadb 1.5 fails a get of more than 32,766 ids, or of as many where-matches, at
+    # once ("too many SQL variables"): every read of many chunks goes page by page.
+    kb = KnowledgeBase("big", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=4))
+    kb.add_documents([Document("Staff get 25 days of annual leave.", metadata={"source": "a.md"})])
+    collection, n = kb._chroma.collection(""), 33_000
+    ids = [f"bulk-{i}" for i in range(n)]
+    for start in range(0, n, 5_000):
+        part = range(start, min(n, start + 5_000))
+        collection.add(
+            ids=[ids[i] for i in part],
+            embeddings=[[1.0, 0.5, 0.25, (i % 7) / 7] for i in part],
+            documents=[f"bulk row {i} about parking permits" for i in part],
+            metadatas=[{"source": "bulk.md", "chunk_index": i} for i in part],
+        )
+    with pytest.raises(Exception, match="too many SQL variables"):
+        collection.get(ids=ids, include=[])  # why the reads are paged
+    assert len(kb.get_by_ids(ids)) == n
+    assert len(kb._chroma.get("", where={"source": "bulk.md"}, fields="meta")) == n
+    report = kb.check()  # written behind the cache's back: the catch-up reads them, page by page
+    assert report.clean and report.partitions[0].chunks == kb.count() == n + 1
+    found = kb.search("parking permits", k=3, mode="keyword", min_score=0.0)
+    assert [d.metadata["source"] for d in found] == ["bulk.md"]
