@@ -320,16 +320,18 @@ def join_chunks(texts: Sequence[str]) -> str:
     A splitter with overlap starts a chunk with the end of the previous one; a
     shared run of at least :data:`MIN_OVERLAP` characters is kept once, so its
     words are neither shown nor counted twice. Chunks that do not overlap are
-    joined with a space.
+    joined with a line break: the splitter cut there, often between paragraphs,
+    and a heading or list item that opens the next chunk stays on its own line.
 
     Example:
-        >>> join_chunks(["Leave lasts sixteen", "lasts sixteen weeks.", "Pay is full."])
-        'Leave lasts sixteen weeks. Pay is full.'
+        >>> print(join_chunks(["Leave lasts sixteen", "lasts sixteen weeks.", "## Pay"]))
+        Leave lasts sixteen weeks.
+        ## Pay
     """
     joined = ""
     for text in texts:
         shared = _overlap(joined, text)
-        joined = joined + text[shared:] if shared or not joined else f"{joined} {text}"
+        joined = joined + text[shared:] if shared or not joined else f"{joined}\n{text}"
     return joined
 
 

@@ -61,7 +61,7 @@ def test_joining_real_prose_removes_the_overlap():
     assert len(chunks) > 3
     assert sum(len(c.split()) for c in chunks) > len(LEAVE.split())  # the splitter repeats words
     assert join_chunks(chunks).split() == LEAVE.split()
-    assert join_chunks(["Pay is full.", "Leave lapses."]) == "Pay is full. Leave lapses."
+    assert join_chunks(["Pay is full.", "Leave lapses."]) == "Pay is full.\nLeave lapses."
     assert join_chunks([]) == ""
 
 

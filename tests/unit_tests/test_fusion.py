@@ -171,14 +171,15 @@ def test_merge_chunks_puts_chunks_in_document_order_and_says_the_overlap_once():
 def test_merge_chunks_without_overlap_or_index_loses_no_text():
     one = _chunk("a", 0, "Leave is sixteen weeks.")
     two = _chunk("b", 1, "Requests go to HR.")
-    assert (
-        merge_chunks([one, two], 0.5).page_content == "Leave is sixteen weeks. Requests go to HR."
-    )
+    merged = merge_chunks([one, two], 0.5).page_content
+    assert merged == "Leave is sixteen weeks.\nRequests go to HR."
     # a shared run shorter than MIN_OVERLAP is no overlap
     three = _chunk("c", 1, "weeks. HR answers.")
-    assert merge_chunks([one, three], 0.5).page_content == (
-        "Leave is sixteen weeks. weeks. HR answers."
-    )
+    merged = merge_chunks([one, three], 0.5).page_content
+    assert merged == "Leave is sixteen weeks.\nweeks. HR answers."
+    # a heading that opens the next chunk keeps its own line
+    heading = _chunk("d", 1, "## Pay\nPay is full.")
+    assert merge_chunks([one, heading], 0.5).page_content.splitlines()[1] == "## Pay"
     plain = Document("Only text.", id="z", metadata={"chunk_id": "z"})
     merged = merge_chunks([plain], 0.3)
     assert merged.page_content == "Only text."
