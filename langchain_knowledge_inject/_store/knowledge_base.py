@@ -827,13 +827,13 @@ class KnowledgeBase:
             self._cache.close()
         self._release_store_lock()
 
-    def _release_store_lock(self) -> None:
+    def _release_store_lock(self, *, wait: bool = True) -> None:
         lock = getattr(self, "_store_lock", None)
         if lock is not None and getattr(self, "_pid", None) == os.getpid():
-            lock.release()
+            lock.release(wait=wait)
 
     def __del__(self) -> None:
-        self._release_store_lock()
+        self._release_store_lock(wait=False)  # never waits: it may run inside StoreLock's guard
 
     def __enter__(self) -> KnowledgeBase:
         return self

@@ -1,20 +1,13 @@
 """Searching one partition: dense and keyword candidates, their fusion, the documents returned.
 
-:class:`PartitionSearch` does the work of ``KnowledgeBase.search`` once its
-arguments are checked. The dense side asks Chroma for ids and distances only;
-the keyword side asks the keyword cache (caught up first when it may be
-behind), whose hits carry their source. Each candidate's source, its document,
-comes from the keyword cache too (Chroma's metadata for the few it lacks), so
-no per-candidate metadata is read from Chroma. Hybrid search fuses both sides
-with each chunk's document (``fusion.fuse_with_documents``, the document's
-keyword side from the cache's document rows); the ranking is grouped by
-document and only the chunks of the results are read back, in one Chroma
-``get``. A metadata filter goes to Chroma on the dense side; on the keyword
-side it is checked on the metadata of the keyword hits, read by id.
-
-In hybrid mode the two sides run at once: Chroma's query on one of the
-knowledge base's threads while the keyword cache answers on the caller's
-(both release the GIL), so a search waits for the slower side, not for both.
+:class:`PartitionSearch` does the work of ``KnowledgeBase.search``. Chroma gives
+ids and distances only, on the knowledge base's thread in hybrid mode while the
+keyword cache answers on the caller's; each candidate's source comes from the
+keyword cache (Chroma's metadata for the few it lacks). Hybrid search fuses both
+sides with each chunk's document (``fusion.fuse_with_documents``); the ranking is
+grouped by document and only the results' chunks are read back, in one ``get``.
+A metadata filter goes to Chroma on the dense side and is checked on the keyword
+hits' metadata, read by id.
 """
 
 from __future__ import annotations
@@ -67,11 +60,7 @@ class PartitionSearch:
         stopwords: AbstractSet[str],
         parents: dict[str, str] | None = None,
     ) -> tuple[Hits, Hits]:
-        """The partition's ranking (``depth`` candidates a side) and the dense hits.
-
-        Each candidate's source goes to ``parents`` when given (dense mode looks
-        them up only then).
-        """
+        """The ranking (``depth`` candidates a side) and the dense hits; sources to ``parents``."""
         if mode == "dense":
             dense = self.dense(partition, text, depth, where)
             if parents is not None:

@@ -184,24 +184,38 @@ class StoreLock:
     _held: ClassVar[dict[str, tuple[Any, int]]] = {}
     _held_by = os.getpid()
     _guard = threading.Lock()
+    _queued: ClassVar[list[StoreLock]] = []
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.key, self._released = str(path.resolve()), False
         with self._guard:
             if StoreLock._held_by != os.getpid():  # inherited through a fork: not ours
-                StoreLock._held, StoreLock._held_by = {}, os.getpid()
+                StoreLock._held, StoreLock._held_by, StoreLock._queued = {}, os.getpid(), []
             handle, count = self._held.get(self.key, (None, 0))
             self._held[self.key] = (handle or _flock(path, shared=read_only), count + 1)
+            self._release_queued()
 
-    def release(self) -> None:
-        """Release this holder's share; the lock goes when the last holder releases."""
-        with self._guard:
-            if self._released or StoreLock._held_by != os.getpid():
-                return
-            self._released = True
-            handle, count = self._held.pop(self.key, (None, 0))
+    def release(self, *, wait: bool = True) -> None:
+        """Release this share (the last unlocks); ``wait=False``: queued when the guard is busy."""
+        # A finalizer may run inside this very thread's guarded section (the garbage
+        # collector runs in any allocation): then the next share taken or released does it.
+        StoreLock._queued.append(self)
+        if self._guard.acquire(blocking=wait):
+            try:
+                self._release_queued()
+            finally:
+                self._guard.release()
+
+    @classmethod
+    def _release_queued(cls) -> None:
+        while cls._queued:
+            lock = cls._queued.pop()
+            if lock._released or cls._held_by != os.getpid():
+                continue
+            lock._released = True
+            handle, count = cls._held.pop(lock.key, (None, 0))
             if count > 1:
-                self._held[self.key] = (handle, count - 1)
+                cls._held[lock.key] = (handle, count - 1)
             elif hasattr(handle, "close"):
                 handle.close()
 

@@ -16,6 +16,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_knowledge_inject import KnowledgeBase, StoreError
 from langchain_knowledge_inject._store import knowledge_base
 from langchain_knowledge_inject._store.keyword import KeywordIndex
+from langchain_knowledge_inject._store.storage import StoreLock
 from langchain_knowledge_inject._surfaces.cli import main
 from langchain_knowledge_inject.errors import KnowledgeBaseOpenError, RetrievalError
 from tests.unit_tests.fakes import CountingEmbedding
@@ -427,3 +428,18 @@ def test_reads_of_more_chunks_than_sqlite_allows_variables_are_paged(tmp_path):
     assert report.clean and report.partitions[0].chunks == kb.count() == n + 1
     found = kb.search("parking permits", k=3, mode="keyword", min_score=0.0)
     assert [d.metadata["source"] for d in found] == ["bulk.md"]
+
+
+def test_a_finalizer_never_waits_for_the_store_lock(tmp_path):
+    # The garbage collector runs KnowledgeBase.__del__ inside any allocation, also while
+    # this thread holds StoreLock's guard (taking another knowledge base's share): the
+    # release is queued for the next share taken or released, never waited for.
+    first = KnowledgeBase("one", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=8))
+    lock = first._store_lock
+    with StoreLock._guard:
+        first.__del__()  # waiting here would never end
+    assert not lock._released and StoreLock._held[lock.key][1] == 1
+    second = KnowledgeBase("two", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=8))
+    assert lock._released and StoreLock._held[lock.key][1] == 1  # only the second's share
+    second.close()
+    assert lock.key not in StoreLock._held
