@@ -249,8 +249,12 @@ def exact_dense(kb, queries, qrels) -> None:
     """Hybrid nDCG@10 at k=10 with HNSW and with an exact dense side; HNSW recall@100."""
     import numpy as np
 
-    got = kb._chroma.collection("").get(include=["embeddings"])
-    ids, vectors = got["ids"], np.asarray(got["embeddings"], dtype=np.float32)
+    collection, ids, rows = kb._chroma.collection(""), [], []
+    for offset in range(0, collection.count(), 5_000):  # Chroma refuses 32k+ ids at once
+        got = collection.get(include=["embeddings"], limit=5_000, offset=offset)
+        ids += got["ids"]
+        rows.extend(got["embeddings"])
+    vectors = np.asarray(rows, dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     searcher, approximate = kb._searcher, kb._searcher.dense
 

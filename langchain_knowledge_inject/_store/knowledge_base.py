@@ -656,12 +656,12 @@ class KnowledgeBase:
         depth = max(k, fusion.CANDIDATE_DEPTH) if mode == "hybrid" or grouped else k
         stop = STOPWORDS if stopwords is None else stopwords
         search = functools.partial(self._searching, self._searcher.ranked, partition, text)
-        first = min(depth, fusion.DENSE_DEPTH * k)  # k documents: a few chunks each at first
-        if parents is not None and mode == "dense" and first < depth:
-            ranked, dense = search(first, where, mode, stop, parents)
-            if len(ranked) < first or len({parents.get(c) or c for c, _ in ranked}) >= k:
-                depth = 0  # all there is, or enough documents
-        if depth:
+        first = depth
+        if parents is not None and mode == "dense":  # k documents: a few chunks each at first
+            first = min(depth, fusion.DENSE_DEPTH * k)
+        ranked, dense = search(first, where, mode, stop, parents)
+        found = len({(parents or {}).get(c) or c for c, _ in ranked}) if first < depth else k
+        if len(ranked) == first and found < k:  # too few documents, and there may be more
             ranked, dense = search(depth, where, mode, stop, parents)
         kept = [(cid, s) for cid, s in ranked if s >= min_score]
         return partition, kept if grouped else kept[:k], dense

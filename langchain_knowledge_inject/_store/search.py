@@ -14,13 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 
 from langchain_knowledge_inject._store import documents, fusion
-from langchain_knowledge_inject._store.calls import submit
+from langchain_knowledge_inject._store.calls import submit, worker_pool
 from langchain_knowledge_inject._store.filters import matches, to_chroma
 from langchain_knowledge_inject._store.storage import is_not_found
 
@@ -48,7 +47,7 @@ class PartitionSearch:
         self.chroma = chroma
         self.cache = cache
         self.query_vector = query_vector
-        self._dense_side = ThreadPoolExecutor(8, thread_name_prefix="kinject-dense")
+        self._dense_side = worker_pool(8, "kinject-dense")
 
     def ranked(
         self,
