@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from langchain_knowledge_inject._memory.procedures import Procedure, ProcedureLibrary
     from langchain_knowledge_inject._memory.tools import create_memory_tools
     from langchain_knowledge_inject._restricted.boundary import ReasonCode, SafeSummary
+    from langchain_knowledge_inject._store.flags import RestrictionFlags
     from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
     from langchain_knowledge_inject._store.metadata import AddResult, KnowledgeBaseInfo
     from langchain_knowledge_inject._store.retriever import KnowledgeBaseRetriever
@@ -69,6 +70,7 @@ __all__ = [
     "ProcedureLibrary",
     "ReasonCode",
     "RestrictedKnowledgeError",
+    "RestrictionFlags",
     "RetrievalError",
     "SafeSummary",
     "StoreError",
@@ -94,6 +96,7 @@ _MODULES = {
     "_memory.procedures": ("Procedure", "ProcedureLibrary"),
     "_memory.tools": ("create_memory_tools",),
     "_restricted.boundary": ("ReasonCode", "SafeSummary"),
+    "_store.flags": ("RestrictionFlags",),
     "_store.knowledge_base": ("KnowledgeBase",),
     "_store.metadata": ("AddResult", "KnowledgeBaseInfo"),
     "_store.retriever": ("KnowledgeBaseRetriever",),

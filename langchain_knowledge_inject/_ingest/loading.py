@@ -1,36 +1,18 @@
 r"""Ingest files and folders into a knowledge base: load, split, fingerprint, add.
 
-Loaders: **PDF** by ``pypdf`` (pure Python, no system libraries), page by page,
-each page cut on its own so every chunk keeps its 1-based ``page``; **HTML** by
-:mod:`~._ingest.html_text` (one linear pass; headings become Markdown headings);
-**Markdown** sectioned at ATX headings (fence-aware) here, each chunk keeping
-its heading path in ``headers`` (``"Leave > Carry-over"``;
-``MarkdownHeaderTextSplitter`` drops blank lines and indentation, so paragraph
-boundaries were lost); **text** as it is. Bytes are decoded by
-:mod:`~._ingest.text_decoding`; a file that was not UTF-8 is named in the
-report's ``warnings``. Which files a folder holds (hidden entries, symbolic
-links): :mod:`~._ingest.folders`.
+How files are read and cut (PDF pages, Markdown and HTML sections, one split
+with the knowledge base's own ``text_splitter``): docs/knowledge-base.md, "Ingest".
+Decoding: :mod:`~._ingest.text_decoding`; which files a folder holds:
+:mod:`~._ingest.folders`.
 
-One split: each part (section, page) is cut once, with the knowledge base's own
-``text_splitter`` (the default model: 128 word pieces, 32 overlap), so
-``add_documents`` stores the chunks as they are; ``chunk_size`` /
-``chunk_overlap`` ask for character chunks instead (1000 and 150), as does a
-knowledge base opened with ``text_splitter=None``. A section's heading lines (or
-a short title line ahead of a blank line) open its first chunk instead of
-forming a chunk of their own.
-
-Chunk metadata: ``source``, the name the model cites (the path relative to the
-folder given, or the file name); ``source_path``, the resolved absolute path
-and the source's identity (so re-ingest is idempotent from any working
-directory); ``file_name``, ``file_type``, ``chunk_index``, ``page`` (PDF),
-``headers`` (Markdown, HTML), ``title`` (HTML), ``category`` and ``tenant_id``.
-
-Each source's fingerprint is ``sha256:<file hash>;settings:<hash of splitter,
-category, tenant>;chunks:<count>``: an unchanged file is skipped unparsed, and
-a new splitter reads every file again. Files are split whole before anything is
-written and added whole, so an unreadable, empty, binary or unsupported file is
-reported and leaves nothing behind. Files gone from a folder keep their chunks
-(``KnowledgeBase.delete_source`` removes them).
+Chunk metadata: ``source`` (the name the model cites), ``source_path`` (the
+resolved path, the source's identity), ``file_name``, ``file_type``,
+``chunk_index``, ``page`` (PDF), ``headers`` (Markdown, HTML), ``title`` (HTML),
+``category`` and ``tenant_id``. A source's fingerprint is ``sha256:<file
+hash>;settings:<hash of splitter, category, tenant>;chunks:<count>``: an
+unchanged file is skipped unparsed. Files are split whole before anything is
+written, so a bad file is reported and leaves nothing behind; files gone from a
+folder keep their chunks (``KnowledgeBase.delete_source`` removes them).
 """
 
 from __future__ import annotations

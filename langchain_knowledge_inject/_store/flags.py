@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_knowledge_inject.errors import RestrictedKnowledgeError
+from langchain_knowledge_inject.errors import ConfigurationError, RestrictedKnowledgeError
 
 PREFIX = "kinject:"
 """Prefix of the package's keys in collection metadata."""
@@ -55,7 +55,7 @@ _FLAGS = ("restricted", "sensitive_sources")
 
 @dataclass(frozen=True)
 class RestrictionFlags:
-    """The stored restriction flags of a knowledge base (see ``KnowledgeBase.restriction``)."""
+    """A knowledge base's restriction flags (``kb.restriction``; ``KnowledgeBase(restricted=)``)."""
 
     restricted: bool = False
     """Whether restricted mode is on for this knowledge base."""
@@ -65,6 +65,23 @@ class RestrictionFlags:
     """Restricted mode: one line telling the main model what to ask this knowledge base."""
     routing_keywords: tuple[str, ...] = ()
     """Restricted mode: keywords that route questions to this knowledge base."""
+
+    def __post_init__(self) -> None:
+        keywords = self.routing_keywords
+        for option, ok in (
+            ("restricted", isinstance(self.restricted, bool)),
+            ("sensitive_sources", isinstance(self.sensitive_sources, bool)),
+            ("routing_hint", isinstance(self.routing_hint, str)),
+            ("routing_keywords", isinstance(keywords, (list, tuple))
+             and all(isinstance(k, str) for k in keywords)),
+        ):  # fmt: skip
+            if not ok:
+                msg = (
+                    f"RestrictionFlags: {option}={getattr(self, option)!r}; the flags are True or "
+                    "False, routing_hint a string, routing_keywords a list of strings"
+                )
+                raise ConfigurationError(msg, option=option, value=getattr(self, option))
+        object.__setattr__(self, "routing_keywords", tuple(keywords))
 
     @classmethod
     def of(cls, settings: Mapping[str, Any]) -> RestrictionFlags:

@@ -79,6 +79,16 @@ _UNBOUNDED_WRITE_S = 60.0  # how late a write may commit when the knowledge base
 _FLAGS = ("restricted", "sensitive_sources")
 
 
+def _given_flags(restricted: Any) -> dict[str, Any]:
+    """The stored flags that ``KnowledgeBase(restricted=...)`` asks for (None: keep them)."""
+    if isinstance(restricted, RestrictionFlags):
+        return {**vars(restricted), "routing_keywords": list(restricted.routing_keywords)}
+    if restricted is None or isinstance(restricted, bool):
+        return {"restricted": restricted}
+    msg = f"restricted={restricted!r}: use True, False, None or RestrictionFlags(...)"
+    raise errors.ConfigurationError(msg, option="restricted", value=restricted)
+
+
 def _twin(method: Callable[..., T]) -> Callable[..., Coroutine[Any, Any, T]]:
     """The async twin of a ``KnowledgeBase`` method: the method, run in a worker thread."""
 
@@ -125,11 +135,9 @@ class KnowledgeBase:
             window, an eighth as overlap, in its word pieces (the default model: 128
             and 32; ``writes.default_splitter``). None: one chunk per document.
         create: Create it when missing; False raises :class:`KnowledgeBaseNotFoundError`.
-        restricted: Turn restricted mode on (stored with the data); only
-            :meth:`unrestrict` turns it off (``False`` here raises ``ConfigurationError``).
-        sensitive_sources: Hide source names in restricted mode (stored; like ``restricted``).
-        routing_hint: Restricted mode routing hint (stored).
-        routing_keywords: Restricted mode routing keywords (stored).
+        restricted: True turns restricted mode on (stored with the data); a
+            :class:`RestrictionFlags` stores all four flags as given; None keeps them.
+            Only :meth:`unrestrict` turns a flag off (here: ``ConfigurationError``).
         timeout: Seconds a call to a Chroma server may take (a search as a whole, each
             write batch); past it :class:`StoreTimeoutError`. None: no limit.
         sync_interval: With a server: most seconds before another process's writes
@@ -154,10 +162,7 @@ class KnowledgeBase:
         topics: Sequence[str] | None = None,
         text_splitter: TextSplitter | None = _DEFAULT_SPLITTER,
         create: bool = True,
-        restricted: bool | None = None,
-        sensitive_sources: bool | None = None,
-        routing_hint: str | None = None,
-        routing_keywords: Sequence[str] | None = None,
+        restricted: bool | RestrictionFlags | None = None,
         timeout: float | None = calls.DEFAULT_TIMEOUT,
         sync_interval: float | None = DEFAULT_SYNC_INTERVAL,
     ) -> None:
@@ -188,8 +193,7 @@ class KnowledgeBase:
             bounded = calls.BoundedCalls(self.timeout, kb_name=name)
             self._chroma = ChromaSide(client, kb_id=self.id, server=server, calls=bounded)
             self._async_pool = calls.worker_pool(32, f"kinject-{name}-search") if server else None
-            given: dict[str, Any] = {"restricted": restricted, "routing_hint": routing_hint}
-            given.update(sensitive_sources=sensitive_sources, routing_keywords=routing_keywords)
+            given = _given_flags(restricted)
             self._pending: dict[str, Any] | None = None
             self._open(create=create, description=description, topics=topics, given=given)
         except BaseException:
@@ -255,8 +259,6 @@ class KnowledgeBase:
             }
             return
         wanted = {k: v for k, v in given.items() if v is not None}
-        if "routing_keywords" in wanted:
-            wanted["routing_keywords"] = [str(v) for v in wanted["routing_keywords"]]
         model = embedding_model_name(self.embeddings)
         if shared is None:
             shared = self._create(create, {**wanted, "model": model})
@@ -799,11 +801,14 @@ class KnowledgeBase:
         source = migration.find_collection(
             collection_name, client=client, persist_directory=persist_directory
         )
-        for key in (k for k in _FLAGS if getattr(flags.read_flags(source.metadata), k)):
-            if options.get(key) is False:
+        found, wanted = flags.read_flags(source.metadata), _given_flags(options.get("restricted"))
+        for key in (k for k in _FLAGS if getattr(found, k)):
+            if wanted.get(key) is False:
                 msg = f"Collection {collection_name!r} is {key}: kb.unrestrict() turns that off"
                 raise errors.ConfigurationError(msg, option=key, value=False)
-            options[key] = True
+        if found.restricted or found.sensitive_sources:  # its flags come with it
+            given = {k: v for k, v in wanted.items() if v is not None}
+            options["restricted"] = RestrictionFlags(**{**vars(found), **given})
         kb = cls(name or collection_name, client=client, embeddings=embeddings, **options)
         try:
             kb._write(

@@ -1,21 +1,14 @@
 """Context blocks: the pieces of the dynamic_context message and their shared token budget.
 
-The injected message is a list of named blocks joined by a blank line, in the
-fixed order :data:`BLOCK_ORDER`: a matched ``[Procedure]``, the
-``[Retrieved Knowledge]`` block, ``[Past Conversation Snippets]``, then
-``[User Facts]``. Every block is optional. A block provider follows the
-:class:`ContextBlock` protocol
-(:class:`~langchain_knowledge_inject._memory.procedures.ProcedureLibrary`,
-:class:`~langchain_knowledge_inject._memory.episodic.EpisodicMemory` and
-:class:`~langchain_knowledge_inject._memory.facts.UserFacts` do).
+The injected message is named blocks joined by a blank line, each optional, in
+the order :data:`BLOCK_ORDER`: ``[Procedure]``, ``[Retrieved Knowledge]``, ``[Past
+Conversation Snippets]``, ``[User Facts]``. A provider follows :class:`ContextBlock`
+(``ProcedureLibrary``, ``EpisodicMemory`` and ``UserFacts`` do).
 
-One token budget covers all blocks. :func:`assemble_blocks` applies it in two
-steps:
-
-1. *Caps*: a block longer than its own cap is shortened to fit.
-2. *Budget*: while the joined text is over ``max_tokens``, the block with the
-   **lowest priority** is shortened (ties: the later block in the order); a
-   higher number means more important, so it is cut last.
+One token budget covers all blocks (:func:`assemble_blocks`): first a block over
+its own cap is shortened to fit; then, while the whole is over ``max_tokens``, the
+block with the **lowest priority** is shortened (ties: the later block), so a
+higher number is cut last.
 
 Shortening removes a block's last item (a snippet, a chunk) when the block is a
 :class:`BlockText` with more than one item, and drops the whole block

@@ -23,6 +23,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langchain_knowledge_inject import (
     KnowledgeBase,
     KnowledgeInjectionMiddleware,
+    RestrictionFlags,
     create_knowledge_base_search_tool,
     create_knowledge_graph,
 )
@@ -48,8 +49,7 @@ def restricted_kb(tmp_path_factory, real_embeddings):
         "ops",
         path=tmp_path_factory.mktemp("restricted-store"),
         embeddings=real_embeddings,
-        restricted=True,
-        sensitive_sources=True,
+        restricted=RestrictionFlags(restricted=True, sensitive_sources=True),
     )
     kb.add_documents([Document(d.page_content, metadata=dict(d.metadata)) for d in
                       RESTRICTED_DOCUMENTS])  # fmt: skip

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import Document
 
-from langchain_knowledge_inject import KnowledgeBase
+from langchain_knowledge_inject import KnowledgeBase, RestrictionFlags
 from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
 
 from .conftest import ChromaServer, _free_port
@@ -117,8 +117,7 @@ def test_a_new_machine_on_a_server_sees_a_restricted_kb_restricted(
         path=tmp_path / "machine-a",
         client=chroma_server.client(),
         embeddings=real_embeddings,
-        restricted=True,
-        sensitive_sources=True,
+        restricted=RestrictionFlags(restricted=True, sensitive_sources=True),
     )
     ids = kb.add_documents(DOCS).ids
     kb.close()

@@ -35,6 +35,7 @@ EXPECTED_ALL = [
     "ProcedureLibrary",
     "ReasonCode",
     "RestrictedKnowledgeError",
+    "RestrictionFlags",
     "RetrievalError",
     "SafeSummary",
     "StoreError",

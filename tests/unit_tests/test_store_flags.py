@@ -31,8 +31,9 @@ def emb() -> DeterministicFakeEmbedding:
     return DeterministicFakeEmbedding(size=16)
 
 
-def _restricted(tmp_path, emb, **options) -> KnowledgeBase:
-    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb, restricted=True, **options)
+def _restricted(tmp_path, emb, **given) -> KnowledgeBase:
+    flags = RestrictionFlags(restricted=True, **given)
+    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb, restricted=flags)
     kb.add_documents(DOCS)
     kb.add_documents(DOCS[:1], tenant_id="acme")
     return kb
@@ -63,11 +64,48 @@ def test_a_plain_langchain_chroma_on_the_collection_sees_the_flag(tmp_path, emb)
 
 def test_the_constructor_never_turns_restriction_off(tmp_path, emb):
     _restricted(tmp_path, emb, sensitive_sources=True).close()
-    for key in ("restricted", "sensitive_sources"):
+    for given in (False, RestrictionFlags(restricted=True), RestrictionFlags(False, True)):
         with pytest.raises(ConfigurationError, match=r"kb\.unrestrict\(\)"):
-            KnowledgeBase("deal", path=tmp_path, embeddings=emb, **{key: False})
+            KnowledgeBase("deal", path=tmp_path, embeddings=emb, restricted=given)
     kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
     assert kb.restriction.restricted and kb.restriction.sensitive_sources
+
+
+def test_restricted_true_keeps_the_stored_flags_and_a_record_stores_all_four(tmp_path, emb):
+    _restricted(tmp_path, emb, sensitive_sources=True, routing_hint="Deals.").close()
+    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb, restricted=True)
+    assert kb.restriction == RestrictionFlags(True, True, "Deals.", ())
+    kb.close()
+    record = RestrictionFlags(True, True, "Mergers only.", ["merger", "price"])
+    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb, restricted=record)
+    assert kb.restriction == RestrictionFlags(True, True, "Mergers only.", ("merger", "price"))
+    assert kb.info.routing_keywords == ["merger", "price"]
+
+
+@pytest.mark.parametrize(
+    ("given", "option"),
+    [("yes", "restricted"), (1, "restricted"), ({"restricted": True}, "restricted")],
+)
+def test_restricted_must_be_a_bool_none_or_the_flags(tmp_path, emb, given, option):
+    with pytest.raises(ConfigurationError, match=r"True, False, None or RestrictionFlags") as err:
+        KnowledgeBase("deal", path=tmp_path, embeddings=emb, restricted=given)
+    assert err.value.option == option
+
+
+@pytest.mark.parametrize(
+    ("fields", "option"),
+    [
+        ({"restricted": "yes"}, "restricted"),
+        ({"sensitive_sources": 1}, "sensitive_sources"),
+        ({"routing_hint": None}, "routing_hint"),
+        ({"routing_keywords": "merger"}, "routing_keywords"),
+        ({"routing_keywords": ["merger", 7]}, "routing_keywords"),
+    ],
+)
+def test_restriction_flags_check_their_fields(fields, option):
+    with pytest.raises(ConfigurationError, match="routing_keywords a list of strings") as err:
+        RestrictionFlags(**fields)
+    assert err.value.option == option
 
 
 def test_unrestrict_is_one_logged_call_and_restrict_turns_it_back_on(tmp_path, emb, caplog):
@@ -174,7 +212,7 @@ def test_every_read_of_the_vectorstore_of_a_restricted_base_is_refused(tmp_path,
 
 
 def test_from_chroma_on_a_restricted_collection_gives_a_restricted_base(tmp_path, emb):
-    kb = _restricted(tmp_path, emb)
+    kb = _restricted(tmp_path, emb, sensitive_sources=True, routing_hint="Deals.")
     kb.close()
     adopted = KnowledgeBase.from_chroma(
         f"kinject-{kb.id}-shared",
@@ -183,12 +221,13 @@ def test_from_chroma_on_a_restricted_collection_gives_a_restricted_base(tmp_path
         embeddings=emb,
         path=tmp_path / "other",
     )
-    assert adopted.restriction.restricted is True
-    with pytest.raises(ConfigurationError, match="unrestrict"):
-        KnowledgeBase.from_chroma(
-            f"kinject-{kb.id}-shared", name="copy2", persist_directory=tmp_path / "chroma",
-            embeddings=emb, path=tmp_path / "third", restricted=False,
-        )  # fmt: skip
+    assert adopted.restriction == RestrictionFlags(True, True, "Deals.", ())
+    for given in (False, RestrictionFlags(restricted=True)):
+        with pytest.raises(ConfigurationError, match="unrestrict"):
+            KnowledgeBase.from_chroma(
+                f"kinject-{kb.id}-shared", name="copy2", persist_directory=tmp_path / "chroma",
+                embeddings=emb, path=tmp_path / "third", restricted=given,
+            )  # fmt: skip
 
 
 # -- layering ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from langchain_knowledge_inject import KnowledgeBase, StoreError
+from langchain_knowledge_inject import KnowledgeBase, RestrictionFlags, StoreError
 from langchain_knowledge_inject._store import knowledge_base
 from langchain_knowledge_inject._store.keyword import KeywordIndex
 from langchain_knowledge_inject._store.storage import StoreLock
@@ -39,9 +39,8 @@ def emb():
 
 
 def _restricted_kb(tmp_path, emb) -> list[str]:
-    kb = KnowledgeBase(
-        "deal", path=tmp_path, embeddings=emb, restricted=True, sensitive_sources=True
-    )
+    flags = RestrictionFlags(restricted=True, sensitive_sources=True)
+    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb, restricted=flags)
     ids = kb.add_documents(DOCS).ids
     kb.add_documents(FILLER)  # an index of many segments' worth, so damage lands inside it
     assert kb.search("amber walrus pilot", k=1, mode="keyword", min_score=0.0)[0].id == ids[0]
