@@ -28,6 +28,11 @@ one split (``--split train`` to tune, ``test`` to report):
    stored vector (numpy), and the HNSW query's recall@100 against it: how much
    of the figure's spread between builds the approximate index explains.
 
+5. **candidate depth** (``--only depth``, not in the default run; hybrid,
+   ``search(k=10)``): nDCG@10 and median search time when each side hands the
+   fusion 50, 100 (the default, ``fusion.CANDIDATE_DEPTH``), 150 or 200
+   candidates, one depth after another.
+
 ``--sweep`` (train only) prints hybrid nDCG@10 over the fusion weights. The
 figures and their history are in docs/performance.md. Embeddings are cached on
 disk (``_embedding_cache.py``), so a second run spends no CPU on the encoder.
@@ -283,6 +288,29 @@ def exact_dense(kb, queries, qrels) -> None:
         searcher.dense = approximate
 
 
+def candidate_depth(kb, queries, qrels) -> None:
+    """Hybrid nDCG@10 at k=10 and median search time over the candidates each side gives."""
+    print("\ncandidate depth (hybrid, search(k=10), fusion.CANDIDATE_DEPTH):")
+    saved = fusion.CANDIDATE_DEPTH
+    try:
+        for depth in (50, 100, 150, 200):
+            fusion.CANDIDATE_DEPTH = depth
+            ndcg, times = [], []
+            for query_id, text in queries.items():
+                start = time.perf_counter()
+                found = kb.search(text, k=10, min_score=0.0)
+                times.append(time.perf_counter() - start)
+                ndcg.append(ndcg_at_10(first_sources(found), qrels[query_id]))
+            label = f"{depth}{' (default)' if depth == saved else ''}"
+            print(
+                f"  {label:14s} nDCG@10 {statistics.mean(ndcg):.4f}"
+                f"  median {1000 * statistics.median(times):.1f} ms",
+                flush=True,
+            )
+    finally:
+        fusion.CANDIDATE_DEPTH = saved
+
+
 def sweep(kb, queries, qrels) -> None:
     """Hybrid nDCG@10 of the default path over the fusion weights (use on train only)."""
     print("\nsweep of the fusion weights, hybrid nDCG@10 (default path)")
@@ -303,7 +331,7 @@ def main() -> None:
     parser.add_argument("--split", choices=("test", "train"), default="test")
     parser.add_argument("--sweep", action="store_true", help="tune the fusion weights (train!)")
     parser.add_argument(
-        "--only", choices=("modes", "scoring", "grouping", "exact"), action="append"
+        "--only", choices=("modes", "scoring", "grouping", "exact", "depth"), action="append"
     )
     args = parser.parse_args()
     parts = set(args.only or ("modes", "scoring", "grouping", "exact"))
@@ -322,6 +350,8 @@ def main() -> None:
             grouping(chunk_rankings(kb, queries), qrels)
         if "exact" in parts:
             exact_dense(kb, queries, qrels)
+        if "depth" in parts:
+            candidate_depth(kb, queries, qrels)
         if args.sweep:
             sweep(kb, queries, qrels)
         print(f"load {os.getloadavg()[0]:.1f}")
