@@ -82,6 +82,9 @@ _FLAGS = ("restricted", "sensitive_sources")
 def _given_flags(restricted: Any) -> dict[str, Any]:
     """The stored flags that ``KnowledgeBase(restricted=...)`` asks for (None: keep them)."""
     if isinstance(restricted, RestrictionFlags):
+        if not restricted.restricted and restricted != RestrictionFlags():
+            msg = f"restricted={restricted!r} sets restricted mode's flags with it off: add True"
+            raise errors.ConfigurationError(msg, option="restricted", value=restricted)
         return {**vars(restricted), "routing_keywords": list(restricted.routing_keywords)}
     if restricted is None or isinstance(restricted, bool):
         return {"restricted": restricted}
@@ -168,6 +171,7 @@ class KnowledgeBase:
     ) -> None:
         calls.check_seconds("timeout", timeout)
         calls.check_seconds("sync_interval", sync_interval, zero=True)
+        given = _given_flags(restricted)
         if not isinstance(name, str) or not storage.NAME_PATTERN.match(name):
             msg = (
                 f"Invalid knowledge-base name {name!r}: use 1-63 letters, digits, '.', '_' or '-',"
@@ -193,7 +197,6 @@ class KnowledgeBase:
             bounded = calls.BoundedCalls(self.timeout, kb_name=name)
             self._chroma = ChromaSide(client, kb_id=self.id, server=server, calls=bounded)
             self._async_pool = calls.worker_pool(32, f"kinject-{name}-search") if server else None
-            given = _given_flags(restricted)
             self._pending: dict[str, Any] | None = None
             self._open(create=create, description=description, topics=topics, given=given)
         except BaseException:
@@ -802,13 +805,13 @@ class KnowledgeBase:
             collection_name, client=client, persist_directory=persist_directory
         )
         found, wanted = flags.read_flags(source.metadata), _given_flags(options.get("restricted"))
-        for key in (k for k in _FLAGS if getattr(found, k)):
-            if wanted.get(key) is False:
-                msg = f"Collection {collection_name!r} is {key}: kb.unrestrict() turns that off"
-                raise errors.ConfigurationError(msg, option=key, value=False)
-        if found.restricted or found.sensitive_sources:  # its flags come with it
+        on = [key for key in _FLAGS if getattr(found, key)]
+        if on:  # adopted restricted, with the collection's flags
+            if any(wanted.get(key) is False for key in ("restricted", *on)):
+                msg = f"Collection {collection_name!r} is {' and '.join(on)}: kb.unrestrict() "
+                raise errors.ConfigurationError(f"{msg}turns that off", option="restricted")
             given = {k: v for k, v in wanted.items() if v is not None}
-            options["restricted"] = RestrictionFlags(**{**vars(found), **given})
+            options["restricted"] = RestrictionFlags(**{**vars(found), **given, "restricted": True})
         kb = cls(name or collection_name, client=client, embeddings=embeddings, **options)
         try:
             kb._write(

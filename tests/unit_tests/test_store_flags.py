@@ -64,7 +64,7 @@ def test_a_plain_langchain_chroma_on_the_collection_sees_the_flag(tmp_path, emb)
 
 def test_the_constructor_never_turns_restriction_off(tmp_path, emb):
     _restricted(tmp_path, emb, sensitive_sources=True).close()
-    for given in (False, RestrictionFlags(restricted=True), RestrictionFlags(False, True)):
+    for given in (False, RestrictionFlags(), RestrictionFlags(restricted=True)):
         with pytest.raises(ConfigurationError, match=r"kb\.unrestrict\(\)"):
             KnowledgeBase("deal", path=tmp_path, embeddings=emb, restricted=given)
     kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
@@ -82,14 +82,22 @@ def test_restricted_true_keeps_the_stored_flags_and_a_record_stores_all_four(tmp
     assert kb.info.routing_keywords == ["merger", "price"]
 
 
-@pytest.mark.parametrize(
-    ("given", "option"),
-    [("yes", "restricted"), (1, "restricted"), ({"restricted": True}, "restricted")],
-)
-def test_restricted_must_be_a_bool_none_or_the_flags(tmp_path, emb, given, option):
+@pytest.mark.parametrize("given", ["yes", 1, {"restricted": True}])
+def test_restricted_must_be_a_bool_none_or_the_flags(tmp_path, emb, given):
     with pytest.raises(ConfigurationError, match=r"True, False, None or RestrictionFlags") as err:
         KnowledgeBase("deal", path=tmp_path, embeddings=emb, restricted=given)
-    assert err.value.option == option
+    assert err.value.option == "restricted"
+
+
+@pytest.mark.parametrize(
+    "given",
+    [RestrictionFlags(sensitive_sources=True), RestrictionFlags(routing_keywords=["merger"])],
+)
+def test_flags_of_restricted_mode_given_with_it_off_are_refused(tmp_path, emb, given):
+    with pytest.raises(ConfigurationError, match="with it off: add True") as err:
+        KnowledgeBase("deal", path=tmp_path, embeddings=emb, restricted=given)
+    assert err.value.option == "restricted"
+    assert KnowledgeBase.list(path=tmp_path) == []  # nothing was created
 
 
 @pytest.mark.parametrize(
@@ -228,6 +236,24 @@ def test_from_chroma_on_a_restricted_collection_gives_a_restricted_base(tmp_path
                 f"kinject-{kb.id}-shared", name="copy2", persist_directory=tmp_path / "chroma",
                 embeddings=emb, path=tmp_path / "third", restricted=given,
             )  # fmt: skip
+
+
+def test_from_chroma_on_a_collection_with_any_flag_adopts_it_restricted(tmp_path, emb):
+    from langchain_chroma import Chroma
+
+    metadata = {"kinject:sensitive_sources": True, "kinject:routing_hint": "Deals."}
+    store = Chroma("deals", embedding_function=emb, persist_directory=str(tmp_path / "lc"),
+                   collection_metadata=metadata)  # fmt: skip
+    store.add_documents(DOCS)
+    with pytest.raises(ConfigurationError, match=r"is sensitive_sources: kb\.unrestrict\(\)"):
+        KnowledgeBase.from_chroma("deals", persist_directory=tmp_path / "lc", embeddings=emb,
+                                  path=tmp_path / "refused", restricted=False)  # fmt: skip
+    adopted = KnowledgeBase.from_chroma(
+        "deals", persist_directory=tmp_path / "lc", embeddings=emb, path=tmp_path / "kb"
+    )
+    assert adopted.restriction == RestrictionFlags(True, True, "Deals.", ())
+    with pytest.raises(RestrictedKnowledgeError):
+        adopted.as_retriever().invoke("merger code")
 
 
 # -- layering ---------------------------------------------------------------------------
