@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
@@ -45,6 +43,7 @@ from langchain_knowledge_inject._surfaces.hosting import (
 from langchain_knowledge_inject._surfaces.pipeline import (
     KnowledgePipeline,
     PreparedTurn,
+    Recent,
     Request,
     pipeline_for,
     thread_key,
@@ -166,8 +165,7 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         self.tools = _memory_tools(self.pipeline.blocks) if memory_tools else []
         if search_tool or (search_tool is None and self.pipeline.settings.retrieval == "tool"):
             self.tools = [*self.tools, create_knowledge_base_search_tool(_Ready(self.pipeline))]
-        self._turns: OrderedDict[str, str | None] = OrderedDict()
-        self._lock = threading.Lock()
+        self._turns = Recent(_CACHED_TURNS)
 
     # -- the hooks -------------------------------------------------------------------------
     def wrap_model_call(
@@ -180,7 +178,7 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         messages = self._messages(request, req)
         key = _turn_key(req, messages)
         turn = None
-        if not self._cached(key):
+        if key not in self._turns:
             turn = self.pipeline.prepare(messages, req, surface="middleware")
             write_stream(turn.manifest.to_dict())
         sent = self._request(request, req, messages, key, turn)
@@ -197,7 +195,7 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         messages = self._messages(request, req)
         key = _turn_key(req, messages)
         turn = None
-        if not self._cached(key):
+        if key not in self._turns:
             turn = await self.pipeline.aprepare(messages, req, surface="middleware")
             write_stream(turn.manifest.to_dict())
         sent = self._request(request, req, messages, key, turn)
@@ -227,10 +225,6 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         messages: list[BaseMessage] = list(request.messages)
         return [system, *messages] if system is not None else messages
 
-    def _cached(self, key: str | None) -> bool:
-        with self._lock:
-            return key is not None and key in self._turns
-
     def _request(
         self,
         request: ModelRequest[Any],
@@ -241,14 +235,9 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
     ) -> ModelRequest[Any]:
         if turn is not None:
             sent = turn.messages
-            if key is not None:
-                with self._lock:
-                    self._turns[key] = turn.dynamic_context
-                    while len(self._turns) > _CACHED_TURNS:
-                        self._turns.popitem(last=False)
+            self._turns.put(key, turn.dynamic_context)
         else:
-            with self._lock:
-                text = self._turns.get(key) if key is not None else None
+            text = self._turns.get(key, None)
             sent, _ = self.pipeline.shape(self.pipeline.clean(messages, req), text, req)
         out = cast("list[AnyMessage]", sent)
         if out and isinstance(out[0], SystemMessage):

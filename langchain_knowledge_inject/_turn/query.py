@@ -31,9 +31,7 @@ import asyncio
 import hashlib
 import logging
 import re
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -46,6 +44,7 @@ from langchain_knowledge_inject._turn.placement import (
     query_text,
     strip_injected,
 )
+from langchain_knowledge_inject._turn.recent import Recent
 from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -274,8 +273,7 @@ class QueryCondenser:
         self.timeout = timeout
         self.only_follow_ups = only_follow_ups
         self.cache_size = cache_size
-        self._cache: OrderedDict[str, str] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache = Recent(cache_size)
 
     # -- the request ----------------------------------------------------------------------
     def _request(
@@ -302,24 +300,6 @@ class QueryCondenser:
         key = hashlib.sha256(f"{self.prompt}\x1f{body}".encode()).hexdigest()
         return current, key, [SystemMessage(self.prompt), HumanMessage(body)]
 
-    def _cached(self, key: str | None) -> str | None:
-        if key is None or not self.cache_size:
-            return None
-        with self._lock:
-            if key in self._cache:
-                self._cache.move_to_end(key)
-                return self._cache[key]
-        return None
-
-    def _store(self, key: str, query: str) -> None:
-        if not self.cache_size:
-            return
-        with self._lock:
-            self._cache[key] = query
-            self._cache.move_to_end(key)
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-
     def _result(
         self, messages: Sequence[BaseMessage], key: str, raw: Any, seconds: float
     ) -> CondensedQuery:
@@ -327,7 +307,7 @@ class QueryCondenser:
         query = " ".join(text.strip().strip("\"'`").split())
         if not query:
             return self._fallback(messages, "the model returned an empty query", 1, seconds)
-        self._store(key, query)
+        self._cache.put(key, query)
         return CondensedQuery(query, "model", 1, seconds)
 
     @staticmethod
@@ -347,7 +327,7 @@ class QueryCondenser:
             return CondensedQuery(None, "none")
         if request is None or key is None:
             return CondensedQuery(followup_query(messages), "heuristic")
-        if (hit := self._cached(key)) is not None:
+        if (hit := self._cache.get(key, None, touch=True)) is not None:
             return CondensedQuery(hit, "cache")
         return key, request
 
