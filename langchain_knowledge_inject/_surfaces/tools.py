@@ -44,6 +44,7 @@ from langchain_knowledge_inject._surfaces.pipeline import (
 )
 from langchain_knowledge_inject._turn.formatting import (
     KnowledgeBlockTemplate,
+    _one_line,
     format_knowledge_block,
     neutralize,
 )
@@ -368,10 +369,6 @@ def _fit_results(
             max_tokens,
         )
     return render(kept), kept
-
-
-def _one_line(text: str) -> str:
-    return " ".join(neutralize(text).split())
 
 
 def _cut_to_fit(doc: Document, max_tokens: int, render: Any) -> Document:

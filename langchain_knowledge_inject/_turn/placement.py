@@ -217,10 +217,9 @@ def query_text(message: BaseMessage | None) -> str | None:
 
 
 def _system_insert_index(messages: Sequence[BaseMessage]) -> int:
-    index = 0
-    while index < len(messages) and isinstance(messages[index], SystemMessage):
-        index += 1
-    return index
+    return next(
+        (i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)), len(messages)
+    )
 
 
 def injection_index(messages: Sequence[BaseMessage], *, placement: Placement) -> int:

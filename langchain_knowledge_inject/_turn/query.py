@@ -350,9 +350,8 @@ class QueryCondenser:
         key, request = early
         start = time.perf_counter()
         try:
-            call = lambda: self.model.invoke(request, config=config)  # noqa: E731
             raw = call_with_timeout(
-                call,
+                lambda: self.model.invoke(request, config=config),
                 self.timeout,
                 thread_name="kinject-query-condenser",
                 waiting_for="the condenser",
