@@ -164,7 +164,8 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         self.keep_manifest = keep_manifest
         self.tools = _memory_tools(self.pipeline.blocks) if memory_tools else []
         if search_tool or (search_tool is None and self.pipeline.settings.retrieval == "tool"):
-            self.tools = [*self.tools, create_knowledge_base_search_tool(_Ready(self.pipeline))]
+            # the tool shares this middleware's pipeline (read from .pipeline, as an injector's)
+            self.tools = [*self.tools, create_knowledge_base_search_tool(self)]
         self._turns = Recent(_CACHED_TURNS)
 
     # -- the hooks -------------------------------------------------------------------------
@@ -175,7 +176,7 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
     ) -> ModelResponse | ExtendedModelResponse:
         """Call the model with the knowledge injected (retrieving once per user turn)."""
         req = self.pipeline.request(current_config(), context=_context(request))
-        messages = self._messages(request, req)
+        messages = _sent(request)  # system message + conversation
         key = _turn_key(req, messages)
         turn = None
         if key not in self._turns:
@@ -192,7 +193,7 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
     ) -> ModelResponse | ExtendedModelResponse:
         """Async twin of :meth:`wrap_model_call`."""
         req = await self.pipeline.arequest(current_config(), context=_context(request))
-        messages = self._messages(request, req)
+        messages = _sent(request)  # system message + conversation
         key = _turn_key(req, messages)
         turn = None
         if key not in self._turns:
@@ -219,12 +220,6 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         return cast("ToolMessage | Command[Any]", await arun_tool(self.pipeline, request, handler))
 
     # -- helpers ---------------------------------------------------------------------------
-    def _messages(self, request: ModelRequest[Any], req: Request) -> list[BaseMessage]:
-        """System message + conversation, as the pipeline should see them."""
-        system = request.system_message
-        messages: list[BaseMessage] = list(request.messages)
-        return [system, *messages] if system is not None else messages
-
     def _request(
         self,
         request: ModelRequest[Any],
@@ -274,19 +269,13 @@ class _RecordingMiddleware(KnowledgeInjectionMiddleware):
         return None
 
 
-class _Ready:
-    """A ready pipeline passed to the tool factory (``pipeline_for`` takes it as it is)."""
-
-    def __init__(self, pipeline: KnowledgePipeline) -> None:
-        self.pipeline = pipeline
-
-
 def _context(request: ModelRequest[Any]) -> Any:
     runtime = getattr(request, "runtime", None)
     return getattr(runtime, "context", None)
 
 
 def _sent(request: ModelRequest[Any]) -> list[BaseMessage]:
+    """System message + conversation: what the pipeline sees, and what is sent."""
     system = request.system_message
     return [system, *request.messages] if system is not None else list(request.messages)
 

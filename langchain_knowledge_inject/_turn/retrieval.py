@@ -208,6 +208,9 @@ class VectorStoreSource(_Foreign):
     def _scored(self, pairs: Sequence[tuple[Document, float]], spec: SearchSpec) -> list[Document]:
         return self._keep([_identified(d, self.name, s) for d, s in pairs], spec, scored=True)
 
+    def _unscored(self, found: Sequence[Document], spec: SearchSpec) -> list[Document]:
+        return self._keep([_identified(d, self.name, None) for d in found], spec, scored=False)
+
     def search(self, query: str, spec: SearchSpec) -> list[Document]:
         _refuse_tenant(self.name, spec.tenant_id)
         fetch = self._fetch(spec)
@@ -219,11 +222,7 @@ class VectorStoreSource(_Foreign):
                 pairs = self.store.similarity_search_with_relevance_scores(query, k=fetch)
             return self._scored(pairs, spec)
         except NotImplementedError:
-            docs = [
-                _identified(d, self.name, None)
-                for d in self.store.similarity_search(query, k=fetch)
-            ]
-            return self._keep(docs, spec, scored=False)
+            return self._unscored(self.store.similarity_search(query, k=fetch), spec)
 
     async def asearch(self, query: str, spec: SearchSpec) -> list[Document]:
         _refuse_tenant(self.name, spec.tenant_id)
@@ -237,9 +236,7 @@ class VectorStoreSource(_Foreign):
                 pairs = await self.store.asimilarity_search_with_relevance_scores(query, k=fetch)
             return self._scored(pairs, spec)
         except NotImplementedError:
-            found = await self.store.asimilarity_search(query, k=fetch)
-            docs = [_identified(d, self.name, None) for d in found]
-            return self._keep(docs, spec, scored=False)
+            return self._unscored(await self.store.asimilarity_search(query, k=fetch), spec)
 
 
 class RetrieverSource(_Foreign):
@@ -279,20 +276,11 @@ class KnowledgeBaseSource:
         self.kb = kb
         self.name = str(getattr(kb, "name", type(kb).__name__))
 
-    def _kwargs(self, spec: SearchSpec) -> dict[str, Any]:
-        return {
-            "k": spec.k,
-            "min_score": spec.min_score,
-            "filter": spec.filter,
-            "mode": spec.mode,
-            "tenant_id": spec.tenant_id,
-        }
-
     def search(self, query: str, spec: SearchSpec) -> list[Document]:
-        return list(self.kb.search(query, **self._kwargs(spec)))
+        return list(self.kb.search(query, **vars(spec)))  # the fields are its keyword arguments
 
     async def asearch(self, query: str, spec: SearchSpec) -> list[Document]:
-        return list(await self.kb.asearch(query, **self._kwargs(spec)))
+        return list(await self.kb.asearch(query, **vars(spec)))
 
 
 Source = KnowledgeBaseSource | ChromaSource | VectorStoreSource | RetrieverSource
