@@ -867,16 +867,9 @@ def pipeline_for(
     options = options or {}
     ready = getattr(knowledge_base, "pipeline", None)
     if isinstance(ready, KnowledgePipeline):
-        given = [
-            n
-            for n, v in (
-                ("settings", settings),
-                ("summarizer_model", summarizer_model),
-                ("blocks", tuple(blocks) or None),
-            )
-            if v is not None
-        ]
-        given += sorted(options)
+        values = {"settings": settings, "summarizer_model": summarizer_model}
+        values["blocks"] = tuple(blocks) or None
+        given = [name for name, value in values.items() if value is not None] + sorted(options)
         if given:
             msg = (
                 f"{given[0]!r} cannot be given with a ready KnowledgeInjector: set it on the "

@@ -136,17 +136,14 @@ class _Foreign:
                 spec.min_score,
                 self.name,
             )
-        kept = [
-            d
-            for d in docs
-            if (
-                spec.min_score is None
-                or not _numeric(d.metadata.get("score"))
-                or d.metadata["score"] >= spec.min_score
-            )
-            and (not spec.filter or matches(d.metadata, spec.filter))
-        ]
-        return kept[: spec.k]
+        low = spec.min_score
+
+        def kept(doc: Document) -> bool:
+            meta = doc.metadata
+            below = low is not None and _numeric(meta.get("score")) and meta["score"] < low
+            return not below and (not spec.filter or matches(meta, spec.filter))
+
+        return [d for d in docs if kept(d)][: spec.k]
 
 
 class ChromaSource(_Foreign):
@@ -488,8 +485,6 @@ def merge_results(found: Sequence[Sequence[Document]], top_k: int) -> list[Docum
 
 
 # --- reranking --------------------------------------------------------------------------------
-
-Reranker = Callable[[str, Sequence[Document]], Sequence[Document]] | Any
 
 
 def check_reranker(reranker: Any) -> Any:
