@@ -188,9 +188,7 @@ class _Search:
         self.name = name
         self.filter = filter
 
-    def _arguments(
-        self, runtime: Any, config: RunnableConfig | None, request: Request, category: str | None
-    ) -> dict[str, Any]:
+    def _arguments(self, runtime: Any, request: Request, category: str | None) -> dict[str, Any]:
         messages = _messages(runtime)
         return {
             "filter": pinned_and(self.filter, category),
@@ -224,7 +222,7 @@ class _Search:
         )
         if not request.settings.enabled:
             return _switched_off()
-        args = self._arguments(runtime, config, request, category)
+        args = self._arguments(runtime, request, category)
         found = self.pipeline.search(query, request, k=k, **args)
         return self._result(query, found, request, bool(args["skip"]))
 
@@ -242,7 +240,7 @@ class _Search:
         )
         if not request.settings.enabled:
             return _switched_off()
-        args = self._arguments(runtime, config, request, category)
+        args = self._arguments(runtime, request, category)
         found = await self.pipeline.asearch(query, request, k=k, **args)
         return self._result(query, found, request, bool(args["skip"]))
 

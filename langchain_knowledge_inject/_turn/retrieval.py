@@ -504,7 +504,7 @@ def check_reranker(reranker: Any) -> Any:
     raise ConfigurationError(msg, option="reranker", value=reranker)
 
 
-def _reranked(docs: Sequence[Document], out: Sequence[Document]) -> list[Document]:
+def _reranked(out: Sequence[Document]) -> list[Document]:
     """The reranker's order, each document keeping its retrieval score as ``retrieval_score``."""
     ranked = []
     for position, doc in enumerate(out):
@@ -528,7 +528,7 @@ def rerank(reranker: Any, query: str, docs: Sequence[Document]) -> list[Document
         out = reranker.compress_documents(list(docs), query)
     else:
         out = reranker(query, list(docs))
-    return _reranked(docs, out)
+    return _reranked(out)
 
 
 async def arerank(reranker: Any, query: str, docs: Sequence[Document]) -> list[Document]:
@@ -540,4 +540,4 @@ async def arerank(reranker: Any, query: str, docs: Sequence[Document]) -> list[D
     else:
         result: Any = await asyncio.to_thread(reranker, query, list(docs))
         out = await result if isinstance(result, Awaitable) else result
-    return _reranked(docs, out)
+    return _reranked(out)
