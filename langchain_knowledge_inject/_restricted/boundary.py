@@ -191,16 +191,16 @@ class Released:
 
     def stubs(self) -> list[Document]:
         """The summarized chunks as they may be kept: ref and coarse score, never text."""
-        from langchain_core.documents import Document
+        return [stub(ref, score) for ref, score in zip(self.refs, self.scores, strict=True)]
 
-        return [
-            Document(
-                page_content="",
-                id=ref,
-                metadata={"chunk_id": ref, "score": score, "redacted": True},
-            )
-            for ref, score in zip(self.refs, self.scores, strict=True)
-        ]
+
+def stub(ref: str, score: float) -> Document:
+    """A chunk as it may be kept outside the boundary: its keyed reference and score, no text."""
+    from langchain_core.documents import Document
+
+    return Document(
+        page_content="", id=ref, metadata={"chunk_id": ref, "score": score, "redacted": True}
+    )
 
 
 # --- the block -------------------------------------------------------------------------------

@@ -46,6 +46,7 @@ from langchain_knowledge_inject._restricted.boundary import (
     arelease,
     chunk_ref,
     release,
+    stub,
 )
 from langchain_knowledge_inject._restricted.scope import (
     SourceFlags,
@@ -417,13 +418,8 @@ class KnowledgePipeline:
             return None
 
         def redact(doc: Document) -> Document:
-            ref = chunk_ref(chunk_id(doc))
             score = round(float(doc.metadata.get("score", 0.0) or 0.0), 1)
-            return Document(
-                page_content="",
-                id=ref,
-                metadata={"chunk_id": ref, "score": score, "redacted": True},
-            )
+            return stub(chunk_ref(chunk_id(doc)), score)
 
         return redact
 

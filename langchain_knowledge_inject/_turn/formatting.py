@@ -212,28 +212,33 @@ def _names(source: Any, name: str) -> bool:
     return name in (text, text.replace("\\", "/").rsplit("/", 1)[-1])
 
 
-def render_chunk(template: KnowledgeBlockTemplate, doc: Document, cid: str, rank: int) -> str:
-    """One chunk as the template's ``chunk`` line(s): citation id, source, category, text."""
-    meta = doc.metadata
-    category = meta.get("category")
-    category_text = _one_line(str(category)) if category not in (None, "") else ""
-    try:
-        score = float(meta.get("score", 0.0))
-    except (TypeError, ValueError):
-        score = 0.0
-    return template.chunk.format(
-        citation_id=cid,
-        source=_one_line(str(meta.get("source", "unknown"))),
-        category=category_text,
-        category_line=template.category_line.format(category=category_text)
-        if category_text
-        else "",
-        score=score,
-        content=neutralize(
-            doc.page_content, markers=(template.intro, template.closing, USER_MESSAGE_LABEL)
-        ).strip("\n"),
-        rank=rank,
-    )
+def render_chunks(
+    template: KnowledgeBlockTemplate, documents: Sequence[Document], ids: Sequence[str]
+) -> list[str]:
+    """The chunks as the template's ``chunk`` line(s): citation id, source, category, text."""
+    markers = (template.intro, template.closing, USER_MESSAGE_LABEL)
+    chunks = []
+    for rank, (doc, cid) in enumerate(zip(documents, ids, strict=True), start=1):
+        meta = doc.metadata
+        category = meta.get("category")
+        category_text = _one_line(str(category)) if category not in (None, "") else ""
+        line = template.category_line.format(category=category_text) if category_text else ""
+        try:
+            score = float(meta.get("score", 0.0))
+        except (TypeError, ValueError):
+            score = 0.0
+        chunks.append(
+            template.chunk.format(
+                citation_id=cid,
+                source=_one_line(str(meta.get("source", "unknown"))),
+                category=category_text,
+                category_line=line,
+                score=score,
+                content=neutralize(doc.page_content, markers=markers).strip("\n"),
+                rank=rank,
+            )
+        )
+    return chunks
 
 
 def format_knowledge_block(
@@ -275,11 +280,7 @@ def format_knowledge_block(
             f"citation_ids has {len(ids)} ids for {len(documents)} documents; give one per document"
         )
         raise ConfigurationError(msg, option="citation_ids", value=citation_ids)
-    chunks = [
-        render_chunk(template, doc, cid, rank)
-        for rank, (doc, cid) in enumerate(zip(documents, ids, strict=True), start=1)
-    ]
-    return assemble_knowledge_block(template, chunks)
+    return assemble_knowledge_block(template, render_chunks(template, documents, ids))
 
 
 def assemble_knowledge_block(template: KnowledgeBlockTemplate, chunks: Sequence[str]) -> str:
