@@ -97,6 +97,11 @@ def _numeric(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def _first_number(meta: Mapping[str, Any], keys: Sequence[str]) -> Any:
+    """The value of the first of ``keys`` that holds a finite number, else None."""
+    return next((meta[k] for k in keys if _numeric(meta.get(k))), None)
+
+
 def _refuse_tenant(name: str, tenant_id: str | None) -> None:
     if tenant_id is not None:
         msg = (
@@ -244,12 +249,7 @@ class RetrieverSource(_Foreign):
         self.name = retriever.get_name()
 
     def _found(self, found: Sequence[Document], spec: SearchSpec) -> list[Document]:
-        docs = []
-        for doc in found:
-            score = next(
-                (doc.metadata[k] for k in _SCORE_KEYS if _numeric(doc.metadata.get(k))), None
-            )
-            docs.append(_identified(doc, self.name, score))
+        docs = [_identified(d, self.name, _first_number(d.metadata, _SCORE_KEYS)) for d in found]
         scored = bool(docs) and all(_numeric(d.metadata.get("score")) for d in docs)
         return self._keep(docs, spec, scored=scored)
 
@@ -510,9 +510,7 @@ def _reranked(out: Sequence[Document]) -> list[Document]:
     for position, doc in enumerate(out):
         meta = dict(doc.metadata)
         meta.setdefault("retrieval_score", meta.get("score"))
-        rerank = next(
-            (meta[k] for k in ("relevance_score", "rerank_score") if _numeric(meta.get(k))), None
-        )
+        rerank = _first_number(meta, ("relevance_score", "rerank_score"))
         if rerank is not None:
             meta["score"] = min(1.0, max(0.0, float(rerank)))
         meta["rerank_position"] = position
