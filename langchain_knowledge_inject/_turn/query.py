@@ -93,11 +93,8 @@ def salient_terms(text: str) -> list[str]:
         >>> salient_terms("How many days of annual leave do I get after five years?")
         ['days', 'annual', 'leave', 'five', 'years']
     """
-    terms: dict[str, None] = {}
-    for word in _WORD.findall(text.lower()):
-        if word not in FUNCTION_WORDS and (len(word) > 1 or word.isdigit()):
-            terms[word] = None
-    return list(terms)
+    words = (w for w in _WORD.findall(text.lower()) if len(w) > 1 or w.isdigit())
+    return list(dict.fromkeys(w for w in words if w not in FUNCTION_WORDS))
 
 
 def looks_like_follow_up(text: str) -> bool:
@@ -174,12 +171,8 @@ def followup_query(messages: Sequence[BaseMessage], *, max_turns: int = 3) -> st
         if not looks_like_follow_up(text):
             break
     own = set(salient_terms(current))
-    extra: dict[str, None] = {}
-    for text in reversed(taken):  # the nearest turn first
-        for term in salient_terms(text):
-            if term not in own:
-                extra[term] = None
-    terms = list(extra)[:MAX_TERMS]
+    nearest_first = (term for text in reversed(taken) for term in salient_terms(text))
+    terms = list(dict.fromkeys(t for t in nearest_first if t not in own))[:MAX_TERMS]
     return f"{current} {' '.join(terms)}" if terms else current
 
 

@@ -474,14 +474,10 @@ def merge_results(found: Sequence[Sequence[Document]], top_k: int) -> list[Docum
         ordered = sorted(docs, key=lambda d: -float(d.metadata["score"]))
     else:
         ordered = [d for row in itertools.zip_longest(*found) for d in row if d is not None]
-    seen: set[str] = set()
-    merged = []
+    merged: dict[str, Document] = {}  # the first of each chunk id
     for doc in ordered:
-        key = str(doc.id or doc.metadata.get("chunk_id") or id(doc))
-        if key not in seen:
-            seen.add(key)
-            merged.append(doc)
-    return merged[:top_k]
+        merged.setdefault(str(doc.id or doc.metadata.get("chunk_id") or id(doc)), doc)
+    return list(merged.values())[:top_k]
 
 
 # --- reranking --------------------------------------------------------------------------------
