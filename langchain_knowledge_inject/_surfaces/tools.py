@@ -44,9 +44,9 @@ from langchain_knowledge_inject._surfaces.pipeline import (
 )
 from langchain_knowledge_inject._turn.formatting import (
     KnowledgeBlockTemplate,
-    _one_line,
     format_knowledge_block,
     neutralize,
+    one_line,
 )
 from langchain_knowledge_inject._turn.placement import current_user_index
 from langchain_knowledge_inject._turn.tokens import approximate_token_count, fit_to_budget
@@ -352,7 +352,7 @@ def _fit_results(
         if kept:
             return format_knowledge_block(kept, template=_TOOL_TEMPLATE)
         already = " beyond the passages you were already given this turn" if skipped else ""
-        return f"No passages found in the knowledge base{already} for: {_one_line(query)}"
+        return f"No passages found in the knowledge base{already} for: {one_line(query)}"
 
     kept, _ = fit_to_budget(
         docs, max_tokens=max_tokens, counter=approximate_token_count, render=render

@@ -129,7 +129,8 @@ DEFAULT_KNOWLEDGE_TEMPLATE = KnowledgeBlockTemplate()
 """The default template (see the module docstring for what it renders)."""
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """``text`` neutralized, on one line (whitespace runs collapsed)."""
     return " ".join(neutralize(text).split())
 
 
@@ -221,7 +222,7 @@ def render_chunks(
     for rank, (doc, cid) in enumerate(zip(documents, ids, strict=True), start=1):
         meta = doc.metadata
         category = meta.get("category")
-        category_text = _one_line(str(category)) if category not in (None, "") else ""
+        category_text = one_line(str(category)) if category not in (None, "") else ""
         line = template.category_line.format(category=category_text) if category_text else ""
         try:
             score = float(meta.get("score", 0.0))
@@ -230,7 +231,7 @@ def render_chunks(
         chunks.append(
             template.chunk.format(
                 citation_id=cid,
-                source=_one_line(str(meta.get("source", "unknown"))),
+                source=one_line(str(meta.get("source", "unknown"))),
                 category=category_text,
                 category_line=line,
                 score=score,
@@ -324,15 +325,15 @@ def format_kb_meta(infos: Iterable[Any]) -> str:
     """
     lines = []
     for info in infos:
-        name = _one_line(str(_field(info, "name") or "unnamed"))
+        name = one_line(str(_field(info, "name") or "unnamed"))
         line = f"- {name}"
         kb_id = _field(info, "id")
         if kb_id:
-            line += f" (id: {_one_line(str(kb_id))})"
+            line += f" (id: {one_line(str(kb_id))})"
         description = _field(info, "description")
         if description:
-            line += f": {_one_line(str(description)).rstrip('.')}."
-        topics = [_one_line(str(t)) for t in (_field(info, "topics") or [])]
+            line += f": {one_line(str(description)).rstrip('.')}."
+        topics = [one_line(str(t)) for t in (_field(info, "topics") or [])]
         if topics:
             line += f" Topics: {', '.join(topics)}."
         lines.append(line)
