@@ -49,7 +49,11 @@ from langchain_knowledge_inject._turn.formatting import (
     one_line,
 )
 from langchain_knowledge_inject._turn.placement import current_user_index
-from langchain_knowledge_inject._turn.tokens import approximate_token_count, fit_to_budget
+from langchain_knowledge_inject._turn.tokens import (
+    approximate_token_count,
+    fit_to_budget,
+    longest_fit,
+)
 from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -371,15 +375,12 @@ def _fit_results(
 
 def _cut_to_fit(doc: Document, max_tokens: int, render: Any) -> Document:
     text = doc.page_content
-    low, high = 0, len(text)
-    while low < high:  # the longest prefix (in characters) whose passage fits
-        mid = (low + high + 1) // 2
-        candidate = doc.model_copy(update={"page_content": text[:mid] + " …"})
-        if approximate_token_count(render([candidate])) <= max_tokens:
-            low = mid
-        else:
-            high = mid - 1
-    cut = text[:low]
+
+    def fits(n: int) -> bool:  # the first ``n`` characters, as a passage
+        candidate = doc.model_copy(update={"page_content": text[:n] + " …"})
+        return approximate_token_count(render([candidate])) <= max_tokens
+
+    cut = text[: longest_fit(len(text), fits)]
     cut = cut.rsplit(" ", 1)[0] if " " in cut[-200:] else cut
     metadata = {**doc.metadata, "truncated": True}
     return doc.model_copy(update={"page_content": cut + " …", "metadata": metadata})
