@@ -585,12 +585,8 @@ class KnowledgePipeline:
         )
         docs = [] if request.restricted else found.documents
         content = has_content(docs, restricted, blocks)
-        if (
-            not content
-            and settings.enabled
-            and settings.include_kb_meta
-            and settings.kb_meta_every_turn
-        ):
+        every_turn = settings.enabled and settings.include_kb_meta and settings.kb_meta_every_turn
+        if not content and every_turn:
             before, _ = self._around(request)
             assembled = meta_alone(
                 before,

@@ -143,10 +143,7 @@ def config_user_id(config: RunnableConfig | None, *, key: str = "user_id") -> st
         'u1'
     """
     value = ((config or {}).get("configurable") or {}).get(key)
-    if value is None:
-        return None
-    text = str(value).strip()
-    return text or None
+    return (str(value).strip() or None) if value is not None else None
 
 
 def assemble_blocks(
