@@ -53,9 +53,7 @@ def as_message(reply: Any) -> BaseMessage:
 
 def _reply(response: Any) -> Any:
     result = getattr(response, "result", None)
-    if isinstance(result, list) and result:
-        return result[-1]
-    return response
+    return result[-1] if isinstance(result, list) and result else response
 
 
 def call_model_logged(

@@ -270,8 +270,7 @@ class _RecordingMiddleware(KnowledgeInjectionMiddleware):
 
 
 def _context(request: ModelRequest[Any]) -> Any:
-    runtime = getattr(request, "runtime", None)
-    return getattr(runtime, "context", None)
+    return getattr(getattr(request, "runtime", None), "context", None)
 
 
 def _sent(request: ModelRequest[Any]) -> list[BaseMessage]:

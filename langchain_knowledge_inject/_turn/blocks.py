@@ -213,8 +213,7 @@ def assemble_blocks(
         name, text = current[i]
         current[i] = (name, _shorten(i, name, text, "token_budget", cuts))  # type: ignore[arg-type]
 
-    joined = join_blocks(current, separator)
-    return joined or None, list(cuts.values())
+    return join_blocks(current, separator) or None, list(cuts.values())
 
 
 _RESERVED_NAMES = frozenset({"knowledge", "kb_meta", "extra"})

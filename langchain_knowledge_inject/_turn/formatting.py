@@ -302,9 +302,7 @@ def assemble_knowledge_block(template: KnowledgeBlockTemplate, chunks: Sequence[
 
 
 def _field(info: Any, name: str) -> Any:
-    if isinstance(info, Mapping):
-        return info.get(name)
-    return getattr(info, name, None)
+    return info.get(name) if isinstance(info, Mapping) else getattr(info, name, None)
 
 
 def format_kb_meta(infos: Iterable[Any]) -> str:
@@ -337,6 +335,4 @@ def format_kb_meta(infos: Iterable[Any]) -> str:
         if topics:
             line += f" Topics: {', '.join(topics)}."
         lines.append(line)
-    if not lines:
-        return ""
-    return "\n".join(["[Knowledge Bases]", *lines])
+    return "\n".join(["[Knowledge Bases]", *lines]) if lines else ""

@@ -204,8 +204,7 @@ def query_text(message: BaseMessage | None) -> str | None:
         return None
     content = message.content
     parts = [content] if isinstance(content, str) else [_text_part(p) for p in content]
-    text = "\n".join(p.strip() for p in parts if p and p.strip())
-    return text or None
+    return "\n".join(p.strip() for p in parts if p and p.strip()) or None
 
 
 def _text_part(part: Any) -> str:

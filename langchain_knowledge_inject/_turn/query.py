@@ -370,6 +370,4 @@ class QueryCondenser:
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError):
-        return "timed out"
-    return f"{type(exc).__name__}: {exc}"
+    return "timed out" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
