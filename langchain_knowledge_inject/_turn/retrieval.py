@@ -334,33 +334,30 @@ class _TracedSearch(BaseRetriever):
 
     source: Any
 
+    def _args(self, run_manager: Any, kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """The source's search arguments; a retriever runs as a child of this run."""
+        if not isinstance(self.source, RetrieverSource):
+            return (kwargs["spec"],)
+        callbacks = [] if kwargs["redact"] else run_manager.get_child()  # restricted: none below
+        return kwargs["spec"], {"callbacks": callbacks}
+
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        spec, redact, sink = kwargs["spec"], kwargs["redact"], kwargs["sink"]
-        if isinstance(self.source, RetrieverSource):  # a restricted turn: no callbacks below
-            child = None if redact else {"callbacks": run_manager.get_child()}
-            found = self.source.search(query, spec, _quiet(child))
-        else:
-            found = self.source.search(query, spec)
-        sink.extend(found)
-        return [redact(d) for d in found] if redact else list(found)
+        return _shown(self.source.search(query, *self._args(run_manager, kwargs)), **kwargs)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        spec, redact, sink = kwargs["spec"], kwargs["redact"], kwargs["sink"]
-        if isinstance(self.source, RetrieverSource):
-            child = None if redact else {"callbacks": run_manager.get_child()}
-            found = await self.source.asearch(query, spec, _quiet(child))
-        else:
-            found = await self.source.asearch(query, spec)
-        sink.extend(found)
-        return [redact(d) for d in found] if redact else list(found)
+        return _shown(await self.source.asearch(query, *self._args(run_manager, kwargs)), **kwargs)
 
 
-def _quiet(child: Any) -> RunnableConfig:
-    return child if child is not None else {"callbacks": []}
+def _shown(
+    found: list[Document], *, redact: Redact, sink: list[Document], **_: Any
+) -> list[Document]:
+    """Everything found into ``sink``; what the run shows: stubs in a restricted turn."""
+    sink.extend(found)
+    return [redact(d) for d in found] if redact else list(found)
 
 
 Redact = Callable[[Document], Document] | None
