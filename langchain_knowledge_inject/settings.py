@@ -396,8 +396,7 @@ def _configuration_error(exc: ValidationError, prefix: str) -> ConfigurationErro
 
 def _field_doc(name: str) -> str:
     """The first line of a field's attribute docstring (pydantic keeps it as description)."""
-    field = KnowledgeSettings.model_fields[name]
-    return (field.description or name).split("\n")[0]
+    return (KnowledgeSettings.model_fields[name].description or name).split("\n")[0]
 
 
 _DEFAULTS = KnowledgeSettings()

@@ -153,8 +153,7 @@ def split_documents(
         >>> [c.metadata["headers"] for c in split_documents([doc], file_type="markdown")]
         ['Leave']
     """
-    if splitter is None:
-        splitter = ingest_splitter(None, chunk_size, chunk_overlap)
+    splitter = ingest_splitter(None, chunk_size, chunk_overlap) if splitter is None else splitter
     markdown = file_type in ("markdown", "html")
     counters: dict[object, int] = {}
     chunks: list[Document] = []

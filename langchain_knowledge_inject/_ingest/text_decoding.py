@@ -15,6 +15,7 @@ names every file that was not UTF-8 in its report's ``warnings``.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import re
 from dataclasses import dataclass
 
@@ -55,18 +56,14 @@ def decode_bytes(data: bytes, *, html: bool = False) -> Decoded | None:
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             return Decoded(data.decode(encoding, errors="replace"), encoding, True, False)
-    try:
+    with contextlib.suppress(UnicodeDecodeError):
         return Decoded(data.decode("utf-8"), "utf-8", True, False)
-    except UnicodeDecodeError:
-        pass
     if html:
         declared = _META_CHARSET.search(data[:4096])
         if declared:
             name = declared.group(1).decode("ascii", "ignore")
-            try:
+            with contextlib.suppress(LookupError, UnicodeDecodeError):
                 return Decoded(data.decode(name), name.lower(), True, False)
-            except (LookupError, UnicodeDecodeError):
-                pass
     return _detect(data)
 
 

@@ -53,7 +53,11 @@ from langchain_knowledge_inject._restricted.guard import LeakPolicy, StrictConfi
 from langchain_knowledge_inject._restricted.summarizer import ReasonCode, SummarizerFailure
 from langchain_knowledge_inject._turn.model_call import call_with_timeout
 from langchain_knowledge_inject._turn.neutralize import neutralize_line
-from langchain_knowledge_inject._turn.tokens import TokenCounter, approximate_token_count
+from langchain_knowledge_inject._turn.tokens import (
+    TokenCounter,
+    approximate_token_count,
+    longest_fit,
+)
 from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -191,16 +195,16 @@ class Released:
 
     def stubs(self) -> list[Document]:
         """The summarized chunks as they may be kept: ref and coarse score, never text."""
-        from langchain_core.documents import Document
+        return [stub(ref, score) for ref, score in zip(self.refs, self.scores, strict=True)]
 
-        return [
-            Document(
-                page_content="",
-                id=ref,
-                metadata={"chunk_id": ref, "score": score, "redacted": True},
-            )
-            for ref, score in zip(self.refs, self.scores, strict=True)
-        ]
+
+def stub(ref: str, score: float) -> Document:
+    """A chunk as it may be kept outside the boundary: its keyed reference and score, no text."""
+    from langchain_core.documents import Document
+
+    return Document(
+        page_content="", id=ref, metadata={"chunk_id": ref, "score": score, "redacted": True}
+    )
 
 
 # --- the block -------------------------------------------------------------------------------
@@ -254,13 +258,7 @@ def _fit(summary: SafeSummary, max_tokens: int | None, count: TokenCounter) -> S
             update={"summary": _cut_words(summary.summary, n), "answer_guidance": guidance}
         )
 
-    low, high = 0, len(words)
-    while low < high:  # the longest prefix of the summary that fits
-        mid = (low + high + 1) // 2
-        if count(format_block(cut(mid))) <= max_tokens:
-            low = mid
-        else:
-            high = mid - 1
+    low = longest_fit(len(words), lambda n: count(format_block(cut(n))) <= max_tokens)
     if low >= min(_MIN_WORDS, len(words)):
         logger.warning(
             "safe summary cut to %d of %d words (max_tokens=%d)", low, len(words), max_tokens

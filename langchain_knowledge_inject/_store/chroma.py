@@ -221,11 +221,8 @@ class ChromaSide:
         """Rewrite the metadata of stored chunks (their text and vector stay)."""
         collection = self.collection(partition, create=True)
         for part in self._batches(chunks):
-            ids, metas = (
-                [c.chunk_id for c in chunks[part]],
-                [stored_metadata(c) for c in chunks[part]],
-            )
-            collection.update(ids=ids, metadatas=metas)
+            ids = [c.chunk_id for c in chunks[part]]
+            collection.update(ids=ids, metadatas=[stored_metadata(c) for c in chunks[part]])
 
     def delete(self, partition: str, ids: Sequence[str]) -> None:
         """Delete chunks by id (unknown ids are ignored)."""

@@ -227,11 +227,9 @@ def embedding_model_name(embeddings: Embeddings) -> str:
     if isinstance(model_name, str) and model_name:
         if model_name == DEFAULT_MODEL_NAME:
             return model_name
-        try:
+        with contextlib.suppress(OSError, KnowledgeBaseOpenError):
             if os.path.samefile(model_name, model_path()):
                 return DEFAULT_MODEL_NAME
-        except (OSError, KnowledgeBaseOpenError):
-            pass
         return model_name
     size = getattr(embeddings, "size", None)
     return f"{type(embeddings).__name__}{f'(size={size})' if isinstance(size, int) else ''}"

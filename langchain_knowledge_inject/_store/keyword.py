@@ -213,11 +213,10 @@ class KeywordIndex:
         if built is None or k <= 0:
             return []
         searcher = self._index.searcher()
-        out = []
-        for score, address in searcher.search(built, k, count=False).hits:
-            doc = searcher.doc(address)
-            out.append((doc["id"][0], float(score), doc["source"][0]))
-        return out
+        hits = [
+            (score, searcher.doc(a)) for score, a in searcher.search(built, k, count=False).hits
+        ]
+        return [(doc["id"][0], float(score), doc["source"][0]) for score, doc in hits]
 
     def _query(self, query: str, stopwords: AbstractSet[str], *, phrases: bool) -> Any:
         import tantivy

@@ -267,17 +267,14 @@ class KeywordCache:
                 return 0
             collection, state = self.chroma.collection(partition), part.state
             current = None if collection is None else str(collection.id)
-            if state is not None and state["collection"] not in (current, None):
+            replaced = state is not None and state["collection"] not in (current, None)
+            if replaced:
                 logger.warning(
                     "The Chroma collection that the keyword cache of partition %r was built "
                     "from is gone (%s now): rebuilt from Chroma",
                     partition or "(shared)", "none" if current is None else "another",
                 )  # fmt: skip
-            if (
-                state is None
-                or state.get("format") != FORMAT
-                or state["collection"] not in (current, None)
-            ):
+            if state is None or replaced or state.get("format") != FORMAT:
                 changed = self._rebuild(part, partition)
             else:
                 changed = self._follow(part, partition, collection, state) if collection else 0

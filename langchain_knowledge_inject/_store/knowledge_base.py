@@ -294,13 +294,8 @@ class KnowledgeBase:
     def _create(self, create: bool, wanted: dict[str, Any]) -> Any:
         """Create the knowledge base: its shared collection."""
         if not create or self.read_only:
-            names = [
-                i.name for i in metadata.list_knowledge_bases(self.path, client=self._chroma.client)
-            ]
-            msg = f"No knowledge base named {self.name!r} in {self.path} (existing: "
-            raise errors.KnowledgeBaseNotFoundError(
-                f"{msg}{', '.join(names) or 'none'})", kb_name=self.name
-            )
+            infos = metadata.list_knowledge_bases(self.path, client=self._chroma.client)
+            raise metadata.not_found(self.name, self.path, [i.name for i in infos])
         remembered = self._remembered() or {}
         for key in _FLAGS:  # lost from Chroma (a wiped server): what this store saw last wins
             if remembered.get(key) and wanted.get(key) is None:

@@ -130,9 +130,14 @@ def require_knowledge_base(name: str, path: str | os.PathLike[str] | None = None
     store = Path(path).expanduser() if path is not None else default_store_path()
     names = [info.name for info in list_knowledge_bases(store)]
     if name not in names:
-        existing = ", ".join(names) or "none"
-        msg = f"No knowledge base named {name!r} in {store} (existing: {existing})"
-        raise KnowledgeBaseNotFoundError(msg, kb_name=name)
+        raise not_found(name, store, names)
+
+
+def not_found(name: str, store: Path, names: Sequence[str]) -> KnowledgeBaseNotFoundError:
+    """The error for a knowledge base ``name`` that ``store`` lacks (it lists ``names``)."""
+    existing = ", ".join(names) or "none"
+    msg = f"No knowledge base named {name!r} in {store} (existing: {existing})"
+    return KnowledgeBaseNotFoundError(msg, kb_name=name)
 
 
 _FUNCTION_WORDS = frozenset(

@@ -84,9 +84,7 @@ class KnowledgeBaseRetriever(BaseRetriever):
         if unknown:
             msg = f"Unknown retriever options {sorted(unknown)}; allowed: {', '.join(_OVERRIDABLE)}"
             raise ConfigurationError(msg, option=sorted(unknown)[0])
-        opts = {name: getattr(self, name) for name in _OVERRIDABLE}
-        opts.update(kwargs)
-        return opts
+        return {name: getattr(self, name) for name in _OVERRIDABLE} | kwargs
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any

@@ -151,12 +151,8 @@ class PartitionSearch:
         groups = fusion.group_by_document(ranked, parents, k)
         wanted = [(c, s) for s, ids in groups for c in ids]
         chunks = {d.id: d for d in self.documents(kb_name, kb_id, partition, wanted)}
-        out = []
-        for score, ids in groups:
-            found = [chunks[c] for c in ids if c in chunks]
-            if found:
-                out.append(fusion.merge_chunks(found, score))
-        return out
+        found = [(score, [chunks[c] for c in ids if c in chunks]) for score, ids in groups]
+        return [fusion.merge_chunks(docs, score) for score, docs in found if docs]
 
     def documents(
         self, kb_name: str, kb_id: str, partition: str, ranked: Sequence[tuple[str, float]]

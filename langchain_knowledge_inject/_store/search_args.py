@@ -23,8 +23,7 @@ def check_search_args(k: Any, min_score: Any, mode: Any) -> tuple[int, float, Se
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         msg = f"k must be an integer >= 1, got {k!r}"
         raise ConfigurationError(msg, option="k", value=k)
-    if min_score is None:
-        min_score = fusion.DEFAULT_MIN_SCORE
+    min_score = fusion.DEFAULT_MIN_SCORE if min_score is None else min_score
     if (
         isinstance(min_score, bool)
         or not isinstance(min_score, (int, float))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
@@ -244,7 +245,8 @@ def create_knowledge_graph(
     if pipeline.settings.retrieval == "tool" and not any(
         getattr(t, "name", None) == "knowledge_base_search" for t in tools or ()
     ):
-        tools = [*(tools or ()), create_knowledge_base_search_tool(_Ready(pipeline))]
+        ready = SimpleNamespace(pipeline=pipeline)  # the tool takes this ready pipeline
+        tools = [*(tools or ()), create_knowledge_base_search_tool(ready)]
     bound = chat_model.bind_tools(list(tools)) if tools else chat_model
 
     builder = StateGraph(KnowledgeState, context_schema=context_schema)
@@ -272,13 +274,6 @@ def create_knowledge_graph(
     else:
         builder.add_edge("call_model", done)
     return builder.compile(checkpointer=checkpointer, store=store, name=name or "knowledge_graph")
-
-
-class _Ready:
-    """A ready pipeline handed to the tool factory."""
-
-    def __init__(self, pipeline: KnowledgePipeline) -> None:
-        self.pipeline = pipeline
 
 
 def _chat_model(model: Any) -> Any:

@@ -53,9 +53,7 @@ def as_message(reply: Any) -> BaseMessage:
 
 def _reply(response: Any) -> Any:
     result = getattr(response, "result", None)
-    if isinstance(result, list) and result:
-        return result[-1]
-    return response
+    return result[-1] if isinstance(result, list) and result else response
 
 
 def call_model_logged(
@@ -105,11 +103,12 @@ def _restricted_call(
     return request.override(runtime=dataclasses.replace(runtime, config=config)), host
 
 
-def _tool_request(pipeline: KnowledgePipeline, request: Any) -> Request:
+def _tool_args(request: Any) -> dict[str, Any]:
     runtime = getattr(request, "runtime", None)
-    return pipeline.request(
-        getattr(runtime, "config", None), context=getattr(runtime, "context", None)
-    )
+    return {
+        "config": getattr(runtime, "config", None),
+        "context": getattr(runtime, "context", None),
+    }
 
 
 def run_tool(pipeline: KnowledgePipeline, request: Any, handler: Callable[[Any], Any]) -> Any:
@@ -119,7 +118,7 @@ def run_tool(pipeline: KnowledgePipeline, request: Any, handler: Callable[[Any],
     and ``sensitive_sources`` (:func:`~._restricted.scope.current_host`), wherever it
     was built.
     """
-    req = _tool_request(pipeline, request)
+    req = pipeline.request(**_tool_args(request))
     if not req.restricted:
         return handler(request)
     call, host = _restricted_call(pipeline, request, req)
@@ -131,10 +130,7 @@ async def arun_tool(
     pipeline: KnowledgePipeline, request: Any, handler: Callable[[Any], Awaitable[Any]]
 ) -> Any:
     """Async twin of :func:`run_tool` (the flags read in a worker thread)."""
-    runtime = getattr(request, "runtime", None)
-    req = await pipeline.arequest(
-        getattr(runtime, "config", None), context=getattr(runtime, "context", None)
-    )
+    req = await pipeline.arequest(**_tool_args(request))
     if not req.restricted:
         return await handler(request)
     call, host = _restricted_call(pipeline, request, req)

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
@@ -45,6 +43,7 @@ from langchain_knowledge_inject._surfaces.hosting import (
 from langchain_knowledge_inject._surfaces.pipeline import (
     KnowledgePipeline,
     PreparedTurn,
+    Recent,
     Request,
     pipeline_for,
     thread_key,
@@ -165,9 +164,9 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         self.keep_manifest = keep_manifest
         self.tools = _memory_tools(self.pipeline.blocks) if memory_tools else []
         if search_tool or (search_tool is None and self.pipeline.settings.retrieval == "tool"):
-            self.tools = [*self.tools, create_knowledge_base_search_tool(_Ready(self.pipeline))]
-        self._turns: OrderedDict[str, str | None] = OrderedDict()
-        self._lock = threading.Lock()
+            # the tool shares this middleware's pipeline (read from .pipeline, as an injector's)
+            self.tools = [*self.tools, create_knowledge_base_search_tool(self)]
+        self._turns = Recent(_CACHED_TURNS)
 
     # -- the hooks -------------------------------------------------------------------------
     def wrap_model_call(
@@ -177,10 +176,10 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
     ) -> ModelResponse | ExtendedModelResponse:
         """Call the model with the knowledge injected (retrieving once per user turn)."""
         req = self.pipeline.request(current_config(), context=_context(request))
-        messages = self._messages(request, req)
+        messages = _sent(request)  # system message + conversation
         key = _turn_key(req, messages)
         turn = None
-        if not self._cached(key):
+        if key not in self._turns:
             turn = self.pipeline.prepare(messages, req, surface="middleware")
             write_stream(turn.manifest.to_dict())
         sent = self._request(request, req, messages, key, turn)
@@ -194,10 +193,10 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
     ) -> ModelResponse | ExtendedModelResponse:
         """Async twin of :meth:`wrap_model_call`."""
         req = await self.pipeline.arequest(current_config(), context=_context(request))
-        messages = self._messages(request, req)
+        messages = _sent(request)  # system message + conversation
         key = _turn_key(req, messages)
         turn = None
-        if not self._cached(key):
+        if key not in self._turns:
             turn = await self.pipeline.aprepare(messages, req, surface="middleware")
             write_stream(turn.manifest.to_dict())
         sent = self._request(request, req, messages, key, turn)
@@ -221,16 +220,6 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         return cast("ToolMessage | Command[Any]", await arun_tool(self.pipeline, request, handler))
 
     # -- helpers ---------------------------------------------------------------------------
-    def _messages(self, request: ModelRequest[Any], req: Request) -> list[BaseMessage]:
-        """System message + conversation, as the pipeline should see them."""
-        system = request.system_message
-        messages: list[BaseMessage] = list(request.messages)
-        return [system, *messages] if system is not None else messages
-
-    def _cached(self, key: str | None) -> bool:
-        with self._lock:
-            return key is not None and key in self._turns
-
     def _request(
         self,
         request: ModelRequest[Any],
@@ -241,14 +230,9 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
     ) -> ModelRequest[Any]:
         if turn is not None:
             sent = turn.messages
-            if key is not None:
-                with self._lock:
-                    self._turns[key] = turn.dynamic_context
-                    while len(self._turns) > _CACHED_TURNS:
-                        self._turns.popitem(last=False)
+            self._turns.put(key, turn.dynamic_context)
         else:
-            with self._lock:
-                text = self._turns.get(key) if key is not None else None
+            text = self._turns.get(key, None)
             sent, _ = self.pipeline.shape(self.pipeline.clean(messages, req), text, req)
         out = cast("list[AnyMessage]", sent)
         if out and isinstance(out[0], SystemMessage):
@@ -285,19 +269,12 @@ class _RecordingMiddleware(KnowledgeInjectionMiddleware):
         return None
 
 
-class _Ready:
-    """A ready pipeline passed to the tool factory (``pipeline_for`` takes it as it is)."""
-
-    def __init__(self, pipeline: KnowledgePipeline) -> None:
-        self.pipeline = pipeline
-
-
 def _context(request: ModelRequest[Any]) -> Any:
-    runtime = getattr(request, "runtime", None)
-    return getattr(runtime, "context", None)
+    return getattr(getattr(request, "runtime", None), "context", None)
 
 
 def _sent(request: ModelRequest[Any]) -> list[BaseMessage]:
+    """System message + conversation: what the pipeline sees, and what is sent."""
     system = request.system_message
     return [system, *request.messages] if system is not None else list(request.messages)
 

@@ -127,9 +127,7 @@ class _KnowledgeNode:
             )
             raise ConfigurationError(msg, option="state", value=keys)
         history = strip_injected(state["messages"], headers=self.pipeline.strip_headers)
-        if self.system_prompt:
-            history = [SystemMessage(self.system_prompt), *history]
-        return history
+        return [SystemMessage(self.system_prompt), *history] if self.system_prompt else history
 
     def _done(self, state: Any, reply: BaseMessage) -> bool:
         return self.pipeline.records_turns and not getattr(reply, "tool_calls", None)

@@ -29,10 +29,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +46,7 @@ from langchain_knowledge_inject._restricted.boundary import (
     arelease,
     chunk_ref,
     release,
+    stub,
 )
 from langchain_knowledge_inject._restricted.scope import (
     SourceFlags,
@@ -102,6 +102,7 @@ from langchain_knowledge_inject._turn.placement import (
     injection_index,
     strip_injected,
 )
+from langchain_knowledge_inject._turn.recent import Recent
 from langchain_knowledge_inject._turn.retrieval import (
     Retrieved,
     SearchSpec,
@@ -200,34 +201,7 @@ def _rerank_failed(exc: Exception, found: Retrieved, on_error: str, *, restricte
     found.errors.append(error_record("rerank", exc))
 
 
-class _Recent:
-    """What recent turns left behind, per conversation: a bounded map (oldest dropped first).
-
-    Two things live here: the summaries released in a thread (so the leak guard judges
-    fragments together) and the chunk ids injected in a turn (so the search tool skips
-    them). Both belong to this process; a turn served by another process starts afresh.
-    """
-
-    def __init__(self, size: int) -> None:
-        self._items: OrderedDict[str, Any] = OrderedDict()
-        self._size = size
-        self._lock = threading.Lock()
-
-    def get(self, key: str | None, default: Any) -> Any:
-        with self._lock:
-            return self._items.get(key, default) if key is not None else default
-
-    def put(self, key: str | None, value: Any) -> None:
-        if key is None:
-            return
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-
-
-_RECENT = _Recent(_LEDGER_THREADS)
+_RECENT = Recent(_LEDGER_THREADS)
 
 
 def released_earlier(thread: str | None) -> list[SafeSummary]:
@@ -444,27 +418,19 @@ class KnowledgePipeline:
             return None
 
         def redact(doc: Document) -> Document:
-            ref = chunk_ref(chunk_id(doc))
             score = round(float(doc.metadata.get("score", 0.0) or 0.0), 1)
-            return Document(
-                page_content="",
-                id=ref,
-                metadata={"chunk_id": ref, "score": score, "redacted": True},
-            )
+            return stub(chunk_ref(chunk_id(doc)), score)
 
         return redact
 
+    def _search_args(self, request: Request) -> dict[str, Any]:
+        redact = self._redact(request)
+        return {"config": request.config, "redact": redact, "on_error": request.settings.on_error}
+
     def _search(self, query: str, request: Request, spec: SearchSpec) -> Retrieved:
         settings = request.settings
-        with raw_access() if request.restricted else _nothing():
-            found = search_sources(
-                self.sources,
-                query,
-                spec,
-                config=request.config,
-                redact=self._redact(request),
-                on_error=settings.on_error,
-            )
+        with raw_access() if request.restricted else nullcontext():
+            found = search_sources(self.sources, query, spec, **self._search_args(request))
             try:
                 found.documents = rerank(settings.reranker, query, found.documents)
             except Exception as exc:
@@ -473,31 +439,22 @@ class KnowledgePipeline:
 
     async def _asearch(self, query: str, request: Request, spec: SearchSpec) -> Retrieved:
         settings = request.settings
-        with raw_access() if request.restricted else _nothing():
-            found = await asearch_sources(
-                self.sources,
-                query,
-                spec,
-                config=request.config,
-                redact=self._redact(request),
-                on_error=settings.on_error,
-            )
+        with raw_access() if request.restricted else nullcontext():
+            found = await asearch_sources(self.sources, query, spec, **self._search_args(request))
             try:
                 found.documents = await arerank(settings.reranker, query, found.documents)
             except Exception as exc:
                 _rerank_failed(exc, found, settings.on_error, restricted=request.restricted)
         return found
 
-    def _released_args(
-        self, request: Request, thread: str | None, max_tokens: int
-    ) -> dict[str, Any]:
+    def _released_args(self, request: Request, thread: str | None) -> dict[str, Any]:
         host = current_host()
         model = self.summarizer_model or (host.summarizer_model if host else None)
         return {
             "model": model,
             "sensitive_sources": request.sensitive_sources,
             "earlier": released_earlier(thread),
-            "max_tokens": max_tokens,
+            "max_tokens": request.settings.max_tokens,
             "counter": self.token_counter,
             "config": request.config,
         }
@@ -522,9 +479,7 @@ class KnowledgePipeline:
             if request.restricted and found.documents:
                 thread = thread_key(request.config, clean)
                 released = release(
-                    how.query,
-                    found.documents,
-                    **self._released_args(request, thread, settings.max_tokens),
+                    how.query, found.documents, **self._released_args(request, thread)
                 )
                 remember_released(thread, released)
         rendered = self._render(settings, how.query, clean, request.config)
@@ -546,9 +501,7 @@ class KnowledgePipeline:
             if request.restricted and found.documents:
                 thread = thread_key(request.config, clean)
                 summary = arelease(
-                    how.query,
-                    found.documents,
-                    **self._released_args(request, thread, settings.max_tokens),
+                    how.query, found.documents, **self._released_args(request, thread)
                 )
                 released, rendered = await asyncio.gather(summary, rendering)
                 remember_released(thread, released)
@@ -632,12 +585,8 @@ class KnowledgePipeline:
         )
         docs = [] if request.restricted else found.documents
         content = has_content(docs, restricted, blocks)
-        if (
-            not content
-            and settings.enabled
-            and settings.include_kb_meta
-            and settings.kb_meta_every_turn
-        ):
+        every_turn = settings.enabled and settings.include_kb_meta and settings.kb_meta_every_turn
+        if not content and every_turn:
             before, _ = self._around(request)
             assembled = meta_alone(
                 before,
@@ -798,14 +747,11 @@ class KnowledgePipeline:
     ) -> Found:
         """The tool's search: every source, the reranker, what was shown skipped, the boundary."""
         wanted = k or request.settings.top_k
-        spec = self._spec(request, wanted + len(skip), filter)
-        found = self._search(query, request, spec)
+        found = self._search(query, request, self._spec(request, wanted + len(skip), filter))
         docs = _fresh(found.documents, set(skip), wanted, request.restricted)
         released = None
         if request.restricted:
-            released = release(
-                query, docs, **self._released_args(request, thread, request.settings.max_tokens)
-            )
+            released = release(query, docs, **self._released_args(request, thread))
             remember_released(thread, released)
         return Found(docs, released, found)
 
@@ -821,14 +767,11 @@ class KnowledgePipeline:
     ) -> Found:
         """Async twin of :meth:`search`."""
         wanted = k or request.settings.top_k
-        spec = self._spec(request, wanted + len(skip), filter)
-        found = await self._asearch(query, request, spec)
+        found = await self._asearch(query, request, self._spec(request, wanted + len(skip), filter))
         docs = _fresh(found.documents, set(skip), wanted, request.restricted)
         released = None
         if request.restricted:
-            released = await arelease(
-                query, docs, **self._released_args(request, thread, request.settings.max_tokens)
-            )
+            released = await arelease(query, docs, **self._released_args(request, thread))
             remember_released(thread, released)
         return Found(docs, released, found)
 
@@ -899,14 +842,6 @@ def _routing(info: Any, flags: SourceFlags | None) -> dict[str, Any]:
     }
 
 
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
 def pipeline_for(
     knowledge_base: Any,
     *,
@@ -924,16 +859,9 @@ def pipeline_for(
     options = options or {}
     ready = getattr(knowledge_base, "pipeline", None)
     if isinstance(ready, KnowledgePipeline):
-        given = [
-            n
-            for n, v in (
-                ("settings", settings),
-                ("summarizer_model", summarizer_model),
-                ("blocks", tuple(blocks) or None),
-            )
-            if v is not None
-        ]
-        given += sorted(options)
+        values = {"settings": settings, "summarizer_model": summarizer_model}
+        values["blocks"] = tuple(blocks) or None
+        given = [name for name, value in values.items() if value is not None] + sorted(options)
         if given:
             msg = (
                 f"{given[0]!r} cannot be given with a ready KnowledgeInjector: set it on the "

@@ -46,9 +46,14 @@ from langchain_knowledge_inject._turn.formatting import (
     KnowledgeBlockTemplate,
     format_knowledge_block,
     neutralize,
+    one_line,
 )
 from langchain_knowledge_inject._turn.placement import current_user_index
-from langchain_knowledge_inject._turn.tokens import approximate_token_count, fit_to_budget
+from langchain_knowledge_inject._turn.tokens import (
+    approximate_token_count,
+    fit_to_budget,
+    longest_fit,
+)
 from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -187,9 +192,7 @@ class _Search:
         self.name = name
         self.filter = filter
 
-    def _arguments(
-        self, runtime: Any, config: RunnableConfig | None, request: Request, category: str | None
-    ) -> dict[str, Any]:
+    def _arguments(self, runtime: Any, request: Request, category: str | None) -> dict[str, Any]:
         messages = _messages(runtime)
         return {
             "filter": pinned_and(self.filter, category),
@@ -223,7 +226,7 @@ class _Search:
         )
         if not request.settings.enabled:
             return _switched_off()
-        args = self._arguments(runtime, config, request, category)
+        args = self._arguments(runtime, request, category)
         found = self.pipeline.search(query, request, k=k, **args)
         return self._result(query, found, request, bool(args["skip"]))
 
@@ -241,7 +244,7 @@ class _Search:
         )
         if not request.settings.enabled:
             return _switched_off()
-        args = self._arguments(runtime, config, request, category)
+        args = self._arguments(runtime, request, category)
         found = await self.pipeline.asearch(query, request, k=k, **args)
         return self._result(query, found, request, bool(args["skip"]))
 
@@ -353,7 +356,7 @@ def _fit_results(
         if kept:
             return format_knowledge_block(kept, template=_TOOL_TEMPLATE)
         already = " beyond the passages you were already given this turn" if skipped else ""
-        return f"No passages found in the knowledge base{already} for: {_one_line(query)}"
+        return f"No passages found in the knowledge base{already} for: {one_line(query)}"
 
     kept, _ = fit_to_budget(
         docs, max_tokens=max_tokens, counter=approximate_token_count, render=render
@@ -370,21 +373,14 @@ def _fit_results(
     return render(kept), kept
 
 
-def _one_line(text: str) -> str:
-    return " ".join(neutralize(text).split())
-
-
 def _cut_to_fit(doc: Document, max_tokens: int, render: Any) -> Document:
     text = doc.page_content
-    low, high = 0, len(text)
-    while low < high:  # the longest prefix (in characters) whose passage fits
-        mid = (low + high + 1) // 2
-        candidate = doc.model_copy(update={"page_content": text[:mid] + " …"})
-        if approximate_token_count(render([candidate])) <= max_tokens:
-            low = mid
-        else:
-            high = mid - 1
-    cut = text[:low]
+
+    def fits(n: int) -> bool:  # the first ``n`` characters, as a passage
+        candidate = doc.model_copy(update={"page_content": text[:n] + " …"})
+        return approximate_token_count(render([candidate])) <= max_tokens
+
+    cut = text[: longest_fit(len(text), fits)]
     cut = cut.rsplit(" ", 1)[0] if " " in cut[-200:] else cut
     metadata = {**doc.metadata, "truncated": True}
     return doc.model_copy(update={"page_content": cut + " …", "metadata": metadata})

@@ -43,7 +43,7 @@ from langchain_knowledge_inject._turn.blocks import (
 from langchain_knowledge_inject._turn.formatting import (
     KnowledgeBlockTemplate,
     assemble_knowledge_block,
-    render_chunk,
+    render_chunks,
     unique_citation_ids,
 )
 from langchain_knowledge_inject._turn.tokens import (
@@ -142,10 +142,7 @@ def knowledge_block(
     ``(text, tokens)`` of knowledge alone (``None`` when nothing fits).
     """
     ids = unique_citation_ids(documents)
-    chunks = [
-        render_chunk(template, doc, cid, rank)
-        for rank, (doc, cid) in enumerate(zip(documents, ids, strict=True), start=1)
-    ]
+    chunks = render_chunks(template, documents, ids)
 
     def block(docs: Sequence[Document]) -> str:
         return assemble_knowledge_block(template, chunks[: len(docs)])

@@ -143,10 +143,7 @@ def config_user_id(config: RunnableConfig | None, *, key: str = "user_id") -> st
         'u1'
     """
     value = ((config or {}).get("configurable") or {}).get(key)
-    if value is None:
-        return None
-    text = str(value).strip()
-    return text or None
+    return (str(value).strip() or None) if value is not None else None
 
 
 def assemble_blocks(
@@ -216,8 +213,7 @@ def assemble_blocks(
         name, text = current[i]
         current[i] = (name, _shorten(i, name, text, "token_budget", cuts))  # type: ignore[arg-type]
 
-    joined = join_blocks(current, separator)
-    return joined or None, list(cuts.values())
+    return join_blocks(current, separator) or None, list(cuts.values())
 
 
 _RESERVED_NAMES = frozenset({"knowledge", "kb_meta", "extra"})

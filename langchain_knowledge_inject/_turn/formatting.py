@@ -129,7 +129,8 @@ DEFAULT_KNOWLEDGE_TEMPLATE = KnowledgeBlockTemplate()
 """The default template (see the module docstring for what it renders)."""
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """``text`` neutralized, on one line (whitespace runs collapsed)."""
     return " ".join(neutralize(text).split())
 
 
@@ -212,28 +213,33 @@ def _names(source: Any, name: str) -> bool:
     return name in (text, text.replace("\\", "/").rsplit("/", 1)[-1])
 
 
-def render_chunk(template: KnowledgeBlockTemplate, doc: Document, cid: str, rank: int) -> str:
-    """One chunk as the template's ``chunk`` line(s): citation id, source, category, text."""
-    meta = doc.metadata
-    category = meta.get("category")
-    category_text = _one_line(str(category)) if category not in (None, "") else ""
-    try:
-        score = float(meta.get("score", 0.0))
-    except (TypeError, ValueError):
-        score = 0.0
-    return template.chunk.format(
-        citation_id=cid,
-        source=_one_line(str(meta.get("source", "unknown"))),
-        category=category_text,
-        category_line=template.category_line.format(category=category_text)
-        if category_text
-        else "",
-        score=score,
-        content=neutralize(
-            doc.page_content, markers=(template.intro, template.closing, USER_MESSAGE_LABEL)
-        ).strip("\n"),
-        rank=rank,
-    )
+def render_chunks(
+    template: KnowledgeBlockTemplate, documents: Sequence[Document], ids: Sequence[str]
+) -> list[str]:
+    """The chunks as the template's ``chunk`` line(s): citation id, source, category, text."""
+    markers = (template.intro, template.closing, USER_MESSAGE_LABEL)
+    chunks = []
+    for rank, (doc, cid) in enumerate(zip(documents, ids, strict=True), start=1):
+        meta = doc.metadata
+        category = meta.get("category")
+        category_text = one_line(str(category)) if category not in (None, "") else ""
+        line = template.category_line.format(category=category_text) if category_text else ""
+        try:
+            score = float(meta.get("score", 0.0))
+        except (TypeError, ValueError):
+            score = 0.0
+        chunks.append(
+            template.chunk.format(
+                citation_id=cid,
+                source=one_line(str(meta.get("source", "unknown"))),
+                category=category_text,
+                category_line=line,
+                score=score,
+                content=neutralize(doc.page_content, markers=markers).strip("\n"),
+                rank=rank,
+            )
+        )
+    return chunks
 
 
 def format_knowledge_block(
@@ -275,11 +281,7 @@ def format_knowledge_block(
             f"citation_ids has {len(ids)} ids for {len(documents)} documents; give one per document"
         )
         raise ConfigurationError(msg, option="citation_ids", value=citation_ids)
-    chunks = [
-        render_chunk(template, doc, cid, rank)
-        for rank, (doc, cid) in enumerate(zip(documents, ids, strict=True), start=1)
-    ]
-    return assemble_knowledge_block(template, chunks)
+    return assemble_knowledge_block(template, render_chunks(template, documents, ids))
 
 
 def assemble_knowledge_block(template: KnowledgeBlockTemplate, chunks: Sequence[str]) -> str:
@@ -300,9 +302,7 @@ def assemble_knowledge_block(template: KnowledgeBlockTemplate, chunks: Sequence[
 
 
 def _field(info: Any, name: str) -> Any:
-    if isinstance(info, Mapping):
-        return info.get(name)
-    return getattr(info, name, None)
+    return info.get(name) if isinstance(info, Mapping) else getattr(info, name, None)
 
 
 def format_kb_meta(infos: Iterable[Any]) -> str:
@@ -323,18 +323,16 @@ def format_kb_meta(infos: Iterable[Any]) -> str:
     """
     lines = []
     for info in infos:
-        name = _one_line(str(_field(info, "name") or "unnamed"))
+        name = one_line(str(_field(info, "name") or "unnamed"))
         line = f"- {name}"
         kb_id = _field(info, "id")
         if kb_id:
-            line += f" (id: {_one_line(str(kb_id))})"
+            line += f" (id: {one_line(str(kb_id))})"
         description = _field(info, "description")
         if description:
-            line += f": {_one_line(str(description)).rstrip('.')}."
-        topics = [_one_line(str(t)) for t in (_field(info, "topics") or [])]
+            line += f": {one_line(str(description)).rstrip('.')}."
+        topics = [one_line(str(t)) for t in (_field(info, "topics") or [])]
         if topics:
             line += f" Topics: {', '.join(topics)}."
         lines.append(line)
-    if not lines:
-        return ""
-    return "\n".join(["[Knowledge Bases]", *lines])
+    return "\n".join(["[Knowledge Bases]", *lines]) if lines else ""

@@ -47,9 +47,8 @@ _MAX_LOGGED_CHARS = 4000
 
 def model_io_enabled(setting: bool = False) -> bool:
     """Whether main-model I/O is logged: the setting, or ``KINJECT_LOG_LLM_REQUESTS``."""
-    if setting:
-        return True
-    return os.environ.get(LOG_LLM_REQUESTS_ENV, "").strip().lower() in {"1", "true", "yes"}
+    switch = os.environ.get(LOG_LLM_REQUESTS_ENV, "").strip().lower()
+    return setting or switch in {"1", "true", "yes"}
 
 
 def log_turn(manifest: InjectionManifest, *, surface: str, seconds: float) -> None:

@@ -203,24 +203,21 @@ def query_text(message: BaseMessage | None) -> str | None:
     if message is None:
         return None
     content = message.content
-    if isinstance(content, str):
-        parts = [content]
-    else:
-        parts = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, dict) and part.get("type") == "text":
-                parts.append(str(part.get("text", "")))
-    text = "\n".join(p.strip() for p in parts if p and p.strip())
-    return text or None
+    parts = [content] if isinstance(content, str) else [_text_part(p) for p in content]
+    return "\n".join(p.strip() for p in parts if p and p.strip()) or None
+
+
+def _text_part(part: Any) -> str:
+    """A content part's text: a string, or a ``text`` block's (other blocks: none)."""
+    if isinstance(part, dict):
+        return str(part.get("text", "")) if part.get("type") == "text" else ""
+    return part if isinstance(part, str) else ""
 
 
 def _system_insert_index(messages: Sequence[BaseMessage]) -> int:
-    index = 0
-    while index < len(messages) and isinstance(messages[index], SystemMessage):
-        index += 1
-    return index
+    return next(
+        (i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)), len(messages)
+    )
 
 
 def injection_index(messages: Sequence[BaseMessage], *, placement: Placement) -> int:

@@ -31,9 +31,7 @@ import asyncio
 import hashlib
 import logging
 import re
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -46,6 +44,7 @@ from langchain_knowledge_inject._turn.placement import (
     query_text,
     strip_injected,
 )
+from langchain_knowledge_inject._turn.recent import Recent
 from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -94,11 +93,8 @@ def salient_terms(text: str) -> list[str]:
         >>> salient_terms("How many days of annual leave do I get after five years?")
         ['days', 'annual', 'leave', 'five', 'years']
     """
-    terms: dict[str, None] = {}
-    for word in _WORD.findall(text.lower()):
-        if word not in FUNCTION_WORDS and (len(word) > 1 or word.isdigit()):
-            terms[word] = None
-    return list(terms)
+    words = (w for w in _WORD.findall(text.lower()) if len(w) > 1 or w.isdigit())
+    return list(dict.fromkeys(w for w in words if w not in FUNCTION_WORDS))
 
 
 def looks_like_follow_up(text: str) -> bool:
@@ -175,12 +171,8 @@ def followup_query(messages: Sequence[BaseMessage], *, max_turns: int = 3) -> st
         if not looks_like_follow_up(text):
             break
     own = set(salient_terms(current))
-    extra: dict[str, None] = {}
-    for text in reversed(taken):  # the nearest turn first
-        for term in salient_terms(text):
-            if term not in own:
-                extra[term] = None
-    terms = list(extra)[:MAX_TERMS]
+    nearest_first = (term for text in reversed(taken) for term in salient_terms(text))
+    terms = list(dict.fromkeys(t for t in nearest_first if t not in own))[:MAX_TERMS]
     return f"{current} {' '.join(terms)}" if terms else current
 
 
@@ -274,8 +266,7 @@ class QueryCondenser:
         self.timeout = timeout
         self.only_follow_ups = only_follow_ups
         self.cache_size = cache_size
-        self._cache: OrderedDict[str, str] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache = Recent(cache_size)
 
     # -- the request ----------------------------------------------------------------------
     def _request(
@@ -302,24 +293,6 @@ class QueryCondenser:
         key = hashlib.sha256(f"{self.prompt}\x1f{body}".encode()).hexdigest()
         return current, key, [SystemMessage(self.prompt), HumanMessage(body)]
 
-    def _cached(self, key: str | None) -> str | None:
-        if key is None or not self.cache_size:
-            return None
-        with self._lock:
-            if key in self._cache:
-                self._cache.move_to_end(key)
-                return self._cache[key]
-        return None
-
-    def _store(self, key: str, query: str) -> None:
-        if not self.cache_size:
-            return
-        with self._lock:
-            self._cache[key] = query
-            self._cache.move_to_end(key)
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-
     def _result(
         self, messages: Sequence[BaseMessage], key: str, raw: Any, seconds: float
     ) -> CondensedQuery:
@@ -327,7 +300,7 @@ class QueryCondenser:
         query = " ".join(text.strip().strip("\"'`").split())
         if not query:
             return self._fallback(messages, "the model returned an empty query", 1, seconds)
-        self._store(key, query)
+        self._cache.put(key, query)
         return CondensedQuery(query, "model", 1, seconds)
 
     @staticmethod
@@ -347,7 +320,7 @@ class QueryCondenser:
             return CondensedQuery(None, "none")
         if request is None or key is None:
             return CondensedQuery(followup_query(messages), "heuristic")
-        if (hit := self._cached(key)) is not None:
+        if (hit := self._cache.get(key, None, touch=True)) is not None:
             return CondensedQuery(hit, "cache")
         return key, request
 
@@ -370,9 +343,8 @@ class QueryCondenser:
         key, request = early
         start = time.perf_counter()
         try:
-            call = lambda: self.model.invoke(request, config=config)  # noqa: E731
             raw = call_with_timeout(
-                call,
+                lambda: self.model.invoke(request, config=config),
                 self.timeout,
                 thread_name="kinject-query-condenser",
                 waiting_for="the condenser",
@@ -398,6 +370,4 @@ class QueryCondenser:
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError):
-        return "timed out"
-    return f"{type(exc).__name__}: {exc}"
+    return "timed out" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"

@@ -97,6 +97,11 @@ def _numeric(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def _first_number(meta: Mapping[str, Any], keys: Sequence[str]) -> Any:
+    """The value of the first of ``keys`` that holds a finite number, else None."""
+    return next((meta[k] for k in keys if _numeric(meta.get(k))), None)
+
+
 def _refuse_tenant(name: str, tenant_id: str | None) -> None:
     if tenant_id is not None:
         msg = (
@@ -136,17 +141,14 @@ class _Foreign:
                 spec.min_score,
                 self.name,
             )
-        kept = [
-            d
-            for d in docs
-            if (
-                spec.min_score is None
-                or not _numeric(d.metadata.get("score"))
-                or d.metadata["score"] >= spec.min_score
-            )
-            and (not spec.filter or matches(d.metadata, spec.filter))
-        ]
-        return kept[: spec.k]
+        low = spec.min_score
+
+        def kept(doc: Document) -> bool:
+            meta = doc.metadata
+            below = low is not None and _numeric(meta.get("score")) and meta["score"] < low
+            return not below and (not spec.filter or matches(meta, spec.filter))
+
+        return [d for d in docs if kept(d)][: spec.k]
 
 
 class ChromaSource(_Foreign):
@@ -208,6 +210,9 @@ class VectorStoreSource(_Foreign):
     def _scored(self, pairs: Sequence[tuple[Document, float]], spec: SearchSpec) -> list[Document]:
         return self._keep([_identified(d, self.name, s) for d, s in pairs], spec, scored=True)
 
+    def _unscored(self, found: Sequence[Document], spec: SearchSpec) -> list[Document]:
+        return self._keep([_identified(d, self.name, None) for d in found], spec, scored=False)
+
     def search(self, query: str, spec: SearchSpec) -> list[Document]:
         _refuse_tenant(self.name, spec.tenant_id)
         fetch = self._fetch(spec)
@@ -219,11 +224,7 @@ class VectorStoreSource(_Foreign):
                 pairs = self.store.similarity_search_with_relevance_scores(query, k=fetch)
             return self._scored(pairs, spec)
         except NotImplementedError:
-            docs = [
-                _identified(d, self.name, None)
-                for d in self.store.similarity_search(query, k=fetch)
-            ]
-            return self._keep(docs, spec, scored=False)
+            return self._unscored(self.store.similarity_search(query, k=fetch), spec)
 
     async def asearch(self, query: str, spec: SearchSpec) -> list[Document]:
         _refuse_tenant(self.name, spec.tenant_id)
@@ -237,9 +238,7 @@ class VectorStoreSource(_Foreign):
                 pairs = await self.store.asimilarity_search_with_relevance_scores(query, k=fetch)
             return self._scored(pairs, spec)
         except NotImplementedError:
-            found = await self.store.asimilarity_search(query, k=fetch)
-            docs = [_identified(d, self.name, None) for d in found]
-            return self._keep(docs, spec, scored=False)
+            return self._unscored(await self.store.asimilarity_search(query, k=fetch), spec)
 
 
 class RetrieverSource(_Foreign):
@@ -250,12 +249,7 @@ class RetrieverSource(_Foreign):
         self.name = retriever.get_name()
 
     def _found(self, found: Sequence[Document], spec: SearchSpec) -> list[Document]:
-        docs = []
-        for doc in found:
-            score = next(
-                (doc.metadata[k] for k in _SCORE_KEYS if _numeric(doc.metadata.get(k))), None
-            )
-            docs.append(_identified(doc, self.name, score))
+        docs = [_identified(d, self.name, _first_number(d.metadata, _SCORE_KEYS)) for d in found]
         scored = bool(docs) and all(_numeric(d.metadata.get("score")) for d in docs)
         return self._keep(docs, spec, scored=scored)
 
@@ -279,20 +273,11 @@ class KnowledgeBaseSource:
         self.kb = kb
         self.name = str(getattr(kb, "name", type(kb).__name__))
 
-    def _kwargs(self, spec: SearchSpec) -> dict[str, Any]:
-        return {
-            "k": spec.k,
-            "min_score": spec.min_score,
-            "filter": spec.filter,
-            "mode": spec.mode,
-            "tenant_id": spec.tenant_id,
-        }
-
     def search(self, query: str, spec: SearchSpec) -> list[Document]:
-        return list(self.kb.search(query, **self._kwargs(spec)))
+        return list(self.kb.search(query, **vars(spec)))  # the fields are its keyword arguments
 
     async def asearch(self, query: str, spec: SearchSpec) -> list[Document]:
-        return list(await self.kb.asearch(query, **self._kwargs(spec)))
+        return list(await self.kb.asearch(query, **vars(spec)))
 
 
 Source = KnowledgeBaseSource | ChromaSource | VectorStoreSource | RetrieverSource
@@ -349,33 +334,30 @@ class _TracedSearch(BaseRetriever):
 
     source: Any
 
+    def _args(self, run_manager: Any, kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """The source's search arguments; a retriever runs as a child of this run."""
+        if not isinstance(self.source, RetrieverSource):
+            return (kwargs["spec"],)
+        callbacks = [] if kwargs["redact"] else run_manager.get_child()  # restricted: none below
+        return kwargs["spec"], {"callbacks": callbacks}
+
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        spec, redact, sink = kwargs["spec"], kwargs["redact"], kwargs["sink"]
-        if isinstance(self.source, RetrieverSource):  # a restricted turn: no callbacks below
-            child = None if redact else {"callbacks": run_manager.get_child()}
-            found = self.source.search(query, spec, _quiet(child))
-        else:
-            found = self.source.search(query, spec)
-        sink.extend(found)
-        return [redact(d) for d in found] if redact else list(found)
+        return _shown(self.source.search(query, *self._args(run_manager, kwargs)), **kwargs)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        spec, redact, sink = kwargs["spec"], kwargs["redact"], kwargs["sink"]
-        if isinstance(self.source, RetrieverSource):
-            child = None if redact else {"callbacks": run_manager.get_child()}
-            found = await self.source.asearch(query, spec, _quiet(child))
-        else:
-            found = await self.source.asearch(query, spec)
-        sink.extend(found)
-        return [redact(d) for d in found] if redact else list(found)
+        return _shown(await self.source.asearch(query, *self._args(run_manager, kwargs)), **kwargs)
 
 
-def _quiet(child: Any) -> RunnableConfig:
-    return child if child is not None else {"callbacks": []}
+def _shown(
+    found: list[Document], *, redact: Redact, sink: list[Document], **_: Any
+) -> list[Document]:
+    """Everything found into ``sink``; what the run shows: stubs in a restricted turn."""
+    sink.extend(found)
+    return [redact(d) for d in found] if redact else list(found)
 
 
 Redact = Callable[[Document], Document] | None
@@ -489,19 +471,13 @@ def merge_results(found: Sequence[Sequence[Document]], top_k: int) -> list[Docum
         ordered = sorted(docs, key=lambda d: -float(d.metadata["score"]))
     else:
         ordered = [d for row in itertools.zip_longest(*found) for d in row if d is not None]
-    seen: set[str] = set()
-    merged = []
+    merged: dict[str, Document] = {}  # the first of each chunk id
     for doc in ordered:
-        key = str(doc.id or doc.metadata.get("chunk_id") or id(doc))
-        if key not in seen:
-            seen.add(key)
-            merged.append(doc)
-    return merged[:top_k]
+        merged.setdefault(str(doc.id or doc.metadata.get("chunk_id") or id(doc)), doc)
+    return list(merged.values())[:top_k]
 
 
 # --- reranking --------------------------------------------------------------------------------
-
-Reranker = Callable[[str, Sequence[Document]], Sequence[Document]] | Any
 
 
 def check_reranker(reranker: Any) -> Any:
@@ -521,15 +497,13 @@ def check_reranker(reranker: Any) -> Any:
     raise ConfigurationError(msg, option="reranker", value=reranker)
 
 
-def _reranked(docs: Sequence[Document], out: Sequence[Document]) -> list[Document]:
+def _reranked(out: Sequence[Document]) -> list[Document]:
     """The reranker's order, each document keeping its retrieval score as ``retrieval_score``."""
     ranked = []
     for position, doc in enumerate(out):
         meta = dict(doc.metadata)
         meta.setdefault("retrieval_score", meta.get("score"))
-        rerank = next(
-            (meta[k] for k in ("relevance_score", "rerank_score") if _numeric(meta.get(k))), None
-        )
+        rerank = _first_number(meta, ("relevance_score", "rerank_score"))
         if rerank is not None:
             meta["score"] = min(1.0, max(0.0, float(rerank)))
         meta["rerank_position"] = position
@@ -545,7 +519,7 @@ def rerank(reranker: Any, query: str, docs: Sequence[Document]) -> list[Document
         out = reranker.compress_documents(list(docs), query)
     else:
         out = reranker(query, list(docs))
-    return _reranked(docs, out)
+    return _reranked(out)
 
 
 async def arerank(reranker: Any, query: str, docs: Sequence[Document]) -> list[Document]:
@@ -557,4 +531,4 @@ async def arerank(reranker: Any, query: str, docs: Sequence[Document]) -> list[D
     else:
         result: Any = await asyncio.to_thread(reranker, query, list(docs))
         out = await result if isinstance(result, Awaitable) else result
-    return _reranked(docs, out)
+    return _reranked(out)

@@ -129,13 +129,26 @@ def fit_to_budget(
     used = counter(render(docs))
     if used <= max_tokens:
         return docs, used
-    low, high, best = 0, len(docs) - 1, 0
-    best_used = 0
+    tokens = {0: 0}  # of each prefix counted
+
+    def fits(n: int) -> bool:
+        tokens[n] = counter(render(docs[:n]))
+        return tokens[n] <= max_tokens
+
+    best = longest_fit(len(docs) - 1, fits)
+    return docs[:best], tokens[best]
+
+
+def longest_fit(high: int, fits: Callable[[int], bool]) -> int:
+    """The largest ``n`` up to ``high`` with ``fits(n)``, by binary search (``fits(0)`` assumed).
+
+    ``fits`` must hold for every ``n`` below one it holds for (as a prefix's tokens grow).
+    """
+    low = 0
     while low < high:
         mid = (low + high + 1) // 2
-        tokens = counter(render(docs[:mid]))
-        if tokens <= max_tokens:
-            low, best, best_used = mid, mid, tokens
+        if fits(mid):
+            low = mid
         else:
             high = mid - 1
-    return docs[:best], best_used
+    return low
