@@ -27,6 +27,7 @@ and async share every step but the I/O, which is written twice.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import time
@@ -494,7 +495,7 @@ class KnowledgePipeline:
             )
         how = await aquery_for(clean, settings, config=request.config, headers=self.strip_headers)
         found, released, scores = Retrieved(), None, list[float]()
-        rendering = self._arender(settings, how.query, clean, request.config)
+        rendering = functools.partial(self._arender, settings, how.query, clean, request.config)
         if how.query is not None and settings.retrieval != "tool":
             found = await self._asearch(how.query, request, self._spec(request))
             found.documents, scores = self._top(found, settings.top_k)
@@ -503,10 +504,10 @@ class KnowledgePipeline:
                 summary = arelease(
                     how.query, found.documents, **self._released_args(request, thread)
                 )
-                released, rendered = await asyncio.gather(summary, rendering)
+                released, rendered = await asyncio.gather(summary, rendering())
                 remember_released(thread, released)
                 return self._assemble(how, found, scores, released, rendered, request)
-        return self._assemble(how, found, scores, released, await rendering, request)
+        return self._assemble(how, found, scores, released, await rendering(), request)
 
     def _render(
         self,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import logging
+import warnings
 from types import SimpleNamespace
 from typing import Any
 
@@ -383,6 +385,16 @@ async def test_store_error_raises_when_asked():
     assert isinstance(info.value.__cause__, ConnectionError)
     with pytest.raises(RetrievalError):
         await injector.ainvoke(_history())
+
+
+async def test_a_failed_async_search_leaves_no_coroutine_unawaited():
+    injector = KnowledgeInjector(FakeKB(fail=True), on_error="raise")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(RetrievalError):
+            await injector.ainvoke(_history())
+        gc.collect()
+    assert not [w for w in caught if "never awaited" in str(w.message)]
 
 
 @pytest.mark.parametrize(
