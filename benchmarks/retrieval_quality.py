@@ -126,11 +126,17 @@ def first_sources(found: list[Document]) -> list[str]:
     return list(dict.fromkeys(doc.metadata["source"] for doc in found))
 
 
-def hybrid_ndcg(kb: KnowledgeBase, queries: dict[str, str], qrels: dict[str, set[str]]) -> float:
-    return statistics.mean(
-        ndcg_at_10(first_sources(kb.search(text, k=100, min_score=0.0)), qrels[query_id])
-        for query_id, text in queries.items()
-    )
+def hybrid_ndcg(
+    kb: KnowledgeBase, queries: dict[str, str], qrels: dict[str, set[str]], *, k: int = 100
+) -> tuple[float, float]:
+    """Mean nDCG@10 of hybrid ``search(k)`` (abstracts by first occurrence), median ms a search."""
+    ndcg, times = [], []
+    for query_id, text in queries.items():
+        start = time.perf_counter()
+        found = kb.search(text, k=k, min_score=0.0)
+        times.append(time.perf_counter() - start)
+        ndcg.append(ndcg_at_10(first_sources(found), qrels[query_id]))
+    return statistics.mean(ndcg), 1000 * statistics.median(times)
 
 
 def evaluate(kb, queries, qrels, *, label: str, modes: Sequence[str] = MODES) -> None:
@@ -167,17 +173,8 @@ def document_scoring(kb, queries, qrels) -> None:
         for label, keyword, weight in (*variants, ("chunk-level fusion", "index", 0.0)):
             fusion.DOCUMENT_KEYWORD = keyword  # type: ignore[assignment]
             fusion.DOCUMENT_WEIGHT = saved[1] if weight is None else weight
-            ndcg, times = [], []
-            for query_id, text in queries.items():
-                start = time.perf_counter()
-                found = kb.search(text, k=100, min_score=0.0)
-                times.append(time.perf_counter() - start)
-                ndcg.append(ndcg_at_10(first_sources(found), qrels[query_id]))
-            print(
-                f"  {label:26s} nDCG@10 {statistics.mean(ndcg):.4f}"
-                f"  median {1000 * statistics.median(times):.1f} ms",
-                flush=True,
-            )
+            ndcg, median = hybrid_ndcg(kb, queries, qrels)
+            print(f"  {label:26s} nDCG@10 {ndcg:.4f}  median {median:.1f} ms", flush=True)
     finally:
         fusion.DOCUMENT_KEYWORD, fusion.DOCUMENT_WEIGHT = saved
 
@@ -270,10 +267,7 @@ def exact_dense(kb, queries, qrels) -> None:
         return [(ids[i], fusion.dense_score(1.0 - float(cosines[i]))) for i in top]
 
     def at_10() -> float:
-        return statistics.mean(
-            ndcg_at_10(first_sources(kb.search(text, k=10, min_score=0.0)), qrels[query_id])
-            for query_id, text in queries.items()
-        )
+        return hybrid_ndcg(kb, queries, qrels, k=10)[0]
 
     recall = statistics.mean(
         len({c for c, _ in approximate("", t, 100, None)} & {c for c, _ in exact("", t, 100, None)})
@@ -295,18 +289,9 @@ def candidate_depth(kb, queries, qrels) -> None:
     try:
         for depth in (50, 100, 150, 200):
             fusion.CANDIDATE_DEPTH = depth
-            ndcg, times = [], []
-            for query_id, text in queries.items():
-                start = time.perf_counter()
-                found = kb.search(text, k=10, min_score=0.0)
-                times.append(time.perf_counter() - start)
-                ndcg.append(ndcg_at_10(first_sources(found), qrels[query_id]))
+            ndcg, median = hybrid_ndcg(kb, queries, qrels, k=10)
             label = f"{depth}{' (default)' if depth == saved else ''}"
-            print(
-                f"  {label:14s} nDCG@10 {statistics.mean(ndcg):.4f}"
-                f"  median {1000 * statistics.median(times):.1f} ms",
-                flush=True,
-            )
+            print(f"  {label:14s} nDCG@10 {ndcg:.4f}  median {median:.1f} ms", flush=True)
     finally:
         fusion.CANDIDATE_DEPTH = saved
 
@@ -319,7 +304,7 @@ def sweep(kb, queries, qrels) -> None:
         for document_weight in (0.5, 0.75, 1.0):
             for dense_weight in (0.7, 0.75, 0.8):
                 fusion.DOCUMENT_WEIGHT, fusion.DENSE_WEIGHT = document_weight, dense_weight
-                value = hybrid_ndcg(kb, queries, qrels)
+                value, _ = hybrid_ndcg(kb, queries, qrels)
                 print(f"  document {document_weight:.2f} dense {dense_weight:.2f}: {value:.4f}")
     finally:
         fusion.DOCUMENT_WEIGHT, fusion.DENSE_WEIGHT = saved
