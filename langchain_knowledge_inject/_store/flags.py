@@ -50,7 +50,8 @@ KEYS = (
 )
 """The settings kept in every partition collection's metadata (prefixed with :data:`PREFIX`)."""
 _LISTS = ("topics", "routing_keywords")  # stored as JSON strings: metadata values are scalars
-_FLAGS = ("restricted", "sensitive_sources")
+FLAGS = ("restricted", "sensitive_sources")
+"""The boolean restriction flags: only ``unrestrict()`` turns them off."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def read_settings(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in KEYS:
         value = meta.get(PREFIX + key)
-        if key in _FLAGS:
+        if key in FLAGS:
             out[key] = _flag(value)
         elif key in _LISTS:
             try:
@@ -138,7 +139,7 @@ def settings_metadata(settings: Mapping[str, Any]) -> dict[str, Any]:
             continue
         if key in _LISTS:
             value = json.dumps([str(v) for v in value or []])
-        elif key in _FLAGS:
+        elif key in FLAGS:
             value = bool(value)
         out[PREFIX + key] = value if isinstance(value, (bool, int, float)) else str(value)
     return out

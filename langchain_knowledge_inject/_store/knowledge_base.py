@@ -44,7 +44,7 @@ from langchain_knowledge_inject._store.embeddings import (
     model_errors,
 )
 from langchain_knowledge_inject._store.filters import split_tenant
-from langchain_knowledge_inject._store.flags import RestrictionFlags
+from langchain_knowledge_inject._store.flags import FLAGS, RestrictionFlags
 from langchain_knowledge_inject._store.keyword import STOPWORDS
 from langchain_knowledge_inject._store.keyword_cache import (
     CLOCK_SKEW_S,
@@ -76,7 +76,6 @@ DEFAULT_SYNC_INTERVAL = 5.0
 _DEFAULT_SPLITTER: Any = object()
 _LOCAL_GRACE_S = 1.0  # asearch with a server: local work (embedding, keyword) past the timeout
 _UNBOUNDED_WRITE_S = 60.0  # how late a write may commit when the knowledge base has no timeout
-_FLAGS = ("restricted", "sensitive_sources")
 
 
 def _given_flags(restricted: Any) -> dict[str, Any]:
@@ -273,7 +272,7 @@ class KnowledgeBase:
                 "same model, or ingest into a new knowledge base."
             )
             raise errors.KnowledgeBaseOpenError(msg, kb_name=self.name)
-        for key in _FLAGS:
+        for key in FLAGS:
             if stored[key] and wanted.get(key) is False:
                 msg = (
                     f"Knowledge base {self.name!r} is {key.replace('_', ' ')}: the constructor "
@@ -297,7 +296,7 @@ class KnowledgeBase:
             infos = metadata.list_knowledge_bases(self.path, client=self._chroma.client)
             raise metadata.not_found(self.name, self.path, [i.name for i in infos])
         remembered = self._remembered() or {}
-        for key in _FLAGS:  # lost from Chroma (a wiped server): what this store saw last wins
+        for key in FLAGS:  # lost from Chroma (a wiped server): what this store saw last wins
             if remembered.get(key) and wanted.get(key) is None:
                 logger.warning(
                     "Knowledge base %r was %s here before: created so again", self.name, key
@@ -317,7 +316,7 @@ class KnowledgeBase:
             return None
 
     def _remember(self, settings: Mapping[str, Any]) -> None:
-        seen = {"name": self.name, **{k: bool(settings.get(k)) for k in _FLAGS}}
+        seen = {"name": self.name, **{k: bool(settings.get(k)) for k in FLAGS}}
         if self.read_only or self._remembered() == seen:
             return
         try:
@@ -385,7 +384,7 @@ class KnowledgeBase:
         logger.warning(
             "Knowledge base %r: restricted mode turned off by kb.unrestrict()", self.name
         )
-        self._chroma.update_settings(dict.fromkeys(_FLAGS, False))
+        self._chroma.update_settings(dict.fromkeys(FLAGS, False))
         self._remember(self._chroma.settings(fresh=True))
 
     @property
@@ -800,7 +799,7 @@ class KnowledgeBase:
             collection_name, client=client, persist_directory=persist_directory
         )
         found, wanted = flags.read_flags(source.metadata), _given_flags(options.get("restricted"))
-        on = [key for key in _FLAGS if getattr(found, key)]
+        on = [key for key in FLAGS if getattr(found, key)]
         if on:  # adopted restricted, with the collection's flags
             if any(wanted.get(key) is False for key in ("restricted", *on)):
                 msg = f"Collection {collection_name!r} is {' and '.join(on)}: kb.unrestrict() "
