@@ -77,6 +77,11 @@ _DEFAULT_SPLITTER: Any = object()
 _LOCAL_GRACE_S = 1.0  # asearch with a server: local work (embedding, keyword) past the timeout
 _UNBOUNDED_WRITE_S = 60.0  # how late a write may commit when the knowledge base has no timeout
 _FLAGS = ("restricted", "sensitive_sources")
+_ALLOWED = {
+    "path": "a str or os.PathLike directory",
+    "embeddings": "a LangChain Embeddings",
+    "topics": "a list of strings",
+}
 
 
 def _given_flags(restricted: Any) -> dict[str, Any]:
@@ -172,6 +177,15 @@ class KnowledgeBase:
         calls.check_seconds("timeout", timeout)
         calls.check_seconds("sync_interval", sync_interval, zero=True)
         given = _given_flags(restricted)
+        topics_ok = isinstance(topics, list | tuple) and all(isinstance(t, str) for t in topics)
+        for option, value, ok in (
+            ("path", path, isinstance(path, str | os.PathLike)),
+            ("embeddings", embeddings, hasattr(embeddings, "embed_query")),
+            ("topics", topics, topics_ok),
+        ):
+            if value is not None and not ok:
+                msg = f"{option} must be {_ALLOWED[option]}, or None; got {type(value).__name__}"
+                raise errors.ConfigurationError(msg, option=option, value=value)
         if not isinstance(name, str) or not storage.NAME_PATTERN.match(name):
             msg = (
                 f"Invalid knowledge-base name {name!r}: use 1-63 letters, digits, '.', '_' or '-',"
@@ -284,7 +298,7 @@ class KnowledgeBase:
         if description is not None:
             wanted["description"] = description
         if topics is not None:
-            wanted["topics"] = [str(t) for t in topics]
+            wanted["topics"] = list(topics)
         changes = {k: v for k, v in wanted.items() if stored.get(k) != v}
         if changes and not self.read_only:
             self._chroma.update_settings(changes)
@@ -647,6 +661,9 @@ class KnowledgeBase:
         """
         self._ready()
         k, min_score, mode = check_search_args(k, min_score, mode)
+        if query is not None and not isinstance(query, str):
+            msg = f"query must be a string, got {type(query).__name__}"
+            raise errors.ConfigurationError(msg, option="query", value=query)
         tenant, where = split_tenant(filter, tenant_id)
         partition, text = writes.partition_of(tenant), (query or "")[:MAX_QUERY_CHARS]
         if not text.strip():

@@ -340,3 +340,25 @@ def test_invalid_tenant_ids_are_refused(kb, tenant):
             kb.add_documents(
                 [Document("Tenant text.", metadata={"source": "t.md", "tenant_id": ""})]
             )
+
+
+@pytest.mark.parametrize("query", [42, 3.5, ["annual leave"], b"annual leave"])
+def test_a_query_that_is_not_text_is_a_configuration_error(kb, query):
+    with pytest.raises(ConfigurationError, match="query must be a string"):
+        kb.search(query)
+
+
+@pytest.mark.parametrize(
+    ("options", "option"),
+    [
+        ({"topics": "leave"}, "topics"),
+        ({"topics": [1, 2]}, "topics"),
+        ({"embeddings": "all-MiniLM-L6-v2"}, "embeddings"),
+        ({"path": 5}, "path"),
+    ],
+)
+def test_wrong_constructor_types_are_refused_naming_the_option(tmp_path, emb, options, option):
+    kwargs: dict[str, Any] = {"path": tmp_path / "store", "embeddings": emb, **options}
+    with pytest.raises(ConfigurationError, match=option) as info:
+        KnowledgeBase("typed", **kwargs)
+    assert info.value.option == option
