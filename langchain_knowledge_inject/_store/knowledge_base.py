@@ -749,16 +749,20 @@ class KnowledgeBase:
             ) from None
 
     # -- derived sources ----------------------------------------------------------------
-    def as_retriever(self, **kwargs: Any) -> KnowledgeBaseRetriever:
+    def as_retriever(
+        self, search_kwargs: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> KnowledgeBaseRetriever:
         """A LangChain retriever: pure top-k by default (``min_score=0.0``).
 
         On a restricted knowledge base it raises ``RestrictedKnowledgeError``
         rather than return raw text, except inside the package's surfaces.
 
         Args:
+            search_kwargs: The same options as a dict, as ``VectorStore.as_retriever``
+                takes them (a keyword argument wins).
             **kwargs: ``k``, ``min_score``, ``mode``, ``filter``, ``tenant_id``.
         """
-        return KnowledgeBaseRetriever(knowledge_base=self, **kwargs)
+        return KnowledgeBaseRetriever(knowledge_base=self, **{**(search_kwargs or {}), **kwargs})
 
     def vectorstore(self, *, tenant_id: str | None = None) -> KnowledgeBaseVectorStore:
         """The partition's collection as a ``langchain_chroma.Chroma`` that writes through the KB.

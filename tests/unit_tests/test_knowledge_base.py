@@ -448,3 +448,11 @@ def test_hybrid_search_runs_its_dense_side_on_another_thread(tmp_path, emb, monk
     monkeypatch.setattr(type(collection), "query", broken)
     with pytest.raises(RetrievalError, match="dense side down"):
         kb.search("parental leave weeks", k=2)
+
+
+def test_as_retriever_takes_search_kwargs_as_vector_stores_do(kb):
+    kb.add_documents(_docs())
+    retriever = kb.as_retriever(search_kwargs={"k": 1, "min_score": 0.0})
+    assert (retriever.k, retriever.min_score) == (1, 0.0)
+    assert len(retriever.invoke("leave")) == 1
+    assert kb.as_retriever(search_kwargs={"k": 1}, k=2).k == 2  # a keyword argument wins
