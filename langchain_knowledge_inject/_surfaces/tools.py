@@ -356,7 +356,8 @@ def _fit_results(
         if kept:
             return format_knowledge_block(kept, template=_TOOL_TEMPLATE)
         already = " beyond the passages you were already given this turn" if skipped else ""
-        return f"No passages found in the knowledge base{already} for: {one_line(query)}"
+        shown = one_line(query[:200]) + ("…" if len(query) > 200 else "")  # not all of a huge one
+        return f"No passages found in the knowledge base{already} for: {shown}"
 
     kept, _ = fit_to_budget(
         docs, max_tokens=max_tokens, counter=approximate_token_count, render=render
