@@ -406,7 +406,13 @@ class KnowledgeBase:
     def info(self) -> KnowledgeBaseInfo:
         """Metadata of this knowledge base, read from Chroma."""
         self._ready()
-        settings = self._chroma.settings(fresh=True)
+        try:
+            settings = self._chroma.settings(fresh=True)
+        except Exception as exc:
+            if not storage.is_not_found(exc):
+                raise
+            msg = f"Knowledge base {self.name!r} no longer exists in Chroma (dropped)"
+            raise errors.KnowledgeBaseNotFoundError(msg, kb_name=self.name) from exc
         count = sum(int(c.count()) for c in self._chroma.partitions().values())
         derived = None
         if not settings["topics"]:

@@ -456,3 +456,10 @@ def test_as_retriever_takes_search_kwargs_as_vector_stores_do(kb):
     assert (retriever.k, retriever.min_score) == (1, 0.0)
     assert len(retriever.invoke("leave")) == 1
     assert kb.as_retriever(search_kwargs={"k": 1}, k=2).k == 2  # a keyword argument wins
+
+
+def test_info_of_a_dropped_knowledge_base_is_a_not_found_error(kb):
+    kb.add_documents(_docs())
+    kb.drop()
+    with pytest.raises(KnowledgeBaseNotFoundError, match="'hr'"):
+        kb.info  # noqa: B018
