@@ -31,6 +31,7 @@ from langchain_knowledge_inject import (
     KnowledgeInjector,
     create_knowledge_base_search_tool,
     create_knowledge_graph,
+    create_knowledge_node,
 )
 from langchain_knowledge_inject._store.knowledge_base import MAX_QUERY_CHARS
 from langchain_knowledge_inject._turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
@@ -362,3 +363,17 @@ def test_wrong_constructor_types_are_refused_naming_the_option(tmp_path, emb, op
     with pytest.raises(ConfigurationError, match=option) as info:
         KnowledgeBase("typed", **kwargs)
     assert info.value.option == option
+
+
+@pytest.mark.parametrize(
+    ("build", "option"),
+    [
+        (lambda kb: create_knowledge_graph(RecordingChatModel(), kb, system_prompt=123), "system"),
+        (lambda kb: create_knowledge_node(RecordingChatModel(), kb, system_prompt=[1]), "system"),
+        (lambda kb: create_knowledge_base_search_tool(kb, filter="hr"), "filter"),
+        (lambda kb: create_knowledge_base_search_tool(kb, name=5), "name"),
+    ],
+)
+def test_wrong_surface_argument_types_fail_at_construction(kb, build, option):
+    with pytest.raises(ConfigurationError, match=option):
+        build(kb)
