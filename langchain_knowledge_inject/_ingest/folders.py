@@ -13,7 +13,7 @@ entries that are not regular files, are listed in ``IngestReport.files_skipped``
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -45,7 +45,11 @@ def collect_files(
     the file itself was given. A file reached twice keeps its first name.
     """
     names = {} if names is None else names
-    given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    one = isinstance(paths, (str, os.PathLike)) or not isinstance(paths, Iterable)
+    given = [paths] if one else list(paths)
+    if not all(isinstance(p, (str, os.PathLike)) for p in given):
+        msg = f"paths must be a file or folder path, or a list of them; got {paths!r}"
+        raise IngestError(msg)
     if not given:
         msg = "no path given: pass at least one file or folder"
         raise IngestError(msg)
