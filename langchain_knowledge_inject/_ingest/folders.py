@@ -13,9 +13,9 @@ entries that are not regular files, are listed in ``IngestReport.files_skipped``
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_knowledge_inject.errors import IngestError
 
@@ -45,7 +45,12 @@ def collect_files(
     the file itself was given. A file reached twice keeps its first name.
     """
     names = {} if names is None else names
-    given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    given: list[Any] = [paths]
+    if isinstance(paths, Iterable) and not isinstance(paths, (str, os.PathLike)):
+        given = list(paths)
+    if not all(isinstance(p, (str, os.PathLike)) for p in given):
+        msg = f"paths must be a file or folder path, or a list of them; got {paths!r}"
+        raise IngestError(msg)
     if not given:
         msg = "no path given: pass at least one file or folder"
         raise IngestError(msg)

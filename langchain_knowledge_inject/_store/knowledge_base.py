@@ -76,6 +76,11 @@ DEFAULT_SYNC_INTERVAL = 5.0
 _DEFAULT_SPLITTER: Any = object()
 _LOCAL_GRACE_S = 1.0  # asearch with a server: local work (embedding, keyword) past the timeout
 _UNBOUNDED_WRITE_S = 60.0  # how late a write may commit when the knowledge base has no timeout
+_ALLOWED = {
+    "path": "a str or os.PathLike directory",
+    "embeddings": "a LangChain Embeddings",
+    "topics": "a list of strings",
+}
 
 
 def _given_flags(restricted: Any) -> dict[str, Any]:
@@ -171,6 +176,15 @@ class KnowledgeBase:
         calls.check_seconds("timeout", timeout)
         calls.check_seconds("sync_interval", sync_interval, zero=True)
         given = _given_flags(restricted)
+        topics_ok = isinstance(topics, list | tuple) and all(isinstance(t, str) for t in topics)
+        for option, value, ok in (
+            ("path", path, isinstance(path, str | os.PathLike)),
+            ("embeddings", embeddings, hasattr(embeddings, "embed_query")),
+            ("topics", topics, topics_ok),
+        ):
+            if value is not None and not ok:
+                msg = f"{option} must be {_ALLOWED[option]}, or None; got {type(value).__name__}"
+                raise errors.ConfigurationError(msg, option=option, value=value)
         if not isinstance(name, str) or not storage.NAME_PATTERN.match(name):
             msg = (
                 f"Invalid knowledge-base name {name!r}: use 1-63 letters, digits, '.', '_' or '-',"
@@ -283,7 +297,7 @@ class KnowledgeBase:
         if description is not None:
             wanted["description"] = description
         if topics is not None:
-            wanted["topics"] = [str(t) for t in topics]
+            wanted["topics"] = list(topics)
         changes = {k: v for k, v in wanted.items() if stored.get(k) != v}
         if changes and not self.read_only:
             self._chroma.update_settings(changes)
@@ -391,7 +405,13 @@ class KnowledgeBase:
     def info(self) -> KnowledgeBaseInfo:
         """Metadata of this knowledge base, read from Chroma."""
         self._ready()
-        settings = self._chroma.settings(fresh=True)
+        try:
+            settings = self._chroma.settings(fresh=True)
+        except Exception as exc:
+            if not storage.is_not_found(exc):
+                raise
+            msg = f"Knowledge base {self.name!r} no longer exists in Chroma (dropped)"
+            raise errors.KnowledgeBaseNotFoundError(msg, kb_name=self.name) from exc
         count = sum(int(c.count()) for c in self._chroma.partitions().values())
         derived = None
         if not settings["topics"]:
@@ -646,6 +666,9 @@ class KnowledgeBase:
         """
         self._ready()
         k, min_score, mode = check_search_args(k, min_score, mode)
+        if query is not None and not isinstance(query, str):
+            msg = f"query must be a string, got {type(query).__name__}"
+            raise errors.ConfigurationError(msg, option="query", value=query)
         tenant, where = split_tenant(filter, tenant_id)
         partition, text = writes.partition_of(tenant), (query or "")[:MAX_QUERY_CHARS]
         if not text.strip():
@@ -731,16 +754,20 @@ class KnowledgeBase:
             ) from None
 
     # -- derived sources ----------------------------------------------------------------
-    def as_retriever(self, **kwargs: Any) -> KnowledgeBaseRetriever:
+    def as_retriever(
+        self, search_kwargs: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> KnowledgeBaseRetriever:
         """A LangChain retriever: pure top-k by default (``min_score=0.0``).
 
         On a restricted knowledge base it raises ``RestrictedKnowledgeError``
         rather than return raw text, except inside the package's surfaces.
 
         Args:
+            search_kwargs: The same options as a dict, as ``VectorStore.as_retriever``
+                takes them (a keyword argument wins).
             **kwargs: ``k``, ``min_score``, ``mode``, ``filter``, ``tenant_id``.
         """
-        return KnowledgeBaseRetriever(knowledge_base=self, **kwargs)
+        return KnowledgeBaseRetriever(knowledge_base=self, **{**(search_kwargs or {}), **kwargs})
 
     def vectorstore(self, *, tenant_id: str | None = None) -> KnowledgeBaseVectorStore:
         """The partition's collection as a ``langchain_chroma.Chroma`` that writes through the KB.

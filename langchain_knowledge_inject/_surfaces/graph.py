@@ -38,6 +38,7 @@ from langchain_knowledge_inject._surfaces.pipeline import (
     KnowledgePipeline,
     PreparedTurn,
     Request,
+    check_system_prompt,
     coerce_messages,
     pipeline_for,
 )
@@ -241,6 +242,7 @@ def create_knowledge_graph(
         blocks=blocks,
         options=dict(options),
     )
+    check_system_prompt(system_prompt)
     chat_model = _chat_model(model)
     if pipeline.settings.retrieval == "tool" and not any(
         getattr(t, "name", None) == "knowledge_base_search" for t in tools or ()

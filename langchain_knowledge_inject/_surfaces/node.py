@@ -29,7 +29,11 @@ from langchain_knowledge_inject._surfaces.hosting import (
     call_model_logged,
     write_stream,
 )
-from langchain_knowledge_inject._surfaces.pipeline import KnowledgePipeline, pipeline_for
+from langchain_knowledge_inject._surfaces.pipeline import (
+    KnowledgePipeline,
+    check_system_prompt,
+    pipeline_for,
+)
 from langchain_knowledge_inject._turn.placement import strip_injected
 from langchain_knowledge_inject.errors import ConfigurationError
 
@@ -106,6 +110,7 @@ def create_knowledge_node(
     if not isinstance(model, Runnable):
         msg = f"model must be a chat model (a Runnable), got {type(model).__name__}"
         raise ConfigurationError(msg, option="model", value=model)
+    check_system_prompt(system_prompt)
     node = _KnowledgeNode(model, pipeline, system_prompt)
     return RunnableLambda(node.call, afunc=node.acall, name=name)
 

@@ -843,6 +843,13 @@ def _routing(info: Any, flags: SourceFlags | None) -> dict[str, Any]:
     }
 
 
+def check_system_prompt(system_prompt: Any) -> None:
+    """Refuse a ``system_prompt`` that is not a string at construction, not at the first turn."""
+    if system_prompt is not None and not isinstance(system_prompt, str):
+        msg = f"system_prompt must be a string or None, got {type(system_prompt).__name__}"
+        raise ConfigurationError(msg, option="system_prompt", value=system_prompt)
+
+
 def pipeline_for(
     knowledge_base: Any,
     *,

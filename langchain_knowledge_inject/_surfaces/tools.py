@@ -164,9 +164,12 @@ def create_knowledge_base_search_tool(
     if top_k > _MAX_K:
         msg = f"top_k must be an integer from 1 to {_MAX_K} for the tool, got {top_k!r}"
         raise ConfigurationError(msg, option="top_k", value=top_k)
-    if not name or not name.replace("_", "").replace("-", "").isalnum():
+    if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
         msg = f"name must be letters, digits, '_' or '-', got {name!r}"
         raise ConfigurationError(msg, option="name", value=name)
+    if filter is not None and not isinstance(filter, Mapping):
+        msg = f"filter must be a dict (Chroma's where filter) or None, got {type(filter).__name__}"
+        raise ConfigurationError(msg, option="filter", value=filter)
     if max_tokens < 100:
         msg = f"max_tokens must be at least 100 for the tool, got {max_tokens!r}"
         raise ConfigurationError(msg, option="max_tokens", value=max_tokens)
@@ -356,7 +359,8 @@ def _fit_results(
         if kept:
             return format_knowledge_block(kept, template=_TOOL_TEMPLATE)
         already = " beyond the passages you were already given this turn" if skipped else ""
-        return f"No passages found in the knowledge base{already} for: {one_line(query)}"
+        shown = one_line(query[:200]) + ("…" if len(query) > 200 else "")  # not all of a huge one
+        return f"No passages found in the knowledge base{already} for: {shown}"
 
     kept, _ = fit_to_budget(
         docs, max_tokens=max_tokens, counter=approximate_token_count, render=render

@@ -31,6 +31,7 @@ from langchain_knowledge_inject import (
     KnowledgeInjector,
     create_knowledge_base_search_tool,
     create_knowledge_graph,
+    create_knowledge_node,
 )
 from langchain_knowledge_inject._store.knowledge_base import MAX_QUERY_CHARS
 from langchain_knowledge_inject._turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
@@ -340,3 +341,39 @@ def test_invalid_tenant_ids_are_refused(kb, tenant):
             kb.add_documents(
                 [Document("Tenant text.", metadata={"source": "t.md", "tenant_id": ""})]
             )
+
+
+@pytest.mark.parametrize("query", [42, 3.5, ["annual leave"], b"annual leave"])
+def test_a_query_that_is_not_text_is_a_configuration_error(kb, query):
+    with pytest.raises(ConfigurationError, match="query must be a string"):
+        kb.search(query)
+
+
+@pytest.mark.parametrize(
+    ("options", "option"),
+    [
+        ({"topics": "leave"}, "topics"),
+        ({"topics": [1, 2]}, "topics"),
+        ({"embeddings": "all-MiniLM-L6-v2"}, "embeddings"),
+        ({"path": 5}, "path"),
+    ],
+)
+def test_wrong_constructor_types_are_refused_naming_the_option(tmp_path, emb, options, option):
+    kwargs: dict[str, Any] = {"path": tmp_path / "store", "embeddings": emb, **options}
+    with pytest.raises(ConfigurationError, match=option) as info:
+        KnowledgeBase("typed", **kwargs)
+    assert info.value.option == option
+
+
+@pytest.mark.parametrize(
+    ("build", "option"),
+    [
+        (lambda kb: create_knowledge_graph(RecordingChatModel(), kb, system_prompt=123), "system"),
+        (lambda kb: create_knowledge_node(RecordingChatModel(), kb, system_prompt=[1]), "system"),
+        (lambda kb: create_knowledge_base_search_tool(kb, filter="hr"), "filter"),
+        (lambda kb: create_knowledge_base_search_tool(kb, name=5), "name"),
+    ],
+)
+def test_wrong_surface_argument_types_fail_at_construction(kb, build, option):
+    with pytest.raises(ConfigurationError, match=option):
+        build(kb)

@@ -139,3 +139,11 @@ def test_unterminated_start_tags_are_read_in_one_pass() -> None:
     # (quadratic); the time is in benchmarks/html_parse.py, the text is checked here
     _, text = html_to_text("<p>" + "<div class='x' item " * 20_000 + "<p>end</p>")
     assert text.endswith("end") and text.count("item") == 20_000
+
+
+@pytest.mark.parametrize("paths", [5, [5], ["docs/", None]])
+def test_paths_that_are_not_paths_are_an_ingest_error(kb, paths) -> None:
+    from langchain_knowledge_inject.errors import IngestError
+
+    with pytest.raises(IngestError, match="paths must be"):
+        ingest(kb, paths)

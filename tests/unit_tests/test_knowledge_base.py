@@ -448,3 +448,18 @@ def test_hybrid_search_runs_its_dense_side_on_another_thread(tmp_path, emb, monk
     monkeypatch.setattr(type(collection), "query", broken)
     with pytest.raises(RetrievalError, match="dense side down"):
         kb.search("parental leave weeks", k=2)
+
+
+def test_as_retriever_takes_search_kwargs_as_vector_stores_do(kb):
+    kb.add_documents(_docs())
+    retriever = kb.as_retriever(search_kwargs={"k": 1, "min_score": 0.0})
+    assert (retriever.k, retriever.min_score) == (1, 0.0)
+    assert len(retriever.invoke("leave")) == 1
+    assert kb.as_retriever(search_kwargs={"k": 1}, k=2).k == 2  # a keyword argument wins
+
+
+def test_info_of_a_dropped_knowledge_base_is_a_not_found_error(kb):
+    kb.add_documents(_docs())
+    kb.drop()
+    with pytest.raises(KnowledgeBaseNotFoundError, match="'hr'"):
+        kb.info  # noqa: B018

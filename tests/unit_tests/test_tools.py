@@ -148,6 +148,13 @@ def test_no_results_says_so():
     assert artifact == []
 
 
+def test_no_results_for_a_huge_query_does_not_echo_all_of_it():
+    tool = create_knowledge_base_search_tool(FakeKB([]))
+    content, _ = _call(tool, query="parking " * 20_000)  # 160,000 characters
+    assert content.startswith("No passages found in the knowledge base for: parking parking")
+    assert len(content) < 400
+
+
 def test_attack_text_in_a_chunk_is_neutralized():
     tool = create_knowledge_base_search_tool(FakeKB([_doc(ATTACK, 9, 0.8)]))
     content = tool.invoke(
