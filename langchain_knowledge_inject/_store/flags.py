@@ -169,9 +169,34 @@ def raw_access() -> Iterator[None]:
     """
     token = _RAW.set(True)
     try:
-        yield
+        with unobserved():
+            yield
     finally:
         _RAW.reset(token)
+
+
+@contextlib.contextmanager
+def unobserved() -> Iterator[None]:
+    """Inside, no callback, tracer or run collector sees a run: raw text is handled here.
+
+    ``callbacks=[]`` is not enough: LangChain adds its configure hooks' handlers
+    (``collect_runs``, ``tracing_v2_enabled``, LangSmith tracing) to every run, and a
+    runnable called without a config inherits the caller's callbacks from the context.
+    A run given its config explicitly (the retrieval run's stubs) is still reported.
+    """
+    from langchain_core.runnables.config import var_child_runnable_config
+    from langchain_core.tracers.context import _configure_hooks, tracing_v2_callback_var
+    from langsmith.run_helpers import tracing_context
+
+    hooked: list[contextvars.ContextVar[Any]] = [var_child_runnable_config, tracing_v2_callback_var]
+    hooked += [hook[0] for hook in _configure_hooks]
+    tokens = [(var, var.set(None)) for var in hooked]
+    try:
+        with tracing_context(enabled=False):
+            yield
+    finally:
+        for var, token in reversed(tokens):
+            var.reset(token)
 
 
 def check_raw_read(kb_name: str, flags: RestrictionFlags, *, via: str) -> None:
