@@ -394,6 +394,8 @@ def _outcome(
             raise exc  # cancellation, a wrong setting, a forked process: the caller's to fix
     if failed and on_error == "raise":
         exc = failed[0][1]
+        if restricted:  # its message (and causes) may quote raw restricted text: the class only
+            raise RetrievalError(f"Knowledge retrieval failed ({type(exc).__name__})") from None
         if isinstance(exc, RetrievalError):
             raise exc
         msg = f"Knowledge retrieval failed: {exc}"

@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import traceback
 from typing import Any
 
+import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.tracers.context import collect_runs
 
 from langchain_knowledge_inject import KnowledgeInjector
+from langchain_knowledge_inject.errors import RetrievalError
 
 SECRET = "Zanzibar"
 NUMBER = "7348912"
@@ -123,3 +127,55 @@ def test_llm_reranker_of_a_restricted_turn_is_unobserved(make_kb) -> None:
         return "\n".join([repr(e) async for e in injector.astream_events(QUESTION)])
 
     assert not _leaks(asyncio.run(events()))
+
+
+# --- errors of a restricted turn ------------------------------------------------------------
+
+
+class _CheckingRetriever(BaseRetriever):
+    """A retriever of the user's whose validation error quotes the chunk it read."""
+
+    retriever: Any
+
+    def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+        docs = self.retriever.invoke(query)
+        msg = f"chunk failed validation: {docs[0].page_content!r}"
+        raise ValueError(msg)
+
+
+def _chain(error: BaseException) -> str:
+    """The error, its causes and contexts, and its formatted traceback, as one text."""
+    parts = ["".join(traceback.format_exception(error))]
+    seen: BaseException | None = error
+    while seen is not None and len(parts) < 10:
+        parts.append(repr(seen))
+        seen = seen.__cause__ or seen.__context__
+    return "\n".join(parts)
+
+
+def _raised(injector: KnowledgeInjector) -> BaseException:
+    with pytest.raises(RetrievalError) as info:
+        injector.invoke(QUESTION)
+    return info.value
+
+
+def test_failing_source_of_a_restricted_turn_raises_without_its_text(make_kb) -> None:
+    kb = make_kb(DOCS, restricted=True)
+    sources = [kb, _CheckingRetriever(retriever=kb.as_retriever())]
+    options = {**OPTIONS, "on_error": "raise"}
+    error = _raised(KnowledgeInjector(sources, summarizer_model=_summarizer(), **options))
+    assert "ValueError" in str(error)  # the class still says what failed
+    assert not _leaks(_chain(error))
+
+
+def test_failing_reranker_of_a_restricted_turn_raises_without_its_text(make_kb) -> None:
+    kb = make_kb(DOCS, restricted=True)
+
+    def reranker(query: str, docs: list[Document]) -> list[Document]:
+        msg = f"cannot rank {docs[0].page_content}"
+        raise ValueError(msg)
+
+    options = {**OPTIONS, "on_error": "raise", "reranker": reranker}
+    error = _raised(KnowledgeInjector(kb, summarizer_model=_summarizer(), **options))
+    assert "ValueError" in str(error)
+    assert not _leaks(_chain(error))
