@@ -24,7 +24,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.tracers.context import collect_runs
 
 from langchain_knowledge_inject import KnowledgeInjector
-from langchain_knowledge_inject.errors import RetrievalError
+from langchain_knowledge_inject.errors import RestrictedKnowledgeError, RetrievalError
 
 SECRET = "Zanzibar"
 NUMBER = "7348912"
@@ -179,3 +179,19 @@ def test_failing_reranker_of_a_restricted_turn_raises_without_its_text(make_kb) 
     error = _raised(KnowledgeInjector(kb, summarizer_model=_summarizer(), **options))
     assert "ValueError" in str(error)
     assert not _leaks(_chain(error))
+
+
+# --- restriction turned on by another object or process ----------------------------------
+
+
+def test_restrict_by_another_object_applies_to_the_next_turn(make_kb, tmp_path) -> None:
+    reader = make_kb(DOCS, path=tmp_path / "shared")
+    injector = KnowledgeInjector(reader, **OPTIONS)
+    assert _leaks(injector.invoke(QUESTION)[-1].text)  # unrestricted: raw text, as it should
+    retriever = reader.as_retriever()
+    assert _leaks(str(retriever.invoke(QUESTION)))
+    make_kb(path=tmp_path / "shared").restrict()  # another process's KnowledgeBase
+    assert reader.restriction.restricted is True  # no stale cached flag
+    assert not _leaks(injector.invoke(QUESTION)[-1].text)
+    with pytest.raises(RestrictedKnowledgeError):
+        retriever.invoke(QUESTION)
