@@ -175,6 +175,19 @@ def raw_access() -> Iterator[None]:
         _RAW.reset(token)
 
 
+def quiet() -> list[Any]:
+    """The callbacks of a run nobody may see: a muted stand-in for ``set_debug``'s printer.
+
+    LangChain adds its console printer to every run when debug is on, unless the run
+    already has one: this one prints nothing.
+    """
+    from langchain_core.tracers.stdout import ConsoleCallbackHandler
+
+    names = ["llm", "chat_model", "chain", "agent", "retriever", "retry", "custom_event"]
+    muted = {f"ignore_{name}": True for name in names}
+    return [type("Muted", (ConsoleCallbackHandler,), muted)()]
+
+
 @contextlib.contextmanager
 def unobserved() -> Iterator[None]:
     """Inside, no callback, tracer or run collector sees a run: raw text is handled here.
@@ -188,9 +201,12 @@ def unobserved() -> Iterator[None]:
     from langchain_core.tracers.context import _configure_hooks, tracing_v2_callback_var
     from langsmith.run_helpers import tracing_context
 
-    hooked: list[contextvars.ContextVar[Any]] = [var_child_runnable_config, tracing_v2_callback_var]
+    hooked: list[contextvars.ContextVar[Any]] = [tracing_v2_callback_var]
     hooked += [hook[0] for hook in _configure_hooks]
     tokens = [(var, var.set(None)) for var in hooked]
+    tokens.append(
+        (var_child_runnable_config, var_child_runnable_config.set({"callbacks": quiet()}))
+    )
     try:
         with tracing_context(enabled=False):
             yield

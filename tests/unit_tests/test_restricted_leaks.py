@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
+from langchain_core.globals import set_debug
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.retrievers import BaseRetriever
@@ -195,3 +196,18 @@ def test_restrict_by_another_object_applies_to_the_next_turn(make_kb, tmp_path) 
     assert not _leaks(injector.invoke(QUESTION)[-1].text)
     with pytest.raises(RestrictedKnowledgeError):
         retriever.invoke(QUESTION)
+
+
+def test_langchain_debug_printer_sees_no_raw_text(make_kb, capsys) -> None:
+    kb = make_kb(DOCS, restricted=True)
+    options = {**OPTIONS, "reranker": _llm_reranker()}
+    injector = KnowledgeInjector(kb.as_retriever(), summarizer_model=_summarizer(), **options)
+    set_debug(True)
+    try:
+        injector.invoke(QUESTION)
+        asyncio.run(injector.ainvoke(QUESTION))
+    finally:
+        set_debug(False)
+    printed = capsys.readouterr().out
+    assert "[chain/start]" in printed  # the debug printer still runs for the turn itself
+    assert not _leaks(printed)
