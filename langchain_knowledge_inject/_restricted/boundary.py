@@ -51,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from langchain_knowledge_inject._restricted import summarizer as _s
 from langchain_knowledge_inject._restricted.guard import LeakPolicy, StrictConfig, check_leak
 from langchain_knowledge_inject._restricted.summarizer import ReasonCode, SummarizerFailure
+from langchain_knowledge_inject._store.flags import unobserved
 from langchain_knowledge_inject._turn.model_call import call_with_timeout
 from langchain_knowledge_inject._turn.neutralize import neutralize_line
 from langchain_knowledge_inject._turn.tokens import (
@@ -475,7 +476,10 @@ def release(
         try:
             runnable, messages = _s.build_request(call.model, call.question, call.texts)  # type: ignore[arg-type]
             config_ = _s.isolated_config(config)
-            raw = call_with_timeout(lambda: runnable.invoke(messages, config=config_), call.timeout)
+            with unobserved():
+                raw = call_with_timeout(
+                    lambda: runnable.invoke(messages, config=config_), call.timeout
+                )
             outcome = call.judge(raw)
         except Exception as exc:
             outcome = _failed(exc)
@@ -500,8 +504,8 @@ async def arelease(
         try:
             runnable, messages = _s.build_request(call.model, call.question, call.texts)  # type: ignore[arg-type]
             config_ = _s.isolated_config(config)
-            reply = runnable.ainvoke(messages, config=config_)
-            raw = await asyncio.wait_for(reply, call.timeout)
+            with unobserved():  # the task wait_for starts copies this context
+                raw = await asyncio.wait_for(runnable.ainvoke(messages, config_), call.timeout)
             outcome = await asyncio.to_thread(call.judge, raw)  # the guard is CPU work
         except Exception as exc:
             outcome = _failed(exc)

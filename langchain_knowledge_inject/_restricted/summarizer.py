@@ -176,8 +176,10 @@ def isolated_config(config: RunnableConfig | None = None) -> RunnableConfig:
     ``stream_mode="messages"`` nor ``astream_events`` nor a tracer sees the excerpts
     or the unchecked reply.
     """
+    from langchain_knowledge_inject._store.flags import quiet
+
     isolated: dict[str, Any] = {
-        "callbacks": [],
+        "callbacks": quiet(),
         "tags": ["nostream", "langsmith:hidden"],
         "metadata": {},
         "configurable": {},

@@ -170,9 +170,50 @@ def raw_access() -> Iterator[None]:
     """
     token = _RAW.set(True)
     try:
-        yield
+        with unobserved():
+            yield
     finally:
         _RAW.reset(token)
+
+
+def quiet() -> list[Any]:
+    """The callbacks of a run nobody may see: a muted stand-in for ``set_debug``'s printer.
+
+    LangChain adds its console printer to every run when debug is on, unless the run
+    already has one: this one prints nothing.
+    """
+    from langchain_core.tracers.stdout import ConsoleCallbackHandler
+
+    names = ["llm", "chat_model", "chain", "agent", "retriever", "retry", "custom_event"]
+    muted = {f"ignore_{name}": True for name in names}
+    return [type("Muted", (ConsoleCallbackHandler,), muted)()]
+
+
+@contextlib.contextmanager
+def unobserved() -> Iterator[None]:
+    """Inside, no callback, tracer or run collector sees a run: raw text is handled here.
+
+    ``callbacks=[]`` is not enough: LangChain adds its configure hooks' handlers
+    (``collect_runs``, ``tracing_v2_enabled``, LangSmith tracing) to every run, and a
+    runnable called without a config inherits the caller's callbacks from the context.
+    A run given its config explicitly (the retrieval run's stubs) is still reported.
+    """
+    from langchain_core.runnables.config import var_child_runnable_config
+    from langchain_core.tracers.context import _configure_hooks, tracing_v2_callback_var
+    from langsmith.run_helpers import tracing_context
+
+    hooked: list[contextvars.ContextVar[Any]] = [tracing_v2_callback_var]
+    hooked += [hook[0] for hook in _configure_hooks]
+    tokens = [(var, var.set(None)) for var in hooked]
+    tokens.append(
+        (var_child_runnable_config, var_child_runnable_config.set({"callbacks": quiet()}))
+    )
+    try:
+        with tracing_context(enabled=False):
+            yield
+    finally:
+        for var, token in reversed(tokens):
+            var.reset(token)
 
 
 def check_raw_read(kb_name: str, flags: RestrictionFlags, *, via: str) -> None:

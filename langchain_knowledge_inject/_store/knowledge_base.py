@@ -359,7 +359,10 @@ class KnowledgeBase:
     # -- settings and flags -------------------------------------------------------------
     @property
     def restriction(self) -> RestrictionFlags:
-        """The restriction flags stored with the data, fresh to about a second.
+        """The restriction flags stored with the data, read afresh on every call.
+
+        Never from a cache: another process's ``kb.restrict()`` holds from its next
+        turn, not a second later.
 
         Raises:
             RetrievalError: Chroma could not be asked (the message names the cause):
@@ -367,7 +370,7 @@ class KnowledgeBase:
         """
         self._ready()
         try:
-            return RestrictionFlags.of(self._chroma.settings())
+            return RestrictionFlags.of(self._chroma.settings(fresh=True))
         except errors.KnowledgeInjectError:
             raise
         except Exception as exc:

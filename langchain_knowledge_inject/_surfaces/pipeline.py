@@ -434,8 +434,11 @@ class KnowledgePipeline:
             found = search_sources(self.sources, query, spec, **self._search_args(request))
             try:
                 found.documents = rerank(settings.reranker, query, found.documents)
+                failure: Exception | None = None
             except Exception as exc:
-                _rerank_failed(exc, found, settings.on_error, restricted=request.restricted)
+                failure = exc
+        if failure is not None:  # raised outside the handler: no __context__ to carry raw text
+            _rerank_failed(failure, found, settings.on_error, restricted=request.restricted)
         return found
 
     async def _asearch(self, query: str, request: Request, spec: SearchSpec) -> Retrieved:
@@ -444,8 +447,11 @@ class KnowledgePipeline:
             found = await asearch_sources(self.sources, query, spec, **self._search_args(request))
             try:
                 found.documents = await arerank(settings.reranker, query, found.documents)
+                failure: Exception | None = None
             except Exception as exc:
-                _rerank_failed(exc, found, settings.on_error, restricted=request.restricted)
+                failure = exc
+        if failure is not None:  # raised outside the handler: no __context__ to carry raw text
+            _rerank_failed(failure, found, settings.on_error, restricted=request.restricted)
         return found
 
     def _released_args(self, request: Request, thread: str | None) -> dict[str, Any]:

@@ -54,6 +54,7 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict
 
 from langchain_knowledge_inject._store.filters import matches
+from langchain_knowledge_inject._store.flags import quiet
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
     ForkedProcessError,
@@ -338,7 +339,7 @@ class _TracedSearch(BaseRetriever):
         """The source's search arguments; a retriever runs as a child of this run."""
         if not isinstance(self.source, RetrieverSource):
             return (kwargs["spec"],)
-        callbacks = [] if kwargs["redact"] else run_manager.get_child()  # restricted: none below
+        callbacks = quiet() if kwargs["redact"] else run_manager.get_child()  # restricted: none
         return kwargs["spec"], {"callbacks": callbacks}
 
     def _get_relevant_documents(
@@ -394,6 +395,8 @@ def _outcome(
             raise exc  # cancellation, a wrong setting, a forked process: the caller's to fix
     if failed and on_error == "raise":
         exc = failed[0][1]
+        if restricted:  # its message (and causes) may quote raw restricted text: the class only
+            raise RetrievalError(f"Knowledge retrieval failed ({type(exc).__name__})") from None
         if isinstance(exc, RetrievalError):
             raise exc
         msg = f"Knowledge retrieval failed: {exc}"
