@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -182,11 +183,15 @@ def quiet() -> list[Any]:
     LangChain adds its console printer to every run when debug is on, unless the run
     already has one: this one prints nothing.
     """
+    return [_muted_printer()()]
+
+
+@functools.cache
+def _muted_printer() -> type:
     from langchain_core.tracers.stdout import ConsoleCallbackHandler
 
     names = ["llm", "chat_model", "chain", "agent", "retriever", "retry", "custom_event"]
-    muted = {f"ignore_{name}": True for name in names}
-    return [type("Muted", (ConsoleCallbackHandler,), muted)()]
+    return type("Muted", (ConsoleCallbackHandler,), {f"ignore_{n}": True for n in names})
 
 
 @contextlib.contextmanager
