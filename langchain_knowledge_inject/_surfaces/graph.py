@@ -243,6 +243,9 @@ def create_knowledge_graph(
         options=dict(options),
     )
     check_system_prompt(system_prompt)
+    if tools is not None and (isinstance(tools, str) or not isinstance(tools, Sequence)):
+        msg = f"tools must be a list of tools (BaseTool or functions), got {type(tools).__name__}"
+        raise ConfigurationError(msg, option="tools", value=tools)
     chat_model = _chat_model(model)
     if pipeline.settings.retrieval == "tool" and not any(
         getattr(t, "name", None) == "knowledge_base_search" for t in tools or ()

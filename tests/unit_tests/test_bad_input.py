@@ -372,6 +372,9 @@ def test_wrong_constructor_types_are_refused_naming_the_option(tmp_path, emb, op
         (lambda kb: create_knowledge_node(RecordingChatModel(), kb, system_prompt=[1]), "system"),
         (lambda kb: create_knowledge_base_search_tool(kb, filter="hr"), "filter"),
         (lambda kb: create_knowledge_base_search_tool(kb, name=5), "name"),
+        (lambda kb: create_knowledge_graph(RecordingChatModel(), kb, tools="search"), "tools"),
+        (lambda kb: KnowledgeInjectionMiddleware(kb, search_tool="yes"), "search_tool"),
+        (lambda kb: KnowledgeInjectionMiddleware(kb, keep_manifest=1), "keep_manifest"),
     ],
 )
 def test_wrong_surface_argument_types_fail_at_construction(kb, build, option):
