@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field
 
+from langchain_knowledge_inject._store.flags import quiet
+
 if TYPE_CHECKING:
     from langchain_core.documents import Document
     from langchain_core.language_models import BaseChatModel
@@ -176,8 +178,6 @@ def isolated_config(config: RunnableConfig | None = None) -> RunnableConfig:
     ``stream_mode="messages"`` nor ``astream_events`` nor a tracer sees the excerpts
     or the unchecked reply.
     """
-    from langchain_knowledge_inject._store.flags import quiet
-
     isolated: dict[str, Any] = {
         "callbacks": quiet(),
         "tags": ["nostream", "langsmith:hidden"],

@@ -76,11 +76,6 @@ DEFAULT_SYNC_INTERVAL = 5.0
 _DEFAULT_SPLITTER: Any = object()
 _LOCAL_GRACE_S = 1.0  # asearch with a server: local work (embedding, keyword) past the timeout
 _UNBOUNDED_WRITE_S = 60.0  # how late a write may commit when the knowledge base has no timeout
-_ALLOWED = {
-    "path": "a str or os.PathLike directory",
-    "embeddings": "a LangChain Embeddings",
-    "topics": "a list of strings",
-}
 
 
 def _given_flags(restricted: Any) -> dict[str, Any]:
@@ -177,13 +172,14 @@ class KnowledgeBase:
         calls.check_seconds("sync_interval", sync_interval, zero=True)
         given = _given_flags(restricted)
         topics_ok = isinstance(topics, list | tuple) and all(isinstance(t, str) for t in topics)
-        for option, value, ok in (
-            ("path", path, isinstance(path, str | os.PathLike)),
-            ("embeddings", embeddings, hasattr(embeddings, "embed_query")),
-            ("topics", topics, topics_ok),
+        is_embeddings = hasattr(embeddings, "embed_query")
+        for option, value, ok, allowed in (
+            ("path", path, isinstance(path, str | os.PathLike), "a str or os.PathLike directory"),
+            ("embeddings", embeddings, is_embeddings, "a LangChain Embeddings"),
+            ("topics", topics, topics_ok, "a list of strings"),
         ):
             if value is not None and not ok:
-                msg = f"{option} must be {_ALLOWED[option]}, or None; got {type(value).__name__}"
+                msg = f"{option} must be {allowed}, or None; got {type(value).__name__}"
                 raise errors.ConfigurationError(msg, option=option, value=value)
         if not isinstance(name, str) or not storage.NAME_PATTERN.match(name):
             msg = (

@@ -154,8 +154,11 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         **options: Unpack[SettingsOptions],
     ) -> None:
         super().__init__()
-        switches = {"search_tool": search_tool, "memory_tools": memory_tools}
-        for option, value in {**switches, "keep_manifest": keep_manifest}.items():
+        for option, value in (
+            ("search_tool", search_tool),
+            ("memory_tools", memory_tools),
+            ("keep_manifest", keep_manifest),
+        ):
             if value is not None and not isinstance(value, bool):
                 msg = f"{option} must be True, False or None, got {value!r}"
                 raise ConfigurationError(msg, option=option, value=value)

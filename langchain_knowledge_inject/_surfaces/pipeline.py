@@ -432,9 +432,9 @@ class KnowledgePipeline:
         settings = request.settings
         with raw_access() if request.restricted else nullcontext():
             found = search_sources(self.sources, query, spec, **self._search_args(request))
+            failure: Exception | None = None
             try:
                 found.documents = rerank(settings.reranker, query, found.documents)
-                failure: Exception | None = None
             except Exception as exc:
                 failure = exc
         if failure is not None:  # raised outside the handler: no __context__ to carry raw text
@@ -445,9 +445,9 @@ class KnowledgePipeline:
         settings = request.settings
         with raw_access() if request.restricted else nullcontext():
             found = await asearch_sources(self.sources, query, spec, **self._search_args(request))
+            failure: Exception | None = None
             try:
                 found.documents = await arerank(settings.reranker, query, found.documents)
-                failure: Exception | None = None
             except Exception as exc:
                 failure = exc
         if failure is not None:  # raised outside the handler: no __context__ to carry raw text
