@@ -20,7 +20,6 @@ nodes, for a graph of your own. See docs/surfaces.md.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import time
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
@@ -64,7 +63,6 @@ if TYPE_CHECKING:
     from langchain_knowledge_inject._turn.blocks import ContextBlock
     from langchain_knowledge_inject.settings import KnowledgeSettings, SettingsOptions
 
-logger = logging.getLogger("langchain_knowledge_inject")
 
 Route = Literal["safe_summarize", "build_context"]
 _Resumed = tuple["list[BaseMessage]", Retrieval, dict[str, Any]]
