@@ -175,44 +175,41 @@ class KnowledgeNodes:
 
     async def _aresume(self, state: Any, config: RunnableConfig) -> _Resumed:
         history, record, flags = self._recorded(state, config)
-        if flags is not None:  # decided by retrieve: no store read
-            return self._restore(
-                state, self._pipeline.request(config, flags=flags), history, record
-            )
-        return self._restore(state, await self._pipeline.arequest(config), history, record)
+        pipeline = self._pipeline  # decided by retrieve: no store read, so not in a thread
+        request = (
+            pipeline.request(config, flags=flags) if flags else await pipeline.arequest(config)
+        )
+        return self._restore(state, request, history, record)
 
     # -- the nodes: each one step of the pipeline, and its fields of the state ------------------
     def _retrieved(self, got: Retrieval, config: RunnableConfig, history: Any) -> dict[str, Any]:
-        request = got.request
-        flags = dataclasses.replace(
-            request.flags,
-            restricted=request.restricted,
-            sensitive_sources=request.sensitive_sources,
-        )
-        record = {"turn": turn_key(config, history), "flags": dataclasses.asdict(flags),
+        request = got.request  # its flags with its decision: the later nodes' request
+        flags = {**dataclasses.asdict(request.flags), "restricted": request.restricted,
+                 "sensitive_sources": request.sensitive_sources}  # fmt: skip
+        record = {"turn": turn_key(config, history), "flags": flags,
                   "started": got.started, "query_source": got.query.source,
                   "errors": list(got.found.errors), "error": got.found.error}  # fmt: skip
         return {"retrieval_query": got.query.query, "retrieved": got.kept, "safe_summary": None,
                 "dynamic_context": None, "knowledge_manifest": None,
                 "knowledge_turn": record}  # fmt: skip
 
-    def _retrieve(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    def _retrieve(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         history = self._pipeline.history(state, self._prompt)
         request = self._pipeline.request(config)  # the stored flags, read once a turn: here
         got = self._pipeline.retrieve(self._pipeline.clean(history, request), request)
         return self._retrieved(got, config, history)
 
-    async def _aretrieve(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    async def _aretrieve(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         history = self._pipeline.history(state, self._prompt)
         request = await self._pipeline.arequest(config)
         got = await self._pipeline.aretrieve(self._pipeline.clean(history, request), request)
         return self._retrieved(got, config, history)
 
-    def _route(self, state: dict[str, Any], config: RunnableConfig) -> Route:
+    def _route(self, state: Any, config: RunnableConfig) -> Route:
         flags = self._recorded(state, config)[2]  # no record: restricted until shown open
         return "build_context" if flags is not None and not flags.restricted else "safe_summarize"
 
-    async def _aroute(self, state: dict[str, Any], config: RunnableConfig) -> Route:
+    async def _aroute(self, state: Any, config: RunnableConfig) -> Route:
         return self._route(state, config)  # no I/O: on the event loop, not in a thread
 
     @staticmethod
@@ -221,13 +218,11 @@ class KnowledgeNodes:
         record = {**record, "errors": list(got.found.errors)}
         return {"retrieved": got.kept, "safe_summary": released, "knowledge_turn": record}
 
-    def _safe_summarize(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    def _safe_summarize(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         clean, got, record = self._resume(state, config)
         return self._summarized(self._pipeline.summarize(clean, got), record)
 
-    async def _asafe_summarize(
-        self, state: dict[str, Any], config: RunnableConfig
-    ) -> dict[str, Any]:
+    async def _asafe_summarize(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         clean, got, record = await self._aresume(state, config)
         return self._summarized(await self._pipeline.asummarize(clean, got), record)
 
@@ -237,37 +232,33 @@ class KnowledgeNodes:
         kept = manifest if self._keep else None
         return {"dynamic_context": turn.dynamic_context, "knowledge_manifest": kept}
 
-    def _build_context(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    def _build_context(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         clean, got, _ = self._resume(state, config)
         return self._built(self._pipeline.build_context(clean, got, surface="graph"))
 
-    async def _abuild_context(
-        self, state: dict[str, Any], config: RunnableConfig
-    ) -> dict[str, Any]:
+    async def _abuild_context(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         clean, got, _ = await self._aresume(state, config)
         return self._built(await self._pipeline.abuild_context(clean, got, surface="graph"))
 
-    def _call_model(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    def _call_model(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         clean, got, _ = self._resume(state, config)
         sent = self._pipeline.shape(clean, state.get("dynamic_context"), got.request)[0]
         call = lambda m: self._model.invoke(m, config)  # noqa: E731
         reply = call_model_logged(call, sent, list, got.request, surface="graph")
         return {"messages": [as_message(reply)]}
 
-    async def _acall_model(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    async def _acall_model(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         clean, got, _ = await self._aresume(state, config)
         sent = self._pipeline.shape(clean, state.get("dynamic_context"), got.request)[0]
         call = lambda m: self._model.ainvoke(m, config)  # noqa: E731
         reply = await acall_model_logged(call, sent, list, got.request, surface="graph")
         return {"messages": [as_message(reply)]}
 
-    def _record_memory(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    def _record_memory(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         self._pipeline.record_turn(state["messages"], self._resume(state, config)[1].request)
         return {}
 
-    async def _arecord_memory(
-        self, state: dict[str, Any], config: RunnableConfig
-    ) -> dict[str, Any]:
+    async def _arecord_memory(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         request = (await self._aresume(state, config))[1].request
         await self._pipeline.arecord_turn(state["messages"], request)
         return {}

@@ -603,10 +603,8 @@ class KnowledgePipeline:
             return got
         request, query = got.request, got.query.query or ""
         found = _top(got, self._search(query, request, self._spec(request))).found
-        thread = _remember(clean, got, found)
-        released = (
-            self._release(query, found.documents, request, thread) if found.documents else None
-        )
+        thread, docs = _remember(clean, got, found), found.documents
+        released = self._release(query, docs, request, thread) if docs else None
         return replace(got, found=Retrieved(errors=found.errors), released=released)
 
     async def asummarize(self, clean: list[BaseMessage], got: Retrieval) -> Retrieval:
