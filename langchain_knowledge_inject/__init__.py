@@ -29,7 +29,11 @@ if TYPE_CHECKING:
     from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
     from langchain_knowledge_inject._store.metadata import AddResult, KnowledgeBaseInfo
     from langchain_knowledge_inject._store.retriever import KnowledgeBaseRetriever
-    from langchain_knowledge_inject._surfaces.graph import KnowledgeState, create_knowledge_graph
+    from langchain_knowledge_inject._surfaces.graph import (
+        KnowledgeState,
+        create_knowledge_graph,
+        create_knowledge_nodes,
+    )
     from langchain_knowledge_inject._surfaces.middleware import KnowledgeInjectionMiddleware
     from langchain_knowledge_inject._surfaces.node import create_knowledge_node
     from langchain_knowledge_inject._surfaces.runnable import KnowledgeInjector, cited_documents
@@ -82,6 +86,7 @@ __all__ = [
     "create_knowledge_base_search_tool",
     "create_knowledge_graph",
     "create_knowledge_node",
+    "create_knowledge_nodes",
     "create_memory_tools",
     "ingest",
     "strip_injected",
@@ -100,7 +105,7 @@ _MODULES = {
     "_store.knowledge_base": ("KnowledgeBase",),
     "_store.metadata": ("AddResult", "KnowledgeBaseInfo"),
     "_store.retriever": ("KnowledgeBaseRetriever",),
-    "_surfaces.graph": ("KnowledgeState", "create_knowledge_graph"),
+    "_surfaces.graph": ("KnowledgeState", "create_knowledge_graph", "create_knowledge_nodes"),
     "_surfaces.middleware": ("KnowledgeInjectionMiddleware",),
     "_surfaces.node": ("create_knowledge_node",),
     "_surfaces.runnable": ("KnowledgeInjector", "cited_documents"),

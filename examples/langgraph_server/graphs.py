@@ -1,6 +1,7 @@
 """The graphs that ``langgraph.json`` serves, over a knowledge base in a Chroma server.
 
-- ``graph``: :func:`create_knowledge_graph`, the package's own chat graph;
+- ``graph``: :func:`create_knowledge_graph`, the package's own chat graph, whose nodes are
+  its steps: ``retrieve -> [safe_summarize] -> build_context -> call_model``;
 - ``agent``: ``langchain.agents.create_agent`` with :class:`KnowledgeInjectionMiddleware`.
 
 The LangGraph server gives both their checkpointer and store, so neither is set here.

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langchain_knowledge_inject._surfaces.hosting import (
@@ -34,7 +34,6 @@ from langchain_knowledge_inject._surfaces.pipeline import (
     check_system_prompt,
     pipeline_for,
 )
-from langchain_knowledge_inject._turn.placement import strip_injected
 from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -123,23 +122,14 @@ class _KnowledgeNode:
         self.pipeline = pipeline
         self.system_prompt = system_prompt
 
-    def _history(self, state: Any) -> list[BaseMessage]:
-        if not isinstance(state, dict) or not isinstance(state.get("messages"), list):
-            keys = sorted(state) if isinstance(state, dict) else type(state).__name__
-            msg = (
-                "create_knowledge_node needs a graph state with a 'messages' list "
-                f"(MessagesState); got {keys}"
-            )
-            raise ConfigurationError(msg, option="state", value=keys)
-        history = strip_injected(state["messages"], headers=self.pipeline.strip_headers)
-        return [SystemMessage(self.system_prompt), *history] if self.system_prompt else history
-
     def _done(self, state: Any, reply: BaseMessage) -> bool:
         return self.pipeline.records_turns and not getattr(reply, "tool_calls", None)
 
     def call(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         request = self.pipeline.request(config)
-        turn = self.pipeline.prepare(self._history(state), request, surface="node")
+        turn = self.pipeline.prepare(
+            self.pipeline.history(state, self.system_prompt), request, surface="node"
+        )
         write_stream(turn.manifest.to_dict())
         reply = as_message(
             call_model_logged(
@@ -152,7 +142,9 @@ class _KnowledgeNode:
 
     async def acall(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         request = await self.pipeline.arequest(config)
-        turn = await self.pipeline.aprepare(self._history(state), request, surface="node")
+        turn = await self.pipeline.aprepare(
+            self.pipeline.history(state, self.system_prompt), request, surface="node"
+        )
         write_stream(turn.manifest.to_dict())
         reply = as_message(
             await acall_model_logged(

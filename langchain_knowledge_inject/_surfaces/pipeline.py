@@ -8,44 +8,55 @@ and runs one turn in a fixed order, each step once:
    runtime context, parsed once) and whether it is restricted, from the flags stored
    with each source's data (read off the event loop on the async path), the surface's
    own flag, a restricted host, and the request;
-2. the retrieval query (the current message, the follow-up heuristic or the query
-   model), computed once;
-3. every source searched side by side, degrading per source
+2. :meth:`~KnowledgePipeline.retrieve`: the retrieval query (the current message, the
+   follow-up heuristic or the query model), then, on an open turn, every source
+   searched side by side, degrading per source
    (:mod:`~langchain_knowledge_inject._turn.retrieval`), then the reranker;
-4. a restricted turn's chunks go through the one boundary
+3. :meth:`~KnowledgePipeline.summarize`, restricted turns only: the search, and the
+   chunks through the one boundary
    (:func:`~langchain_knowledge_inject._restricted.boundary.release`), with the
-   summaries already released in the same thread, and only its typed fields go on;
-5. the context blocks, one token budget, the text
-   (:func:`~langchain_knowledge_inject._turn.assemble.assemble_context`);
-6. placement, history trimming and the datetime suffix, once
+   summaries already released in the same thread, in one step: only its typed fields go on;
+4. :meth:`~KnowledgePipeline.build_context`: the context blocks, one token budget, the
+   text (:func:`~langchain_knowledge_inject._turn.assemble.assemble_context`), placement,
+   history trimming and the datetime suffix, once
    (:func:`~langchain_knowledge_inject._turn.conversation.shape_turn`), and the manifest.
 
-The ``knowledge_base_search`` tool runs steps 1, 3 and 4 through :meth:`search`. Sync
-and async share every step but the I/O, which is written twice.
+:meth:`~KnowledgePipeline.prepare` runs the four in one call (the injector, the node,
+the middleware); the graph runs each as a node of its own, passing a :class:`Retrieval`
+through its state. The ``knowledge_base_search`` tool runs steps 1 and 3 through
+:meth:`~KnowledgePipeline.search`. Sync and async share every step but the I/O, which
+is written twice.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
-from langchain_core.messages import BaseMessage, HumanMessage, convert_to_messages
+from langchain_core.messages import (
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    convert_to_messages,
+)
 from langchain_core.prompt_values import PromptValue
 from langchain_core.runnables import RunnableConfig, ensure_config
+from pydantic import ValidationError
 
 from langchain_knowledge_inject._restricted.boundary import (
     Released,
     SafeSummary,
     arelease,
     chunk_ref,
+    format_block,
+    refused,
     release,
     stub,
 )
@@ -176,15 +187,73 @@ class PreparedTurn:
 
 
 @dataclass
-class _Context:
-    """Steps 2-5 of a turn: what placement and the manifest need."""
+class Retrieval:
+    """A turn between its steps: the query, what was found, the request it runs under.
+
+    :meth:`KnowledgePipeline.retrieve` makes it; on a restricted turn
+    :meth:`KnowledgePipeline.summarize` searches and adds :attr:`released`, and
+    :attr:`found` keeps the failed sources only, never a chunk's text.
+    """
 
     query: TurnQuery
-    retrieved: Retrieved
-    retrieval_scores: list[float]
-    released: Released | None
-    assembled: AssembledContext
+    """The retrieval query and how it was made."""
+    found: Retrieved
+    """Open turn: the documents found, best first, and the failed sources. Restricted
+    turn: the failed sources only."""
     request: Request
+    """The request the rest of the turn runs under: restricted when the request is, or when
+    the search found that it must be (then nothing found is kept, and summarize searches)."""
+    released: Released | None = None
+    """Restricted turn: what the boundary released (``None``: nothing was found)."""
+    started: float = field(default_factory=time.time)
+    """When the turn started (``time.time()``), for its log line."""
+
+    @property
+    def restricted(self) -> bool:
+        """Whether the rest of the turn is restricted."""
+        return self.request.restricted
+
+    @property
+    def kept(self) -> list[Document]:
+        """What may be kept of the found chunks: restricted, stubs (keyed ref, score)."""
+        if self.restricted:
+            return self.released.stubs() if self.released is not None else []
+        return list(self.found.documents)
+
+
+_Rendered = tuple[list[tuple[str, str | None]], list[dict[str, Any]]]
+"""Rendered context blocks: ``(name, text)`` pairs, and the blocks that failed."""
+
+
+def released_from(event: Any) -> Released | None:
+    """What :meth:`Released.event` wrote, as a :class:`Released` again (malformed: a refusal)."""
+    if not isinstance(event, Mapping):
+        return None
+    try:
+        summary = SafeSummary.model_validate(
+            {k: event[k] for k in SafeSummary.model_fields if k in event}
+        )
+    except ValidationError:
+        summary = refused("summarizer_error")
+    refs, scores, codes = (tuple(event.get(k) or ()) for k in ("refs", "scores", "codes"))
+    return Released(summary, format_block(summary), refs, scores, codes)
+
+
+def _searches(got: Retrieval) -> bool:
+    """Whether the turn searches: a query, and retrieval not left to the tool."""
+    return got.query.query is not None and got.request.settings.retrieval != "tool"
+
+
+def _top(got: Retrieval, found: Retrieved) -> Retrieval:
+    """``got`` with ``found`` cut to the best ``top_k``."""
+    found.documents = found.documents[: got.request.settings.top_k]
+    return replace(got, found=found)
+
+
+def _remember(clean: list[BaseMessage], got: Retrieval, found: Retrieved) -> str | None:
+    """Remember a restricted turn's chunks (the tool skips them); the thread, for the ledger."""
+    remember_shown(got.request.config, clean, sorted(shown_keys(found.documents, restricted=True)))
+    return thread_key(got.request.config, clean)
 
 
 def _rerank_failed(exc: Exception, found: Retrieved, on_error: str, *, restricted: bool) -> None:
@@ -218,7 +287,7 @@ def remember_released(thread: str | None, released: Released | None) -> None:
     _RECENT.put(f"released:{thread}", (*earlier, released.summary))
 
 
-def _turn_key(config: RunnableConfig | None, messages: Sequence[BaseMessage]) -> str | None:
+def turn_key(config: RunnableConfig | None, messages: Sequence[BaseMessage]) -> str | None:
     """One user turn of one conversation: its thread and its current user message."""
     thread = thread_key(config, messages)
     index = current_user_index(messages)
@@ -226,21 +295,23 @@ def _turn_key(config: RunnableConfig | None, messages: Sequence[BaseMessage]) ->
         return None
     current = messages[index]
     text = str(current.id or current.content)
-    return f"shown:{thread}#" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+    return f"{thread}#" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
 def remember_shown(
     config: RunnableConfig | None, messages: Sequence[BaseMessage], ids: Sequence[str]
 ) -> None:
     """Remember the chunk ids injected this turn (the search tool skips them)."""
-    _RECENT.put(_turn_key(config, messages), frozenset(ids))
+    key = turn_key(config, messages)
+    _RECENT.put(key and f"shown:{key}", frozenset(ids))
 
 
 def shown_this_turn(
     config: RunnableConfig | None, messages: Sequence[BaseMessage]
 ) -> frozenset[str]:
     """The chunk ids injected this turn in this process (see :func:`remember_shown`)."""
-    return _RECENT.get(_turn_key(config, messages), frozenset())
+    key = turn_key(config, messages)
+    return _RECENT.get(key and f"shown:{key}", frozenset())
 
 
 def coerce_messages(value: Any) -> list[BaseMessage]:
@@ -379,17 +450,25 @@ class KnowledgePipeline:
         sensitive = flags.sensitive_sources or bool(host and host.sensitive_sources)
         return Request(settings, _with_user(config, values), flags, sensitive)
 
-    def request(self, config: RunnableConfig | None = None, *, context: Any = None) -> Request:
+    def request(
+        self,
+        config: RunnableConfig | None = None,
+        *,
+        context: Any = None,
+        flags: SourceFlags | None = None,
+    ) -> Request:
         """Resolve one request: settings, and whether it is restricted (reads stored flags).
 
         Args:
             config: The run's config (``configurable`` overrides).
             context: The runtime context (default: the running graph's ``runtime.context``).
+            flags: The flags as an earlier step of the same turn decided them (no
+                store read; the async twin reads them in a worker thread).
 
         Raises:
             ConfigurationError: An override is not allowed.
         """
-        return self._request(config, context, self._flags())
+        return self._request(config, context, flags or self._flags())
 
     async def arequest(
         self, config: RunnableConfig | None = None, *, context: Any = None
@@ -399,7 +478,20 @@ class KnowledgePipeline:
             context = _runtime_context()  # read here: the worker thread has no runtime
         return self._request(config, context, await asyncio.to_thread(self._flags))
 
-    # -- steps 2-5 -----------------------------------------------------------------------------
+    # -- the steps' shared parts ---------------------------------------------------------------
+    def history(self, state: Any, system_prompt: str | None) -> list[BaseMessage]:
+        """A graph state's conversation, earlier injections stripped, ``system_prompt`` first.
+
+        Raises:
+            ConfigurationError: The state has no ``messages`` list.
+        """
+        if not isinstance(state, dict) or not isinstance(state.get("messages"), list):
+            keys = sorted(state) if isinstance(state, dict) else type(state).__name__
+            msg = f"the knowledge node needs a graph state with a 'messages' list; got {keys}"
+            raise ConfigurationError(msg, option="state", value=keys)
+        history = strip_injected(state["messages"], headers=self.strip_headers)
+        return [SystemMessage(system_prompt), *history] if system_prompt else history
+
     def clean(self, messages: Sequence[BaseMessage], request: Request) -> list[BaseMessage]:
         """The input without earlier injections, with the knowledge prompt in the system message."""
         clean = strip_injected(list(messages), headers=self.strip_headers)
@@ -466,80 +558,85 @@ class KnowledgePipeline:
             "config": request.config,
         }
 
-    def _top(self, found: Retrieved, k: int) -> tuple[list[Document], list[float]]:
-        """The best ``k`` after reranking, and their retrieval scores (with a reranker)."""
-        docs = found.documents[:k]
-        if not any("retrieval_score" in d.metadata for d in docs):
-            return docs, []
-        return docs, [float(d.metadata.get("retrieval_score") or 0.0) for d in docs]
+    def _release(
+        self, query: str, docs: list[Document], request: Request, thread: str | None
+    ) -> Released:
+        released = release(query, docs, **self._released_args(request, thread))
+        remember_released(thread, released)
+        return released
+
+    async def _arelease(
+        self, query: str, docs: list[Document], request: Request, thread: str | None
+    ) -> Released:
+        released = await arelease(query, docs, **self._released_args(request, thread))
+        remember_released(thread, released)
+        return released
+
+    # -- steps 2 and 3: the query and the search; a restricted turn's safe summary -------------
+    def retrieve(self, clean: list[BaseMessage], request: Request) -> Retrieval:
+        """The retrieval query, then, on an open turn, every source searched and reranked.
+
+        A restricted turn is searched by :meth:`summarize`, so that its chunks never leave it.
+        """
+        started = time.time()
+        got = Retrieval(self._query(clean, request), Retrieved(), request, started=started)
+        if request.restricted or not _searches(got):
+            return got
+        return _top(got, self._search(got.query.query or "", request, self._spec(request)))
+
+    async def aretrieve(self, clean: list[BaseMessage], request: Request) -> Retrieval:
+        """Async twin of :meth:`retrieve`."""
+        started, settings = time.time(), request.settings
+        how = await aquery_for(clean, settings, config=request.config, headers=self.strip_headers)
+        got = Retrieval(how, Retrieved(), request, started=started)
+        if request.restricted or not _searches(got):
+            return got
+        return _top(got, await self._asearch(how.query or "", request, self._spec(request)))
+
+    def summarize(self, clean: list[BaseMessage], got: Retrieval) -> Retrieval:
+        """A restricted turn: search, then release the chunks through the boundary, in one step.
+
+        The raw chunks live only inside this call: the result holds what the boundary
+        released and the failed sources. An open turn is returned as it is.
+        """
+        if not got.restricted or not _searches(got):
+            return got
+        request, query = got.request, got.query.query or ""
+        found = _top(got, self._search(query, request, self._spec(request))).found
+        thread, docs = _remember(clean, got, found), found.documents
+        released = self._release(query, docs, request, thread) if docs else None
+        return replace(got, found=Retrieved(errors=found.errors), released=released)
+
+    async def asummarize(self, clean: list[BaseMessage], got: Retrieval) -> Retrieval:
+        """Async twin of :meth:`summarize`."""
+        if not got.restricted or not _searches(got):
+            return got
+        request, query = got.request, got.query.query or ""
+        found = _top(got, await self._asearch(query, request, self._spec(request))).found
+        thread, docs = _remember(clean, got, found), found.documents
+        released = await self._arelease(query, docs, request, thread) if docs else None
+        return replace(got, found=Retrieved(errors=found.errors), released=released)
 
     def _query(self, clean: list[BaseMessage], request: Request) -> TurnQuery:
         return query_for(clean, request.settings, config=request.config, headers=self.strip_headers)
 
-    def _context(self, clean: list[BaseMessage], request: Request) -> _Context:
-        settings = request.settings
-        how = self._query(clean, request)
-        found, released, scores = Retrieved(), None, list[float]()
-        if how.query is not None and settings.retrieval != "tool":
-            found = self._search(how.query, request, self._spec(request))
-            found.documents, scores = self._top(found, settings.top_k)
-            if request.restricted and found.documents:
-                thread = thread_key(request.config, clean)
-                released = release(
-                    how.query, found.documents, **self._released_args(request, thread)
-                )
-                remember_released(thread, released)
-        rendered = self._render(settings, how.query, clean, request.config)
-        return self._assemble(how, found, scores, released, rendered, request)
-
-    async def _acontext(self, clean: list[BaseMessage], request: Request) -> _Context:
-        settings = request.settings
-        if settings.include_kb_meta and settings.restricted not in self._kb_meta:
-            # the first read of the knowledge bases' info is I/O: off the event loop
-            await asyncio.to_thread(
-                self.kb_meta, restricted=settings.restricted, flags=request.flags
-            )
-        how = await aquery_for(clean, settings, config=request.config, headers=self.strip_headers)
-        found, released, scores = Retrieved(), None, list[float]()
-        rendering = functools.partial(self._arender, settings, how.query, clean, request.config)
-        if how.query is not None and settings.retrieval != "tool":
-            found = await self._asearch(how.query, request, self._spec(request))
-            found.documents, scores = self._top(found, settings.top_k)
-            if request.restricted and found.documents:
-                thread = thread_key(request.config, clean)
-                summary = arelease(
-                    how.query, found.documents, **self._released_args(request, thread)
-                )
-                released, rendered = await asyncio.gather(summary, rendering())
-                remember_released(thread, released)
-                return self._assemble(how, found, scores, released, rendered, request)
-        return self._assemble(how, found, scores, released, await rendering(), request)
-
-    def _render(
-        self,
-        settings: KnowledgeSettings,
-        query: str | None,
-        messages: Sequence[BaseMessage],
-        config: RunnableConfig | None,
-    ) -> tuple[list[tuple[str, str | None]], list[dict[str, Any]]]:
+    def _render(self, clean: list[BaseMessage], got: Retrieval) -> _Rendered:
+        settings, query = got.request.settings, got.query.query
         if not self.blocks or not settings.enabled or query is None:
             return [], []
         return render_blocks(
-            self.blocks, query=query, messages=messages, config=config, on_error=settings.on_error
-        )
+            self.blocks, query=query, messages=clean, config=got.request.config,
+            on_error=settings.on_error,
+        )  # fmt: skip
 
-    async def _arender(
-        self,
-        settings: KnowledgeSettings,
-        query: str | None,
-        messages: Sequence[BaseMessage],
-        config: RunnableConfig | None,
-    ) -> tuple[list[tuple[str, str | None]], list[dict[str, Any]]]:
+    async def _arender(self, clean: list[BaseMessage], got: Retrieval) -> _Rendered:
+        settings, query = got.request.settings, got.query.query
         if not self.blocks or not settings.enabled or query is None:
             return [], []
         return await arender_blocks(
-            self.blocks, query=query, messages=messages, config=config, on_error=settings.on_error
-        )
+            self.blocks, query=query, messages=clean, config=got.request.config,
+            on_error=settings.on_error,
+        )  # fmt: skip
 
     def kb_meta(self, *, restricted: bool, flags: SourceFlags | None = None) -> str:
         """The knowledge-base list (cached; restricted mode shows names and routing data only)."""
@@ -574,15 +671,8 @@ class KnowledgePipeline:
         ]
         return before, after
 
-    def _assemble(
-        self,
-        how: TurnQuery,
-        found: Retrieved,
-        scores: list[float],
-        released: Released | None,
-        rendered: tuple[list[tuple[str, str | None]], list[dict[str, Any]]],
-        request: Request,
-    ) -> _Context:
+    def _assemble(self, got: Retrieval, rendered: _Rendered) -> AssembledContext:
+        request, released = got.request, got.released
         settings = request.settings
         blocks, errors = rendered
         restricted = (
@@ -590,7 +680,7 @@ class KnowledgePipeline:
             if released is not None
             else None
         )
-        docs = [] if request.restricted else found.documents
+        docs = [] if request.restricted else got.found.documents
         content = has_content(docs, restricted, blocks)
         every_turn = settings.enabled and settings.include_kb_meta and settings.kb_meta_every_turn
         if not content and every_turn:
@@ -620,7 +710,7 @@ class KnowledgePipeline:
                 order=self.block_order,
                 separator=self.block_separator,
             )
-        return _Context(how, found, scores, released, assembled, request)
+        return assembled
 
     # -- step 6: placement and the manifest ----------------------------------------------------
     def shape(
@@ -640,11 +730,15 @@ class KnowledgePipeline:
         )
 
     def _manifest(
-        self, ctx: _Context, sent: Sequence[BaseMessage], trimmed: TrimmedHistory | None
+        self,
+        got: Retrieval,
+        assembled: AssembledContext,
+        sent: Sequence[BaseMessage],
+        trimmed: TrimmedHistory | None,
     ) -> InjectionManifest:
-        settings, assembled, released = ctx.request.settings, ctx.assembled, ctx.released
+        settings, released, found = got.request.settings, got.released, got.found
         prefix = list(sent[: injection_index(sent, placement=settings.placement)])
-        errors = [*ctx.request.flags.errors, *ctx.retrieved.errors]
+        errors = [*got.request.flags.errors, *found.errors]
         errors += [
             error_record("block", str(item.get("error", "")), block=str(item.get("block", "")))
             for item in assembled.dropped
@@ -655,23 +749,21 @@ class KnowledgePipeline:
             citation_ids=list(assembled.citation_ids),
             tokens_used=assembled.tokens,
             placement=settings.placement,
-            query=ctx.query.query,
+            query=got.query.query,
             prefix_hash=hash_messages(prefix),
             restricted=settings.restricted,
             blocks=list(assembled.blocks),
             errors=errors,
-            query_source=ctx.query.source,
+            query_source=got.query.source,
             history=trimmed.to_dict() if trimmed is not None else None,
         )
         if released is not None or settings.restricted:  # only the released fields
             manifest.chunk_ids = list(released.refs) if released else []
             manifest.scores = list(released.scores) if released else []
-            hidden = ctx.request.sensitive_sources
+            hidden = got.request.sensitive_sources
             manifest.sources = [] if hidden else list(released.summary.sources if released else ())
             manifest.dropped = [d for d in assembled.dropped if "block" in d]
-            manifest.retrieval_error = (
-                ctx.retrieved.errors[0]["error"] if ctx.retrieved.errors else None
-            )
+            manifest.retrieval_error = found.errors[0]["error"] if found.errors else None
             if released is not None:
                 manifest.summary_decision = released.summary.decision
                 manifest.summary_reason = released.summary.reason
@@ -682,64 +774,86 @@ class KnowledgePipeline:
         manifest.chunk_ids = [chunk_id(d) for d in reported]
         manifest.scores = [float(d.metadata.get("score", 0.0) or 0.0) for d in reported]
         manifest.sources = [str(d.metadata.get("source", "")) for d in reported]
-        manifest.retrieval_scores = ctx.retrieval_scores[: len(reported)]
+        if any("retrieval_score" in d.metadata for d in found.documents):  # a reranker's
+            scores = [float(d.metadata.get("retrieval_score") or 0.0) for d in found.documents]
+            manifest.retrieval_scores = scores[: len(reported)]
         manifest.dropped = list(assembled.dropped)
-        manifest.retrieval_error = ctx.retrieved.error
+        manifest.retrieval_error = found.error
         return manifest
 
-    def _turn(self, clean: list[BaseMessage], ctx: _Context) -> PreparedTurn:
-        sent, trimmed = self.shape(clean, ctx.assembled.text, ctx.request)
-        manifest = self._manifest(ctx, sent, trimmed)
-        shown = ctx.retrieved.documents if ctx.request.restricted else ctx.assembled.used
-        remember_shown(ctx.request.config, clean, sorted(shown_keys(shown, ctx.request.restricted)))
-        if ctx.request.restricted:
-            retrieved = ctx.released.stubs() if ctx.released is not None else []
-        else:
-            retrieved = list(ctx.retrieved.documents)
+    def _turn(self, clean: list[BaseMessage], got: Retrieval, rendered: _Rendered) -> PreparedTurn:
+        assembled = self._assemble(got, rendered)
+        sent, trimmed = self.shape(clean, assembled.text, got.request)
+        if not got.restricted:  # a restricted turn's chunks are remembered by summarize
+            used = shown_keys(assembled.used, restricted=False)
+            remember_shown(got.request.config, clean, sorted(used))
         return PreparedTurn(
             messages=sent,
-            query=ctx.query.query,
-            documents=list(ctx.assembled.used),
-            dynamic_context=ctx.assembled.text,
-            manifest=manifest,
-            retrieved=retrieved,
-            safe_summary=ctx.released.summary if ctx.released is not None else None,
+            query=got.query.query,
+            documents=list(assembled.used),
+            dynamic_context=assembled.text,
+            manifest=self._manifest(got, assembled, sent, trimmed),
+            retrieved=got.kept,
+            safe_summary=got.released.summary if got.released is not None else None,
         )
+
+    def _logged(self, turn: PreparedTurn, got: Retrieval, surface: str) -> PreparedTurn:
+        log_turn(turn.manifest, surface=surface, seconds=max(0.0, time.time() - got.started))
+        return turn
+
+    # -- step 4: the blocks, the text, placement and the manifest -------------------------------
+    def build_context(
+        self, clean: list[BaseMessage], got: Retrieval, *, surface: str = "injector"
+    ) -> PreparedTurn:
+        """The context blocks, the dynamic_context text, placement and the manifest.
+
+        The manifest is emitted as the ``knowledge_injection`` custom event, and the turn
+        logged for ``surface``. ``got`` comes from :meth:`retrieve` (restricted: :meth:`summarize`).
+        """
+        turn = self._turn(clean, got, self._render(clean, got))
+        emit_manifest(turn.manifest, got.request.config)
+        return self._logged(turn, got, surface)
+
+    async def abuild_context(
+        self, clean: list[BaseMessage], got: Retrieval, *, surface: str = "injector"
+    ) -> PreparedTurn:
+        """Async twin of :meth:`build_context`."""
+        return await self._afinish(clean, got, await self._arender(clean, got), surface)
+
+    async def _afinish(
+        self, clean: list[BaseMessage], got: Retrieval, rendered: _Rendered, surface: str
+    ) -> PreparedTurn:
+        settings = got.request.settings
+        if settings.include_kb_meta and settings.restricted not in self._kb_meta:
+            # the first read of the knowledge bases' info is I/O: off the event loop
+            flags = got.request.flags
+            await asyncio.to_thread(self.kb_meta, restricted=settings.restricted, flags=flags)
+        turn = self._turn(clean, got, rendered)
+        await aemit_manifest(turn.manifest, got.request.config)
+        return self._logged(turn, got, surface)
 
     # -- one whole turn ------------------------------------------------------------------------
     def prepare(
-        self,
-        messages: Sequence[BaseMessage],
-        request: Request,
-        *,
-        surface: str = "injector",
-        emit: bool = True,
+        self, messages: Sequence[BaseMessage], request: Request, *, surface: str = "injector"
     ) -> PreparedTurn:
-        """Run one turn: query, search, release, blocks, placement, manifest (emitted, logged)."""
-        start = time.perf_counter()
+        """Run one turn, every step in one call (emits the manifest, logs the turn)."""
         clean = self.clean(messages, request)
-        turn = self._turn(clean, self._context(clean, request))
-        if emit:
-            emit_manifest(turn.manifest, request.config)
-        log_turn(turn.manifest, surface=surface, seconds=time.perf_counter() - start)
-        return turn
+        got = self.retrieve(clean, request)
+        if got.restricted:
+            got = self.summarize(clean, got)
+        return self.build_context(clean, got, surface=surface)
 
     async def aprepare(
-        self,
-        messages: Sequence[BaseMessage],
-        request: Request,
-        *,
-        surface: str = "injector",
-        emit: bool = True,
+        self, messages: Sequence[BaseMessage], request: Request, *, surface: str = "injector"
     ) -> PreparedTurn:
-        """Async twin of :meth:`prepare`."""
-        start = time.perf_counter()
+        """Async twin of :meth:`prepare`: a restricted turn's blocks render while it summarizes."""
         clean = self.clean(messages, request)
-        turn = self._turn(clean, await self._acontext(clean, request))
-        if emit:
-            await aemit_manifest(turn.manifest, request.config)
-        log_turn(turn.manifest, surface=surface, seconds=time.perf_counter() - start)
-        return turn
+        got = await self.aretrieve(clean, request)
+        if not got.restricted:
+            return await self.abuild_context(clean, got, surface=surface)
+        summary, blocks = self.asummarize(clean, got), self._arender(clean, got)
+        got, rendered = await asyncio.gather(summary, blocks)
+        return await self._afinish(clean, got, rendered, surface)
 
     # -- the knowledge_base_search tool --------------------------------------------------------
     def search(
@@ -756,10 +870,7 @@ class KnowledgePipeline:
         wanted = k or request.settings.top_k
         found = self._search(query, request, self._spec(request, wanted + len(skip), filter))
         docs = _fresh(found.documents, set(skip), wanted, request.restricted)
-        released = None
-        if request.restricted:
-            released = release(query, docs, **self._released_args(request, thread))
-            remember_released(thread, released)
+        released = self._release(query, docs, request, thread) if request.restricted else None
         return Found(docs, released, found)
 
     async def asearch(
@@ -776,10 +887,9 @@ class KnowledgePipeline:
         wanted = k or request.settings.top_k
         found = await self._asearch(query, request, self._spec(request, wanted + len(skip), filter))
         docs = _fresh(found.documents, set(skip), wanted, request.restricted)
-        released = None
-        if request.restricted:
-            released = await arelease(query, docs, **self._released_args(request, thread))
-            remember_released(thread, released)
+        released = (
+            await self._arelease(query, docs, request, thread) if request.restricted else None
+        )
         return Found(docs, released, found)
 
     # -- recording the finished turn -----------------------------------------------------------

@@ -7,6 +7,10 @@ default checks that raise on blocking I/O inside the event loop: no
 agent with the middleware; the ``langgraph_sdk`` client runs a thread of several
 turns on each, offline (the example's scripted model, no LangSmith, no analytics).
 
+- The knowledge graph, as the server draws it (the studio's picture), has its four steps;
+  its turns stream one update from each of its steps: ``retrieve``,
+  ``build_context`` and ``call_model`` on the open knowledge base, and ``safe_summarize``
+  between the first two on the restricted one.
 - Open knowledge base: each reply carries a fact found only in the knowledge base
   (the scripted model answers from the injected block alone), and the conversation
   the client reads back (thread state and every checkpoint of its history) holds the
@@ -226,7 +230,7 @@ def _run_thread(served: Served, graph: str, questions: list[str]) -> dict[str, A
     modes = served.stream_modes()
     thread = client.threads.create()
     thread_id = thread["thread_id"]
-    replies, parts = [], []
+    replies, parts, steps = [], [], []
     for question in questions:
         streamed = list(
             client.runs.stream(
@@ -240,10 +244,13 @@ def _run_thread(served: Served, graph: str, questions: list[str]) -> dict[str, A
         errors = [part.data for part in streamed if part.event == "error"]
         assert not errors, f"{graph}: the run failed: {errors}\n{served.server.log_tail()}"
         parts.extend({"event": part.event, "data": part.data} for part in streamed)
+        updates = [part.data for part in streamed if part.event == "updates"]
+        steps.append([node for update in updates for node in update])
         state = client.threads.get_state(thread_id)
         replies.append(state["values"]["messages"][-1]["content"])
     return {
         "replies": replies,
+        "steps": steps,
         "streamed": parts,
         "modes": {part["event"].split("|")[0] for part in parts},
         "state": client.threads.get_state(thread_id),
@@ -251,6 +258,18 @@ def _run_thread(served: Served, graph: str, questions: list[str]) -> dict[str, A
         "thread": client.threads.get(thread_id),
         "runs": client.runs.list(thread_id, limit=100),
     }
+
+
+def test_the_served_knowledge_graph_draws_its_four_steps(served):
+    """What ``langgraph dev``'s studio draws: the server's drawing of the graph."""
+    client = served.client()
+    assistant = client.assistants.search(graph_id="knowledge")[0]
+    drawn = client.assistants.get_graph(assistant["assistant_id"])
+    steps = ["retrieve", "safe_summarize", "build_context", "call_model"]
+    assert [node["id"] for node in drawn["nodes"]] == ["__start__", *steps, "__end__"]
+    edges = {(edge["source"], edge["target"]) for edge in drawn["edges"]}
+    assert {("retrieve", "safe_summarize"), ("safe_summarize", "build_context")} <= edges
+    assert {("retrieve", "build_context"), ("build_context", "call_model")} <= edges
 
 
 @pytest.mark.parametrize("graph", ["knowledge", "agent"])
@@ -274,6 +293,12 @@ def test_a_served_thread_gets_the_knowledge_and_keeps_its_history_clean(served, 
     else:  # each reply carries a fact that only the knowledge base holds
         for (question, fact), reply in zip(OPEN_TURNS, read["replies"], strict=True):
             assert fact in reply, f"{graph}: {question!r} was answered {reply!r}"
+
+    if graph == "knowledge":  # every turn's updates come from each of its steps, in order
+        expected = ["retrieve", "build_context", "call_model"]
+        if served.restricted:
+            expected.insert(1, "safe_summarize")
+        assert read["steps"] == [expected] * len(questions), read["steps"]
 
     conversation = _conversation(read["state"]["values"])
     assert [text for kind, text in conversation if kind == "human"] == questions

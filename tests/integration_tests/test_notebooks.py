@@ -124,7 +124,20 @@ def _check_01(out: list[str]) -> None:
 
 def _check_02(out: list[str]) -> None:
     text = "\n".join(out)
-    assert "retrieve --> call_model;" in text
+    # the four steps, drawn; each streams its own update (restricted: safe_summarize too)
+    assert "retrieve -.-> safe_summarize;" in text and "retrieve -.-> build_context;" in text
+    assert "safe_summarize --> build_context;" in text and "build_context --> call_model;" in text
+    steps = re.findall(r"^  (retrieve|safe_summarize|build_context|call_model) +\{", text, re.M)
+    assert steps == ["retrieve", "build_context", "call_model", "retrieve", "safe_summarize",
+                     "build_context", "call_model"]  # fmt: skip
+    assert "'safe_summary': {'decision': 'refuse', 'reason': 'summarizer_error'}" in text
+    # a graph of one's own: a permission check between the steps, a person's review
+    assert "retrieve --> permission_check;" in text
+    assert "permission_check -.-> safe_summarize;" in text
+    assert "permission_check kept: ['travel_policy.md']" in text
+    assert "paused before: ('call_model',)" in text
+    assert re.search(r"for review: \['\[K[0-9a-f]{4}\] Source: travel_policy\.md'\]", text)
+    assert "model: Hotels are capped at EUR 160 per night." in text
     assert "injected=True sources=['leave_policy.md'" in text
     assert "query='and can I carry them over? " in text
     assert "model: Up to 5 unused days may be carried over" in text

@@ -357,7 +357,7 @@ SAFE_REPLY = json.dumps(
 )
 
 
-def test_restricted_graph_summarizes_inside_the_retrieve_step(kb):
+def test_restricted_graph_summarizes_inside_the_safe_summarize_step(kb):
     model = NumberedChatModel()
     summarizer = GenericFakeChatModel(messages=iter([SAFE_REPLY]))
     graph = create_knowledge_graph(model, kb, restricted=True, summarizer_model=summarizer)
@@ -367,7 +367,7 @@ def test_restricted_graph_summarizes_inside_the_retrieve_step(kb):
             {"messages": [HumanMessage("annual leave?")]}, stream_mode="updates"
         )
     ]
-    assert nodes == ["retrieve", "call_model"]
+    assert nodes == ["retrieve", "safe_summarize", "build_context", "call_model"]
     injected = injected_text(model.received[-1])
     assert "[Restricted Knowledge Summary]" in injected
     assert LEAVE not in injected and "25 days" not in injected

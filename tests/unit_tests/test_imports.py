@@ -46,6 +46,7 @@ EXPECTED_ALL = [
     "cited_documents",
     "create_knowledge_base_search_tool",
     "create_knowledge_graph",
+    "create_knowledge_nodes",
     "create_knowledge_node",
     "create_memory_tools",
     "ingest",
