@@ -6,9 +6,13 @@ partition collection of the knowledge base, under keys prefixed ``kinject:``
 opened on a collection see them (``read_flags(store._collection.metadata)``).
 
 Restricted knowledge is read raw only by its owner (``kb.search``) and inside
-:func:`raw_access` (the package's pipeline, while it summarizes). Everything
-else derived from a restricted knowledge base (``kb.as_retriever()``,
-``kb.vectorstore()``) calls :func:`check_raw_read`, which raises
+:func:`raw_access`, the one context of every piece of work that touches raw text
+of a restricted turn (a source's search, the reranker, the summarizer, and the
+keyword rebuild a search starts): no caller callbacks, no tracer, its warnings
+and log records dropped (in that context only, in any thread), and, through
+:func:`inside`, its errors reduced to their class. Everything else derived from a
+restricted knowledge base (``kb.as_retriever()``, ``kb.vectorstore()``) calls
+:func:`check_raw_read`, which raises
 :class:`~langchain_knowledge_inject.errors.RestrictedKnowledgeError`.
 
 Example:
@@ -23,11 +27,20 @@ import contextlib
 import contextvars
 import functools
 import json
-from collections.abc import Iterator, Mapping
+import logging
+import threading
+import warnings
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from langchain_knowledge_inject.errors import ConfigurationError, RestrictedKnowledgeError
+from langchain_knowledge_inject.errors import (
+    ConfigurationError,
+    ForkedProcessError,
+    RestrictedKnowledgeError,
+)
+
+T = TypeVar("T")
 
 PREFIX = "kinject:"
 """Prefix of the package's keys in collection metadata."""
@@ -160,21 +173,115 @@ def merged_metadata(
 
 
 _RAW = contextvars.ContextVar("kinject_raw_access", default=False)
+_UNHEARD = contextvars.ContextVar("kinject_unheard", default=False)
+_HUSH_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
 def raw_access() -> Iterator[None]:
-    """Inside, raw text of restricted knowledge bases may be read through their wrappers.
+    """The boundary's context: raw restricted text may be read, and nobody observes it.
 
-    The package's pipeline enters it while it reads raw chunks to summarize them;
-    nothing else should.
+    Inside, the wrappers of restricted knowledge bases hand out raw text, runs are
+    :func:`unobserved` and warnings and log records are :func:`unheard`. The
+    package enters it (through :func:`inside`) for every piece of work that touches
+    raw text of a restricted turn; nothing else should.
     """
     token = _RAW.set(True)
     try:
-        with unobserved():
+        with unobserved(), unheard():
             yield
     finally:
         _RAW.reset(token)
+
+
+def inside(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``call(*args, **kwargs)`` inside :func:`raw_access`; an error leaves as its class only.
+
+    The error raised instead (:func:`withheld`) has no message, cause or context
+    from inside, so no callback (``on_retriever_error``), tracer or log sees raw text.
+    """
+    with raw_access():
+        try:
+            return call(*args, **kwargs)
+        except Exception as exc:
+            failure = withheld(exc)
+    raise failure  # outside the handler: no __context__ carries the original
+
+
+async def ainside(call: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+    """Async twin of :func:`inside`."""
+    with raw_access():
+        try:
+            return await call(*args, **kwargs)
+        except Exception as exc:
+            failure = withheld(exc)
+    raise failure
+
+
+def withheld(exc: Exception) -> Exception:
+    """``exc`` reduced to its class: an error of the same name with a fixed message.
+
+    A wrong setting or a forked process (the package's own errors about the
+    caller's setup) keeps its class and message, without causes.
+    """
+    if isinstance(exc, (ConfigurationError, ForkedProcessError)):
+        exc.__cause__ = exc.__context__ = None
+        return exc
+    name = type(exc).__name__
+    return _reduced(name)(f"{name} raised inside the restricted boundary (message withheld)")
+
+
+@functools.cache
+def _reduced(name: str) -> type[Exception]:
+    return type(name, (Exception,), {"__module__": __name__})
+
+
+class _Inside:
+    """A warnings-filter message pattern that matches every warning raised unheard."""
+
+    def match(self, text: str) -> bool:
+        return _UNHEARD.get()
+
+
+class _Unheard(logging.Filter):
+    """Drops the log records emitted unheard (in the thread and context that log them)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _UNHEARD.get()
+
+
+_WARNING_FILTER = ("ignore", _Inside(), Warning, None, 0)
+_LOG_FILTER = _Unheard()
+
+
+@contextlib.contextmanager
+def unheard() -> Iterator[None]:
+    """Inside, warnings and log records are dropped: raised in this context only, any thread.
+
+    ``warnings.catch_warnings()`` swaps the process's filter list, so threads
+    running at once undo each other's. Instead one process-wide entry first in
+    ``warnings.filters`` ignores a warning exactly when it is raised inside (its
+    message pattern reads this context variable), and one filter on every log
+    handler (the root's, every logger's, ``logging.lastResort``) drops a record
+    emitted inside. Both are put back in place each time the context is entered.
+    """
+    filters: list[Any] = warnings.filters  # type: ignore[assignment]
+    if not filters or filters[0] is not _WARNING_FILTER:
+        with _HUSH_LOCK:
+            while _WARNING_FILTER in filters:
+                filters.remove(_WARNING_FILTER)
+            filters.insert(0, _WARNING_FILTER)
+            getattr(warnings, "_filters_mutated", lambda: None)()
+    loggers = [logging.root, *logging.Logger.manager.loggerDict.values()]
+    handlers = [h for lg in loggers for h in getattr(lg, "handlers", ())]
+    for handler in [logging.lastResort, *handlers]:
+        if handler is not None and _LOG_FILTER not in handler.filters:
+            handler.addFilter(_LOG_FILTER)
+    token = _UNHEARD.set(True)
+    try:
+        yield
+    finally:
+        _UNHEARD.reset(token)
 
 
 def quiet() -> list[Any]:
