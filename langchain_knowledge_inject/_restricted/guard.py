@@ -1,36 +1,22 @@
 """The leak guard of restricted mode: a summary is released only when every word in it is allowed.
 
-A safe summary written by the secondary model reaches the main model only when
-:func:`check_leak` finds nothing in ANY field the main model sees (summary,
-answer guidance, a refusal's guidance), checked one by one and joined in both
-orders, and nothing once it is joined with what the thread already released
-(``released``), so that fragments cannot add up to a secret.
-
-The guard is an allow-list, not a list of encodings: every word must be a
-common word of a language it reads (``guard_text.allowed``), a word of the
-user's question or of the knowledge base's public description; every number,
-in any notation or language, must have its value in the question; every
-character must be a letter, a digit, a space or ordinary punctuation. What it
-cannot read it refuses. Its reason codes (:data:`CODES`; docs/restricted-mode.md
-has a line for each): ``invisible_character``, ``unreadable_script``,
-``symbol``, ``number``, ``single_letters`` (a letter that is not a word, or
-three in a row), ``unparsed_language`` (mostly words it cannot read),
-``unknown_token`` (a word off the allow-list), ``copied_identifier`` (a rare
-word, code, name or compound of the chunks, however it is spelled or spaced),
-``initials`` (the initials of every word, every second word... spell one),
-``source_name`` (a sensitive source's name or distinctive word, in any
-spacing), ``verbatim_run`` and ``copied_ngrams`` (the chunks' wording),
-``fragment`` (found only once joined with ``released``) and ``guard_error``.
-
-A :class:`LeakReport` carries codes, counts and lengths, never a string of the
-summary, the chunks or a source. What the guard cannot stop (a code book of
-ordinary words, a paraphrase, a yes/no oracle) is in docs/restricted-mode.md.
+Every field the main model sees (summary, answer guidance, a refusal's guidance)
+is checked alone, joined in both orders, and joined with what the thread already
+released (``released``), so that fragments cannot add up. Every word must be a
+common word of a language the guard reads (``guard_text.allowed``), a word of the
+question or of the public description; every number, in any notation or language,
+must have its value in the question; every character a letter, a digit, a space or
+ordinary punctuation; nothing the chunks name may be spelled again, however spaced,
+joined or hidden in initials. The reason codes (:data:`CODES`), and what the guard
+cannot stop, are in docs/restricted-mode.md. A :class:`LeakReport` carries codes,
+counts and lengths, never text.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -51,21 +37,10 @@ from langchain_knowledge_inject.errors import ConfigurationError
 logger = logging.getLogger("langchain_knowledge_inject.leak_guard")
 
 CODES = (
-    "invisible_character",
-    "unreadable_script",
-    "symbol",
-    "number",
-    "single_letters",
-    "unparsed_language",
-    "unknown_token",
-    "copied_identifier",
-    "initials",
-    "source_name",
-    "verbatim_run",
-    "copied_ngrams",
-    "fragment",
-    "guard_error",
-)
+    "invisible_character", "unreadable_script", "symbol", "number", "single_letters",
+    "unparsed_language", "unknown_token", "copied_identifier", "initials", "source_name",
+    "verbatim_run", "copied_ngrams", "fragment", "guard_error",
+)  # fmt: skip
 """Every reason code a :class:`LeakReport` can carry, in the order it lists them."""
 
 _WINDOW = 12  # longest run of summary words read as one spelled token
@@ -278,13 +253,16 @@ class _Context:
             for text in texts:
                 for code in _t.character_codes(text, self.known):
                     found[code].add(code)
+                for name in _t.names(text, home) - self.asked:  # whatever the chunks say
+                    code = "copied_identifier" if name in self.vocabulary else "unknown_token"
+                    found[code].add(name)
             for number in NUMBER.finditer(read):
                 if not readings(number.group()) & self.values:
                     found["number"].add(number.group())
             self._words(_t.visible(read), home, found)
             self.summary_words = len(sequences[0])
         for sequence, text in zip(sequences, joins, strict=True):
-            caps = _t.capitalised(text)
+            caps = [w[:1].isupper() for w in _t.WORD.findall(unicodedata.normalize("NFKC", text))]
             caps = caps if len(caps) == len(sequence) else [False] * len(sequence)
             self._identifiers(sequence, caps, text, found, combined=combined)
         self._runs([_t.runs_words(text) for text in joins], found, share=not combined)
@@ -390,13 +368,8 @@ def _source_keys(source: str) -> set[str]:
 def _distinctive(source: str) -> set[str]:
     """The words of a source name a summary has no reason to write: rare ones, codes."""
     parts = _t.words(re.sub(r"([a-z])([A-Z])", r"\1 \2", PurePath(source.strip()).name))
-    return {
-        part
-        for part in parts
-        if len(part) >= _MIN_SPELLED
-        and not part.isdigit()
-        and (not part.isalpha() or _t.common(part, "en") < _t.NAME_ZIPF)
-    }
+    rare = [p for p in parts if not p.isalpha() or _t.common(p, "en") < _t.NAME_ZIPF]
+    return {part for part in rare if len(part) >= _MIN_SPELLED and not part.isdigit()}
 
 
 def _copied_share(tokens: list[str], chunk_words: list[list[str]], n: int) -> float:

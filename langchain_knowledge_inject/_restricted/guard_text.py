@@ -36,20 +36,19 @@ whose only list is small, cannot tell a rare word from an unknown one)."""
 FLOOR = 1.5
 """The allow-list's floor: a word rarer than this in the text's language (Zipf scale: 1.5
 is about once in 3 billion words) is refused (docs/restricted-mode.md, the measure)."""
+# A single letter is a word only this common ("a", "y", "e"): every letter is frequent in
+# wordfreq as a letter, and the words stand clear of it.
 SINGLE_LETTER_ZIPF = 6.0
-"""A single letter is a word of a language only this common ("a", "y", "e"): every letter
-is frequent in wordfreq's lists as a letter, and the words stand clear of it."""
+# A Roman-numeral-shaped word ("mix", "di") is a word of the text's language only when it is
+# this much more common there than in the others' (numerals are common in all alike).
 ROMAN_MARGIN = 0.5
-"""A valid Roman numeral ("mix", "di") is a word of the text's language only when it is this
-much more common there than in the other languages (numerals are common in all alike)."""
 NAME_ZIPF = 3.5
 """A capitalised chunk word rarer than this is a name ("Halvorsen", "Heron")."""
 PHRASE_NAME_ZIPF = 5.0
 """A run of capitalised words rarer than this as a phrase is a name ("Blue Harbor Logistics")."""
-PUNCTUATION = frozenset(
+PUNCTUATION = frozenset(  # the ordinary punctuation a summary may write
     ".,;:!?'\"()-/&\u2018\u2019\u201c\u201d\u201e\u00ab\u00bb\u2013\u2014\u2026\u00bf\u00a1"
 )
-"""The ordinary punctuation a summary may write."""
 _COMPOUND_ZIPF = 3.0
 _PLAIN_ZIPF = 2.5  # a name of words this common counts only when written as a name again
 _FUNCTION_ZIPF = 5.9
@@ -130,12 +129,6 @@ def runs_words(text: str) -> list[str]:
 def words(text: str) -> list[str]:
     """The words of ``text``: runs of letters and digits (see :func:`visible` for the fold)."""
     return WORD.findall(visible(text))
-
-
-def capitalised(text: str) -> list[bool]:
-    """For each of :func:`words`, whether ``text`` writes it with a capital first letter."""
-    written = WORD.findall(unicodedata.normalize("NFKC", text))
-    return [word[:1].isupper() for word in written]
 
 
 @lru_cache(maxsize=131072)
@@ -235,6 +228,12 @@ def _name_runs(text: str, lang: str) -> list[list[tuple[str, bool]]]:
             continue
         runs.append([])
     return [run for run in runs if run]
+
+
+def names(text: str, lang: str) -> set[str]:
+    """The names ``text`` writes: capitalised words inside a sentence rarer than NAME_ZIPF."""
+    runs = _name_runs(unicodedata.normalize("NFKC", text), lang)
+    return {w for run in runs for w, _ in run if _best_zipf(w, lang) < NAME_ZIPF}
 
 
 def _compound_kind(parts: Sequence[str], lang: str) -> str:

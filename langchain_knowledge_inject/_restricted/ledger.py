@@ -1,21 +1,9 @@
 """The ledger of restricted mode: what each conversation thread was already shown.
 
-The leak guard judges a new summary together with what its thread already
-released, so that fragments cannot add up to a secret. The boundary reads the
-thread's entries, judges and records under the thread's lock
-(:meth:`Ledger.hold`), so parallel calls of one turn (four tool calls of one
-AI message, run at once by a ``ToolNode``) see each other: the second waits for
-the first to be recorded. What it records is what the main model was shown: a
-summary and its guidance, and a refusal's guidance written by the summarizer
-(the package's fixed refusals are not recorded).
-
-Limits (docs/restricted-mode.md): the ledger lives in this process's memory
-(a thread served by another process, or after a restart, starts afresh); a
-thread is its ``thread_id``, else its first human message; each thread keeps its
-last :data:`ENTRIES` releases; at most :data:`THREADS` threads are kept, the least
-recently used dropped first. A call with no thread is judged alone. Values the
-question does not hold are refused whatever the ledger says, so a summarizer that
-remembers another thread's chunks cannot release their numbers.
+The boundary judges a summary with what its thread released and records it under
+the thread's lock (:meth:`Ledger.hold`), so parallel calls of one turn see each
+other. Its limits (per process, per thread, :data:`ENTRIES` releases each,
+:data:`THREADS` threads) are in docs/restricted-mode.md.
 """
 
 from __future__ import annotations
@@ -47,10 +35,7 @@ class Ledger:
 
     @contextlib.contextmanager
     def hold(self, thread: str | None) -> Iterator[deque[SafeSummary]]:
-        """The thread's releases, locked until the block ends: read, judge, append.
-
-        ``thread=None`` yields a fresh, unrecorded list (the call is judged alone).
-        """
+        """The thread's releases, locked until the block ends (``None``: a fresh list)."""
         if thread is None:
             yield deque(maxlen=self._entries)
             return
@@ -62,11 +47,6 @@ class Ledger:
         lock, released = entry
         with lock:
             yield released
-
-    def released(self, thread: str | None) -> list[SafeSummary]:
-        """A copy of what ``thread`` has released, oldest first."""
-        with self.hold(thread) as released:
-            return list(released)
 
 
 LEDGER = Ledger()

@@ -6,14 +6,11 @@ partition collection of the knowledge base, under keys prefixed ``kinject:``
 opened on a collection see them (``read_flags(store._collection.metadata)``).
 
 Restricted knowledge is read raw only by its owner (``kb.search``) and inside
-:func:`raw_access`, the one context of every piece of work that touches raw text
-of a restricted turn (a source's search, the reranker, the summarizer, and the
-keyword rebuild a search starts): no caller callbacks, no tracer, its warnings
-and log records dropped (in that context only, in any thread), and, through
-:func:`inside`, its errors reduced to their class. Everything else derived from a
-restricted knowledge base (``kb.as_retriever()``, ``kb.vectorstore()``) calls
-:func:`check_raw_read`, which raises
-:class:`~langchain_knowledge_inject.errors.RestrictedKnowledgeError`.
+:func:`raw_access`, the one context of all work on raw text of a restricted turn
+(:func:`inside`: a source's search and its keyword rebuild, the reranker, the
+summarizer). Everything else derived from a restricted knowledge base
+(``kb.as_retriever()``, ``kb.vectorstore()``) calls :func:`check_raw_read`, which
+raises :class:`~langchain_knowledge_inject.errors.RestrictedKnowledgeError`.
 
 Example:
     >>> flags = read_flags({"kinject:restricted": True, "kinject:routing_keywords": '["pay"]'})
@@ -179,13 +176,7 @@ _HUSH_LOCK = threading.Lock()
 
 @contextlib.contextmanager
 def raw_access() -> Iterator[None]:
-    """The boundary's context: raw restricted text may be read, and nobody observes it.
-
-    Inside, the wrappers of restricted knowledge bases hand out raw text, runs are
-    :func:`unobserved` and warnings and log records are :func:`unheard`. The
-    package enters it (through :func:`inside`) for every piece of work that touches
-    raw text of a restricted turn; nothing else should.
-    """
+    """Inside, restricted wrappers hand out raw text, :func:`unobserved` and :func:`unheard`."""
     token = _RAW.set(True)
     try:
         with unobserved(), unheard():
@@ -195,11 +186,7 @@ def raw_access() -> Iterator[None]:
 
 
 def inside(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``call(*args, **kwargs)`` inside :func:`raw_access`; an error leaves as its class only.
-
-    The error raised instead (:func:`withheld`) has no message, cause or context
-    from inside, so no callback (``on_retriever_error``), tracer or log sees raw text.
-    """
+    """``call(*args, **kwargs)`` inside :func:`raw_access`; an error leaves :func:`withheld`."""
     with raw_access():
         try:
             return call(*args, **kwargs)
@@ -219,11 +206,7 @@ async def ainside(call: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) 
 
 
 def withheld(exc: Exception) -> Exception:
-    """``exc`` reduced to its class: an error of the same name with a fixed message.
-
-    A wrong setting or a forked process (the package's own errors about the
-    caller's setup) keeps its class and message, without causes.
-    """
+    """``exc`` as its class only (no message, cause or context); a wrong setup stays whole."""
     if isinstance(exc, (ConfigurationError, ForkedProcessError)):
         exc.__cause__ = exc.__context__ = None
         return exc
@@ -236,16 +219,12 @@ def _reduced(name: str) -> type[Exception]:
     return type(name, (Exception,), {"__module__": __name__})
 
 
-class _Inside:
-    """A warnings-filter message pattern that matches every warning raised unheard."""
-
+class _Inside:  # a warnings-filter message pattern: matches every warning raised unheard
     def match(self, text: str) -> bool:
         return _UNHEARD.get()
 
 
-class _Unheard(logging.Filter):
-    """Drops the log records emitted unheard (in the thread and context that log them)."""
-
+class _Unheard(logging.Filter):  # drops the records emitted unheard
     def filter(self, record: logging.LogRecord) -> bool:
         return not _UNHEARD.get()
 
@@ -258,12 +237,9 @@ _LOG_FILTER = _Unheard()
 def unheard() -> Iterator[None]:
     """Inside, warnings and log records are dropped: raised in this context only, any thread.
 
-    ``warnings.catch_warnings()`` swaps the process's filter list, so threads
-    running at once undo each other's. Instead one process-wide entry first in
-    ``warnings.filters`` ignores a warning exactly when it is raised inside (its
-    message pattern reads this context variable), and one filter on every log
-    handler (the root's, every logger's, ``logging.lastResort``) drops a record
-    emitted inside. Both are put back in place each time the context is entered.
+    Not ``catch_warnings()``, which swaps the process's filter list under other
+    threads: one entry first in ``warnings.filters`` and one filter on every log
+    handler read a context variable; both are put back in place at each entry.
     """
     filters: list[Any] = warnings.filters  # type: ignore[assignment]
     if not filters or filters[0] is not _WARNING_FILTER:

@@ -187,7 +187,7 @@ def test_paraphrase_passes() -> None:
         ("the 3rd week", "Is it the third week?"),
     ],
 )
-def test_a_number_is_refused_unless_the_question_holds_its_value(summary: str, question: str) -> None:
+def test_a_number_is_refused_unless_the_question_holds_it(summary: str, question: str) -> None:
     """Any notation or language: the value decides, and the question's values are allowed."""
     chunk = "The limit is set in the policy."
     assert check_leak(summary, [chunk], question="What is the limit?").codes == ("number",)
