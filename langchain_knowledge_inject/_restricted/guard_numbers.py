@@ -35,6 +35,9 @@ _ROMAN = re.compile(r"M{0,4}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3
 _WORD = re.compile(r"[^\W\d_]+")
 _NUMBER_HYPHEN = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
 _MASK = "\ue000"
+_SPOKEN_ZERO = re.compile(
+    r"(?:(?P<before>[^\W\d_]+)\W+)?(?P<oh>\b[Oo]h\b)(?:\W+(?P<after>[^\W\d_]+))?"
+)
 
 
 def canonical(value: Decimal) -> str:
@@ -85,6 +88,14 @@ def _read_words(text: str, lang: str, home: str) -> str:
     return re.sub(_MASK, lambda m: next(words, ""), converted)
 
 
+def _spoken_zero(match: re.Match[str]) -> str:
+    near = (match.group("before") or "", match.group("after") or "")
+    if not any(_is_number_word(word, "en") for word in near if word):
+        return match.group()
+    start, end = match.span("oh")
+    return match.string[match.start() : start] + "zero" + match.string[end : match.end()]
+
+
 def _unhyphenate(match: re.Match[str]) -> str:
     parts = match.group().split("-")
     numbers = all(any(_is_number_word(p, lang) for lang in NUMBER_LANGUAGES) for p in parts)
@@ -106,6 +117,7 @@ def number_text(text: str, home: str = "en") -> str:
     text = unicodedata.normalize("NFKC", text.replace(_MASK, ""))
     text = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in text)
     text = _NUMBER_HYPHEN.sub(_unhyphenate, text)  # "four-eight-one"; "twenty five" parses
+    text = _SPOKEN_ZERO.sub(_spoken_zero, text)  # "one oh one": text2num has no "oh"
     for lang in (home, *(lang for lang in NUMBER_LANGUAGES if lang != home)):
         text = _read_words(text, lang, home)
     return text
