@@ -269,14 +269,15 @@ class _Context:
         return found
 
     def _words(self, read: str, home: str, found: dict[str, set[Any]]) -> None:
-        """Every word on the allow-list; single letters words of ``home``, never three in a row."""
-        unknown, letters, run = set(), 0, 0
+        """Every word on the allow-list; single letters words of ``home``, not spelling."""
+        unknown, letters, run, last = set(), 0, 0, ""
         for match in _t.WORD.finditer(read):
             word = match.group()
             single = len(word) == 1 and word.isalpha()
             run = run + 1 if single else 0
-            if run >= 3:
+            if run >= 3 or (run == 2 and word == last):  # "q x r", "i i"
                 found["single_letters"].add(match.start())
+            last = word
             if word in self.asked:
                 continue
             if not word.isalpha():
