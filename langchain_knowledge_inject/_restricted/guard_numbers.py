@@ -31,7 +31,7 @@ NUMBER_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "da")
 _COMMON_ZIPF = 3.0
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 """A number as written in digits, with its separators ("7,350,000", "8.5")."""
-_ROMAN = re.compile(r"M{0,4}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})")
+_ROMAN = re.compile(r"M{0,4}(?:CM|CD|D?C{0,4})(?:XC|XL|L?X{0,4})(?:IX|IV|V?I{0,4})")
 _WORD = re.compile(r"[^\W\d_]+")
 _NUMBER_HYPHEN = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
 _MASK = "\ue000"
