@@ -1,19 +1,9 @@
 """Numbers for the leak guard: number words read as digits, values read to compare.
 
-The guard refuses every number a summary writes unless the same value stands
-whole in the user's question, so it needs no list of notations: a digit of any
-script, a token mixing letters and digits (hexadecimal, base 36, "q3") and a
-Roman numeral are numbers wherever they stand. What it must still read:
-
-- :func:`number_text`: the number words of every language of
-  :data:`NUMBER_LANGUAGES`, parsed by ``text2num`` ("zweitausendsiebenhundertfünfzig",
-  "trente-huit", "fire otte en syv"), written as ASCII digits, with every decimal
-  digit of another script; a number word of another language that is a common
-  word of the text's own language ("once", "fire", "to") is left alone unless a
-  number word of that language stands next to it;
-- :func:`number_values`: the values a text writes ("7.350" is 7.35 or 7350), to
-  compare a summary's numbers with the question's;
-- :func:`roman`: whether a word is a valid Roman numeral, in any case.
+The guard refuses every number unless its value stands whole in the question, so
+it lists no notation. It reads: number words of :data:`NUMBER_LANGUAGES` with
+``text2num`` and digits of any script (:func:`number_text`), the values a number
+in digits stands for (:func:`readings`), and Roman numerals in any case (:func:`roman`).
 """
 
 from __future__ import annotations

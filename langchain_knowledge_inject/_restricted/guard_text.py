@@ -1,25 +1,14 @@
-"""Reading text for the leak guard: characters, words, the allow-list and the chunks' identifiers.
+"""Reading text for the leak guard: characters, words, the allow-list, the chunks' names.
 
-- :func:`character_codes`: what a summary may write besides words and digits:
-  spaces and the ordinary punctuation of :data:`PUNCTUATION`, attached to
-  words; anything else (a symbol, a clock face, an invisible or private-use
-  character, a mark, a letter of a script other than Latin) is refused unless
-  the question or the public description holds that character.
-- :func:`words`: the words of a text, NFKC-folded and case-folded; a word is a
-  run of letters and digits ("qx7r" stays one word).
-- :func:`home_language`: the language of :data:`LANGUAGES` whose small
-  vocabulary (``wordfreq``) knows most of a text's words.
-- :func:`allowed`: the allow-list: a word at least :data:`FLOOR` common in the
-  text's language (wordfreq's large list) or in the small list (Zipf 3 and up)
-  of another language of :data:`LANGUAGES`, or a compound of two such words.
-- :func:`identifiers`: what in the chunks names or identifies something and a
-  summary has no reason to repeat, in any spelling: codes (letters and digits
-  mixed), words off the allow-list, names (a capitalised word inside a sentence
-  rarer than ``NAME_ZIPF``, a run of them rarer than ``PHRASE_NAME_ZIPF``), and
-  compounds ("amber-walrus-pilot") that are rare as a phrase or made of three or
-  more content words. Words of the user's question are never identifiers.
-- :func:`longest_gapped_run`: the longest run of consecutive chunk words that a
-  summary repeats in order, allowing a few filler words between them.
+- :func:`character_codes`: letters, digits, spaces and :data:`PUNCTUATION` attached
+  to words; anything else unless the question or the public description holds it.
+- :func:`words` (NFKC- and case-folded runs of letters and digits), :func:`home_language`.
+- :func:`allowed`: a word at least :data:`FLOOR` common in the text's language
+  (wordfreq's large list) or in another language's small list (Zipf 3 and up), or
+  a compound of such words.
+- :func:`identifiers`: the chunks' codes, words off the allow-list, names and rare
+  compounds, which a summary may not spell again; :func:`names` in a summary.
+- :func:`longest_gapped_run`: the chunks' wording repeated, fillers allowed between.
 """
 
 from __future__ import annotations

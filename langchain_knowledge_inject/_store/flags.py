@@ -219,6 +219,11 @@ def _reduced(name: str) -> type[Exception]:
     return type(name, (Exception,), {"__module__": __name__})
 
 
+def _show_heard(show: Callable[[Any], None], message: Any) -> None:
+    if not _UNHEARD.get():
+        show(message)
+
+
 class _Inside:  # a warnings-filter message pattern: matches every warning raised unheard
     def match(self, text: str) -> bool:
         return _UNHEARD.get()
@@ -238,8 +243,8 @@ def unheard() -> Iterator[None]:
     """Inside, warnings and log records are dropped: raised in this context only, any thread.
 
     Not ``catch_warnings()``, which swaps the process's filter list under other
-    threads: one entry first in ``warnings.filters`` and one filter on every log
-    handler read a context variable; both are put back in place at each entry.
+    threads: an entry first in ``warnings.filters``, the function that shows a
+    warning, and a filter on every log handler read a context variable.
     """
     filters: list[Any] = warnings.filters  # type: ignore[assignment]
     if not filters or filters[0] is not _WARNING_FILTER:
@@ -247,7 +252,11 @@ def unheard() -> Iterator[None]:
             while _WARNING_FILTER in filters:
                 filters.remove(_WARNING_FILTER)
             filters.insert(0, _WARNING_FILTER)
-            getattr(warnings, "_filters_mutated", lambda: None)()
+            show = getattr(warnings, "_showwarnmsg", None)  # behind another thread's filters
+            if show is not None and not getattr(show, "unheard", False):
+                hushed = functools.partial(_show_heard, show)
+                hushed.unheard = True  # type: ignore[attr-defined]
+                setattr(warnings, "_showwarnmsg", hushed)  # noqa: B010
     loggers = [logging.root, *logging.Logger.manager.loggerDict.values()]
     handlers = [h for lg in loggers for h in getattr(lg, "handlers", ())]
     for handler in [logging.lastResort, *handlers]:
