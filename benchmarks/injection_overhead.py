@@ -14,7 +14,10 @@ query to query and from round to round:
 - ``node``: a ``StateGraph(MessagesState)`` whose one node is
   ``create_knowledge_node`` with the same fake model;
 - ``middleware``: ``create_agent`` with ``KnowledgeInjectionMiddleware`` and the
-  same fake model.
+  same fake model;
+- ``restricted``: the injector with ``restricted=True`` and a scripted summarizer (an
+  honest summary): retrieval, the boundary, the leak guard, the ledger (reported;
+  ``benchmarks/restricted_cost.py`` compares it with another checkout side by side).
 
 The knowledge base's query-embedding cache is cleared before every call of
 every path, so each one embeds its query. Reported: the median time per path
@@ -105,9 +108,19 @@ def build_paths(kb, *, top_k: int) -> dict[str, Callable[[str], object]]:
             mode=settings.mode, tenant_id=settings.tenant_id,
         )  # fmt: skip
 
+    summary = (
+        '{"decision": "answer", "reason": "answerable", "summary": "Plan requests early and '
+        'follow the documented approval route.", "answer_guidance": "Give general advice.", '
+        '"confidence": 0.8}'
+    )
+    restricted = KnowledgeInjector(
+        kb, top_k=top_k, restricted=True, summarizer_model=ScriptedReplyModel(
+            record=False, default=summary),
+    )  # fmt: skip
     return {
         "bare": bare,
         "injector": lambda q: injector.invoke([system, HumanMessage(q)]),
+        "restricted": lambda q: restricted.invoke([system, HumanMessage(q)]),
         "graph": lambda q: graph.invoke({"messages": [HumanMessage(q)]}),
         "node": lambda q: node_graph.invoke({"messages": [HumanMessage(q)]}),
         "middleware": lambda q: agent.invoke({"messages": [HumanMessage(q)]}),

@@ -50,8 +50,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from langchain_knowledge_inject._restricted import summarizer as _s
 from langchain_knowledge_inject._restricted.guard import LeakPolicy, StrictConfig, check_leak
+from langchain_knowledge_inject._restricted.ledger import LEDGER, Ledger
 from langchain_knowledge_inject._restricted.summarizer import ReasonCode, SummarizerFailure
-from langchain_knowledge_inject._store.flags import unobserved
+from langchain_knowledge_inject._store.flags import raw_access
 from langchain_knowledge_inject._turn.model_call import call_with_timeout
 from langchain_knowledge_inject._turn.neutralize import neutralize_line
 from langchain_knowledge_inject._turn.tokens import (
@@ -289,7 +290,9 @@ class _Call:
     documents: list[Document]
     model: BaseChatModel | None
     sensitive_sources: bool
-    earlier: tuple[SafeSummary, ...]
+    thread: str | None
+    public: str
+    ledger: Ledger
     bounds: SummaryBounds
     policy: LeakPolicy | None
     timeout: float | None
@@ -322,6 +325,14 @@ class _Call:
         return None
 
     def judge(self, raw: Any) -> tuple[SafeSummary, tuple[str, ...]]:
+        """Parse, guard and record under the thread's lock: parallel calls see each other."""
+        with self.ledger.hold(self.thread) as released:
+            summary, codes = self._judged(raw, list(released))
+            if summary.reason not in _FIXED_GUIDANCE:  # what the summarizer wrote was shown
+                released.append(summary)
+        return summary, codes
+
+    def _judged(self, raw: Any, earlier: list[SafeSummary]) -> tuple[SafeSummary, tuple[str, ...]]:
         """Parse the reply, guard every field the main model would see, coarsen, fit."""
         reply = _s.parse_reply(raw, max_reply_chars=self.bounds.max_reply_chars)
         answering = reply.decision == "answer"
@@ -332,8 +343,8 @@ class _Call:
         sources = _source_names(self.documents)
         chunks = [doc.page_content for doc in self.documents]
         fields = {"summary": summary, "answer_guidance": guidance}
-        summaries = [e.summary for e in self.earlier if e.summary]
-        guidances = [e.answer_guidance for e in self.earlier if e.answer_guidance]
+        summaries = [e.summary for e in earlier if e.summary]
+        guidances = [e.answer_guidance for e in earlier if e.answer_guidance]
         # each field right after its own kind released earlier, so a fragment chain is whole
         views = [(fields, [*guidances, *summaries])]
         if guidances:
@@ -341,8 +352,8 @@ class _Call:
                           [*summaries, *guidances]))  # fmt: skip
         for view, before in views:
             report = check_leak(view, chunks, question=self.question, released=before,
-                                sources=sources if self.sensitive_sources else (),
-                                policy=self.policy)  # fmt: skip
+                                public=self.public, policy=self.policy,
+                                sources=sources if self.sensitive_sources else ())  # fmt: skip
             if report.leaked:
                 return refused("leak_detected"), tuple(report.codes)
         shown = sources if answering and not self.sensitive_sources else []
@@ -394,7 +405,9 @@ def _call(
     model: BaseChatModel | None,
     *,
     sensitive_sources: bool = False,
-    earlier: Sequence[SafeSummary] = (),
+    thread: str | None = None,
+    public: str = "",
+    ledger: Ledger = LEDGER,
     bounds: SummaryBounds | None = None,
     policy: LeakPolicy | None = None,
     timeout: float | None = 30.0,
@@ -410,7 +423,9 @@ def _call(
         list(documents),
         model,
         sensitive_sources,
-        tuple(earlier),
+        thread,
+        public,
+        ledger,
         bounds or SummaryBounds(),
         policy,
         timeout,
@@ -429,11 +444,13 @@ def release(
 ) -> Released:
     """Summarize restricted chunks for ``question`` and release only typed, checked fields.
 
-    The summarizer reads the chunks (bounded by ``bounds``) in a run isolated from the
-    caller's callbacks; its reply is parsed strictly, every field the main model
-    would see is checked by the leak guard against the full chunks (together with
-    ``earlier``, the summaries already released in the same run and thread, so
-    fragments cannot add up), the confidence is coarsened and the block cut to
+    The summarizer reads the chunks (bounded by ``bounds``) inside the boundary
+    (:func:`~langchain_knowledge_inject._store.flags.raw_access`: no caller callbacks,
+    no tracer, its warnings and log records dropped); its reply is parsed strictly,
+    every field the main model would see is checked by the leak guard against the
+    full chunks, together with what ``thread`` already released, and recorded in the
+    thread's ledger before it is released, under the thread's lock (so parallel calls
+    see each other); the confidence is coarsened and the block cut to
     ``max_tokens``. Never raises for anything the model does; never returns chunk text.
 
     Args:
@@ -444,7 +461,9 @@ def release(
         config: The caller's config (for the custom events only).
         **options: ``sensitive_sources`` (keep source names out of what is
             released, and refuse a summary that names them in any spelling),
-            ``earlier`` (summaries released earlier in the same run and thread),
+            ``thread`` (the conversation, for the ledger; ``None``: judged alone),
+            ``public`` (the knowledge base's public description: its words are
+            allowed), ``ledger`` (the :class:`~.ledger.Ledger`; the process's),
             ``bounds`` (how much the summarizer reads; ``SummaryBounds()``),
             ``policy`` (the leak guard's thresholds), ``timeout`` (seconds to wait
             for the summarizer, 30; ``None``: no limit), ``max_tokens`` (token
@@ -476,7 +495,7 @@ def release(
         try:
             runnable, messages = _s.build_request(call.model, call.question, call.texts)  # type: ignore[arg-type]
             config_ = _s.isolated_config(config)
-            with unobserved():
+            with raw_access():
                 raw = call_with_timeout(
                     lambda: runnable.invoke(messages, config=config_), call.timeout
                 )
@@ -504,7 +523,7 @@ async def arelease(
         try:
             runnable, messages = _s.build_request(call.model, call.question, call.texts)  # type: ignore[arg-type]
             config_ = _s.isolated_config(config)
-            with unobserved():  # the task wait_for starts copies this context
+            with raw_access():  # the task wait_for starts copies this context
                 raw = await asyncio.wait_for(runnable.ainvoke(messages, config_), call.timeout)
             outcome = await asyncio.to_thread(call.judge, raw)  # the guard is CPU work
         except Exception as exc:

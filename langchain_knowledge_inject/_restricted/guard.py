@@ -1,41 +1,22 @@
-"""The leak guard of restricted mode: does what the main model would see give the chunks away?
+"""The leak guard of restricted mode: a summary is released only when every word in it is allowed.
 
-A safe summary written by the secondary model is released to the main model
-only when :func:`check_leak` finds nothing in ANY field the main model sees
-(summary, answer guidance, reason, refusal text), checked one by one and
-joined in both orders, and nothing once it is joined with the summaries
-already released earlier in the same run and thread (``released``), so that
-fragments cannot add up to a secret.
-
-The guard fails closed on what it cannot read, instead of decoding the forms it
-was taught. Its reason codes (:data:`CODES`; docs/restricted-mode.md has a line
-for each): characters it cannot read (``invisible_character``,
-``unreadable_script``), a language or words it cannot read
-(``unparsed_language``, ``unknown_token``), the chunks' codes, rare words,
-names and rare compounds however they are spelled (``copied_identifier``), the
-chunks' numbers in any script, notation or language, or their digits spelled
-out, split or reversed (``copied_number``), a number of three or more
-significant digits it cannot explain (``unexplained_number``: octal, binary,
-arithmetic on a secret; a year is explained), runs and n-grams of chunk words (``verbatim_run``,
-``copied_ngrams``), a sensitive source name after folding case and separators
-(``source_name``), a finding that appears only together with ``released``
-(``fragment``), and its own failure (``guard_error``).
-
-Words and numbers of the user's question are never secrets: "Q3" in a summary
-is fine when the question asked about Q3. A :class:`LeakReport` carries codes,
-counts and lengths, never a string of the summary, the chunks or a source.
-
-What it cannot catch: a paraphrase of a fact that holds no identifier or
-number ("the threshold is a bit under two thirds"), a rounded value ("about 7
-million" for 7,348,912), a secret made of common words that are not capitalised
-and not written as a compound, and what the decision itself gives away.
-``test_leak_guard.py`` pins the figures on the labelled sets.
+Every field the main model sees (summary, answer guidance, a refusal's guidance)
+is checked alone, joined in both orders, and joined with what the thread already
+released (``released``), so that fragments cannot add up. Every word must be a
+common word of a language the guard reads (``guard_text.allowed``), a word of the
+question or of the public description; every number, in any notation or language,
+must have its value in the question; every character a letter, a digit, a space or
+ordinary punctuation; nothing the chunks name may be spelled again, however spaced,
+joined or hidden in initials. The reason codes (:data:`CODES`), and what the guard
+cannot stop, are in docs/restricted-mode.md. A :class:`LeakReport` carries codes,
+counts and lengths, never text.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -45,35 +26,29 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from langchain_knowledge_inject._restricted import guard_text as _t
 from langchain_knowledge_inject._restricted.guard_numbers import (
-    chunk_digit_runs,
-    digit_groups,
+    NUMBER,
     number_text,
     number_values,
-    significant,
+    readings,
+    roman,
 )
 from langchain_knowledge_inject.errors import ConfigurationError
 
 logger = logging.getLogger("langchain_knowledge_inject.leak_guard")
 
 CODES = (
-    "invisible_character",
-    "unreadable_script",
-    "unparsed_language",
-    "unknown_token",
-    "copied_identifier",
-    "copied_number",
-    "unexplained_number",
-    "verbatim_run",
-    "copied_ngrams",
-    "source_name",
-    "fragment",
-    "guard_error",
-)
+    "invisible_character", "unreadable_script", "symbol", "number", "single_letters",
+    "unparsed_language", "unknown_token", "copied_identifier", "initials", "source_name",
+    "verbatim_run", "copied_ngrams", "fragment", "guard_error",
+)  # fmt: skip
 """Every reason code a :class:`LeakReport` can carry, in the order it lists them."""
 
-_YEAR = re.compile(r"(?:19|20)\d\d")
 _WINDOW = 12  # longest run of summary words read as one spelled token
 _MIN_SPELLED = 4  # shortest identifier looked for in joined words or initials
+_STRIDES = 5  # initials of every word, every second word ... every fifth word
+_ORDINAL = re.compile(r"\d+[^\W\d_]{1,3}")
+_ELISION = re.compile(r"['\u2019][^\W\d_]")  # "l'accord"
+_CLITIC = re.compile(r"[^\W\d_]['\u2019]")  # "user's"
 
 
 class StrictConfig(BaseModel):
@@ -156,20 +131,23 @@ def check_leak(
     chunks: Sequence[str],
     *,
     question: str | None = "",
+    public: str = "",
     sources: Sequence[str] = (),
     released: Sequence[str] = (),
     policy: LeakPolicy | None = None,
 ) -> LeakReport:
-    """Check what the main model would see against the raw chunks it was written from.
+    """Check what the main model would see: every word allowed, nothing of the chunks copied.
 
     Args:
         fields: Everything the main model would see from the summarizer, by
-            field name (summary, answer guidance, reason, refusal text); one
-            text or a sequence of texts also work.
+            field name (summary, answer guidance); one text or a sequence of texts
+            also work.
         chunks: The raw chunk texts, unbounded.
-        question: The user's question: its words and numbers are not secrets.
+        question: The user's question: its words and numbers are allowed.
+        public: The knowledge base's public description (routing hint and
+            keywords): its words are allowed.
         sources: Source names that must not be repeated (sensitive sources).
-        released: The summaries already released earlier in this run and thread.
+        released: What the thread already released (summaries and guidance).
         policy: Thresholds; ``LeakPolicy()`` when omitted.
 
     Returns:
@@ -182,21 +160,21 @@ def check_leak(
         >>> check_leak({"summary": "Plan leave requests well ahead of time."}, [chunk]).leaked
         False
         >>> check_leak({"summary": "Requests are due 14 days ahead."}, [chunk]).codes
-        ('copied_number',)
-        >>> check_leak({"summary": "Due one four", "guidance": "days ahead"}, [chunk]).leaked
-        True
+        ('number',)
         >>> check_leak("Yes, 14 days is enough.", [chunk], question="Are 14 days enough?").leaked
         False
         >>> check_leak("Ask Halvorsen Maritime.", ["The buyer is Halvorsen Maritime."]).codes
         ('copied_identifier',)
+        >>> check_leak("The code is xlviii.", [chunk]).codes
+        ('number',)
     """
     texts = _field_texts(fields)
     chunks = [chunk for chunk in chunks if chunk and chunk.strip()]
-    if not texts or not (chunks or sources):
-        return LeakReport(leaked=False, summary_words=sum(len(_t.words(t)) for t in texts))
+    if not texts:
+        return LeakReport(leaked=False)
     policy = policy or LeakPolicy()
     try:
-        context = _Context(chunks, question or "", sources, policy)
+        context = _Context(chunks, question or "", public, sources, policy)
         found = context.findings(texts)
         if released:
             before = context.findings(list(released), combined=True)
@@ -233,98 +211,133 @@ def _field_texts(fields: Mapping[str, str] | Sequence[str] | str) -> list[str]:
 
 
 class _Context:
-    """What the chunks, the question and the sources hold, read once for every check."""
+    """What the question, the description, the chunks and the sources allow, read once."""
 
     def __init__(
-        self, chunks: list[str], question: str, sources: Sequence[str], policy: LeakPolicy
+        self,
+        chunks: list[str],
+        question: str,
+        public: str,
+        sources: Sequence[str],
+        policy: LeakPolicy,
     ) -> None:
         self.policy = policy
-        self.scripts = _t.scripts([*chunks, question])
-        self.chars = frozenset("".join([*chunks, question]))
-        self.asked = frozenset(_t.words(number_text(question))) | frozenset(_t.words(question))
-        read = [number_text(chunk, _t.home_language(_t.words(chunk))) for chunk in chunks]
-        self.chunk_words = [_t.runs_words(chunk) for chunk in read]
-        self.vocabulary = frozenset(w for text in [*chunks, *read] for w in _t.words(text))
+        self.known = frozenset(_t.visible(question + public) + question + public)
+        asked = number_text(question, _t.home_language(_t.words(question)))
+        self.asked = frozenset(_t.words(f"{question} {asked} {public}"))
+        numbers = [asked, number_text(public), *map(number_text, policy.allowed_numbers)]
+        self.values = set().union(*map(number_values, numbers))
+        self.chunk_words = [_t.runs_words(chunk) for chunk in chunks]
+        self.vocabulary = frozenset(w for chunk in chunks for w in _t.words(chunk))
         ids = _t.identifiers(chunks, self.asked)
         self.spelled = {"".join(p): p for p, kind in ids.items() if kind == "any"}
+        self.named = {"".join(p): p for p, kind in ids.items() if kind == "name"}
         self.sources = frozenset(key for source in sources for key in _source_keys(source))
+        distinct = {w for s in sources for w in _distinctive(s)} - self.asked
+        self.sources |= distinct
         self.spelled.update({key: (key,) for key in self.sources})
         self.joined = {"".join(p) for p in ids} | {"".join(reversed(p)) for p in ids}
-        self.parts = [p for p, kind in ids.items() if kind == "any" and len(p) > 1]
-        self.values = set().union(*(number_values(chunk) for chunk in read))
-        allowed = [number_text(question), *(number_text(n) for n in policy.allowed_numbers)]
-        self.allowed = set().union(*(number_values(text) for text in allowed))
-        self.barriers = frozenset(w for text in allowed for w in _t.words(text) if w.isdigit())
-        self.runs = set().union(*(chunk_digit_runs(chunk) for chunk in read)) - self.barriers
+        self.parts = [p for p, kind in ids.items() if kind != "joined" and len(p) > 1]
+        spelt = [*self.spelled, *self.named]
+        self.spelt = [key for key in spelt if len(key) >= _MIN_SPELLED and key.isalpha()]
         self.longest_run, self.share, self.summary_words = 0, 0.0, 0
 
     def findings(self, texts: list[str], *, combined: bool = False) -> dict[str, set[Any]]:
         """What each check finds in ``texts`` (the items stay inside the guard)."""
         found: dict[str, set[Any]] = {code: set() for code in CODES}
         joins = ["\n".join(texts), "\n".join(reversed(texts))] if len(texts) > 1 else texts
-        home = _t.home_language(_t.words(joins[0]))
-        read = [number_text(text, home) for text in [*joins, *texts]]
-        sequences = [_t.words(text) for text in read]
+        sequences = [_t.words(text) for text in joins]
         if not combined:
+            home = _t.home_language(sequences[0])
+            read = number_text(joins[0], home)
             for text in texts:
-                for code in _t.character_codes(text, self.scripts, self.chars):
+                for code in _t.character_codes(text, self.known):
                     found[code].add(code)
-            self._words(sequences[0], home, found)
-            found["unknown_token"] |= set().union(*(_t.odd_pieces(text) for text in texts))
+                for name in _t.names(text, home) - self.asked:  # whatever the chunks say
+                    code = "copied_identifier" if name in self.vocabulary else "unknown_token"
+                    found[code].add(name)
+            for number in NUMBER.finditer(read):
+                if not readings(number.group()) & self.values:
+                    found["number"].add(number.group())
+            self._words(_t.visible(read), home, found)
             self.summary_words = len(sequences[0])
-        for sequence, text in zip(sequences, read, strict=True):
-            self._identifiers(sequence, text, found, combined=combined)
-        self._numbers(read, found)
-        self._runs([_t.runs_words(text) for text in read[: len(joins)]], found, share=not combined)
+        for sequence, text in zip(sequences, joins, strict=True):
+            caps = [w[:1].isupper() for w in _t.WORD.findall(unicodedata.normalize("NFKC", text))]
+            caps = caps if len(caps) == len(sequence) else [False] * len(sequence)
+            self._identifiers(sequence, caps, text, found, combined=combined)
+        self._runs([_t.runs_words(text) for text in joins], found, share=not combined)
         return found
 
-    def _words(self, sequence: list[str], home: str, found: dict[str, set[Any]]) -> None:
-        letters = {w for w in sequence if not w.isdigit() and w not in self.asked}
-        unknown = set()
-        for word in letters:
-            if any(c.isalpha() and _t.script_of(c) != "LATIN" for c in word):
-                found["unparsed_language"].add(word)
-            elif not (word in self.vocabulary or _t.known(word, home) or _t.ordinal(word)):
-                unknown.add(word)
-        language = len(unknown) >= 3 and len(unknown) * 2 > len(letters)
-        found["unparsed_language" if language else "unknown_token"] |= unknown
+    def _words(self, read: str, home: str, found: dict[str, set[Any]]) -> None:
+        """Every word on the allow-list; single letters words of ``home``, not spelling."""
+        unknown, letters, run, last = set(), 0, 0, ""
+        for match in _t.WORD.finditer(read):
+            word = match.group()
+            single = len(word) == 1 and word.isalpha()
+            run = run + 1 if single else 0
+            if run >= 3 or (run == 2 and word == last):  # "q x r", "i i"
+                found["single_letters"].add(match.start())
+            last = word
+            if word in self.asked:
+                continue
+            if not word.isalpha():
+                if not word.isdigit() and not _ORDINAL.fullmatch(word):
+                    found["number"].add(word)  # letters and digits: a code, another base
+            elif any(_t.script_of(c) != "LATIN" for c in word):
+                found["unreadable_script"].add(word)
+            elif single:
+                elided = _ELISION.match(read, match.end()) or _CLITIC.fullmatch(
+                    read, max(0, match.start() - 2), match.start()
+                )
+                if not elided and _t.zipf(word, home) < _t.SINGLE_LETTER_ZIPF:
+                    found["single_letters"].add(word)
+            elif roman(word) and not _t.native(word, home):
+                found["number"].add(word)
+            else:
+                letters += 1
+                if not _t.allowed(word, home):
+                    unknown.add(word)
+        if len(unknown) >= 3 and len(unknown) * 2 > letters:
+            found["unparsed_language"] |= unknown
+            return
+        for word in unknown:
+            found["copied_identifier" if word in self.vocabulary else "unknown_token"].add(word)
 
     def _identifiers(
-        self, sequence: list[str], text: str, found: dict[str, set[Any]], *, combined: bool
+        self,
+        sequence: list[str],
+        caps: list[bool],
+        text: str,
+        found: dict[str, set[Any]],
+        *,
+        combined: bool,
     ) -> None:
+        """The chunks' identifiers however spelled; a name of allowed words when capitalised."""
         for start in range(len(sequence)):
             window = sequence[start : start + _WINDOW]
             for size in range(1, len(window) + 1):
                 words = window[:size]
+                named = all(caps[start : start + size])
                 for key in ("".join(words), "".join(reversed(words))):
-                    if key in self.spelled:
+                    if key in self.spelled or (named and key in self.named):
                         code = "source_name" if key in self.sources else "copied_identifier"
                         found[code].add(key)
+            end = len(sequence) if combined else None
             for parts in self.parts:  # in one summary close together, in a thread anywhere
-                end = len(sequence) if combined else start + len(parts) + 2
-                if set(parts) <= set(sequence[start:end]):
+                stop = end or start + len(parts) + 2
+                seen = zip(sequence[start:stop], caps[start:stop], strict=True)
+                written = {w for w, cap in seen if cap or "".join(parts) not in self.named}
+                if set(parts) <= written:
                     found["copied_identifier"].add("".join(parts))
-        items = [_t.words(item) for item in _t.items(text)]
-        initials = "".join(item[0][0] if item[0].isalpha() else item[0] for item in items if item)
-        for key in self.spelled:
-            if len(key) >= _MIN_SPELLED and key in initials:
-                found["copied_identifier"].add(key)
-        for item in items:
-            if len(item) > 1 and "".join(item) in self.joined:
-                found["copied_identifier"].add("".join(item))
-
-    def _numbers(self, read: list[str], found: dict[str, set[Any]]) -> None:
-        values = set().union(*(number_values(text) for text in read)) - self.allowed
-        found["copied_number"] |= values & self.values
-        for value in values - self.values:  # a year is explained: it dates something
-            if len(significant(value)) >= 3 and not _YEAR.fullmatch(value):
-                found["unexplained_number"].add(value)
-        for text in read:
-            groups, loose = digit_groups(text, barriers=self.barriers)
-            for run in self.runs:
-                tight = len(run) >= 2 and any(run in g or run[::-1] in g for g in groups)
-                if tight or (len(run) >= 4 and (run in loose or run[::-1] in loose)):
-                    found["copied_number"].add(run)
+        for item in _t.items(text):
+            joined = "".join(_t.words(item))
+            if len(_t.words(item)) > 1 and joined in self.joined:
+                found["copied_identifier"].add(joined)
+        firsts = [word[0] for word in sequence]
+        for stride in range(1, _STRIDES + 1):
+            for offset in range(stride):
+                spelled = "".join(firsts[offset::stride])
+                found["initials"].update(key for key in self.spelt if key in spelled)
 
     def _runs(self, sequences: list[list[str]], found: dict[str, set[Any]], *, share: bool) -> None:
         policy = self.policy
@@ -351,6 +364,13 @@ def _source_keys(source: str) -> set[str]:
     path = PurePath(source.strip())
     forms = {source, path.name} | ({path.stem} if len(_t.words(path.stem)) > 1 else set())
     return {key for key in ("".join(_t.words(form)) for form in forms) if len(key) >= 4}
+
+
+def _distinctive(source: str) -> set[str]:
+    """The words of a source name a summary has no reason to write: rare ones, codes."""
+    parts = _t.words(re.sub(r"([a-z])([A-Z])", r"\1 \2", PurePath(source.strip()).name))
+    rare = [p for p in parts if not p.isalpha() or _t.common(p, "en") < _t.NAME_ZIPF]
+    return {part for part in rare if len(part) >= _MIN_SPELLED and not part.isdigit()}
 
 
 def _copied_share(tokens: list[str], chunk_words: list[list[str]], n: int) -> float:

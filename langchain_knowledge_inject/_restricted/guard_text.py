@@ -1,24 +1,14 @@
-"""Reading text for the leak guard: characters, words, languages and the chunks' identifiers.
+"""Reading text for the leak guard: characters, words, the allow-list, the chunks' names.
 
-- :func:`character_codes`: characters the guard cannot read. Invisible ones
-  (format characters such as zero-width spaces, bidi controls and Unicode tag
-  characters; private-use, unassigned and control characters) and characters
-  of a script that neither the chunks nor the question use (Braille, CJK
-  numerals in an English exchange, a combining mark on a digit). The script of a
-  character comes from the Unicode data shipped by ``confusable-homoglyphs``.
-- :func:`words`: the words of a text, NFKC-folded and case-folded; a word is a
-  run of letters and digits ("qx7r" stays one word).
-- :func:`home_language`: the language of :data:`LANGUAGES` whose vocabulary
-  (``wordfreq``: English's large list, the others' small ones) knows most of a
-  text's words.
-- :func:`identifiers`: what in the chunks names or identifies something and a
-  summary has no reason to repeat: codes (letters and digits mixed), words no
-  vocabulary knows, names (a capitalised word inside a sentence rarer than
-  ``NAME_ZIPF``, a run of them rarer than ``PHRASE_NAME_ZIPF``), and compounds
-  ("amber-walrus-pilot") that are rare as a phrase or made of three or more
-  content words. Words of the user's question are never identifiers.
-- :func:`longest_gapped_run`: the longest run of consecutive chunk words that a
-  summary repeats in order, allowing a few filler words between them.
+- :func:`character_codes`: letters, digits, spaces and :data:`PUNCTUATION` attached
+  to words; anything else unless the question or the public description holds it.
+- :func:`words` (NFKC- and case-folded runs of letters and digits), :func:`home_language`.
+- :func:`allowed`: a word at least :data:`FLOOR` common in the text's language
+  (wordfreq's large list) or in another language's small list (Zipf 3 and up), or
+  a compound of such words.
+- :func:`identifiers`: the chunks' codes, words off the allow-list, names and rare
+  compounds, which a summary may not spell again; :func:`names` in a summary.
+- :func:`longest_gapped_run`: the chunks' wording repeated, fillers allowed between.
 """
 
 from __future__ import annotations
@@ -30,24 +20,34 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl")
-"""The languages the guard reads: ``text2num`` parses their number words and ``wordfreq``
-has a large vocabulary for each (its small Danish list cannot tell a rare word)."""
-RARE_ZIPF = 1.5
-"""A chunk word rarer than this (about once in 30 million words) is an identifier."""
+"""The languages whose words the guard reads: each has a large ``wordfreq`` list (Danish,
+whose only list is small, cannot tell a rare word from an unknown one)."""
+FLOOR = 1.5
+"""The allow-list's floor: a word rarer than this in the text's language (Zipf scale: 1.5
+is about once in 3 billion words) is refused (docs/restricted-mode.md, the measure)."""
+# A single letter is a word only this common ("a", "y", "e"): every letter is frequent in
+# wordfreq as a letter, and the words stand clear of it.
+SINGLE_LETTER_ZIPF = 6.0
+# A Roman-numeral-shaped word ("mix", "di") is a word of the text's language only when it is
+# this much more common there than in the others' (numerals are common in all alike).
+ROMAN_MARGIN = 0.5
 NAME_ZIPF = 3.5
 """A capitalised chunk word rarer than this is a name ("Halvorsen", "Heron")."""
 PHRASE_NAME_ZIPF = 5.0
 """A run of capitalised words rarer than this as a phrase is a name ("Blue Harbor Logistics")."""
+PUNCTUATION = frozenset(  # the ordinary punctuation a summary may write
+    ".,;:!?'\"()-/&\u2018\u2019\u201c\u201d\u201e\u00ab\u00bb\u2013\u2014\u2026\u00bf\u00a1"
+)
 _COMPOUND_ZIPF = 3.0
+_PLAIN_ZIPF = 2.5  # a name of words this common counts only when written as a name again
 _FUNCTION_ZIPF = 5.9
 _INVISIBLE = frozenset({"Cc", "Cf", "Co", "Cn", "Cs"})
-_WORD = re.compile(r"[^\W_]+")
-_ITEM = re.compile(r"[^\W_]+(?:[-_./'][^\W_]+)*")
-_SYMBOLS = re.compile(r"[^\w\s.,;:!?'\"()\[\]/-]")
-_DOTS = re.compile(r"[.\-_\u2022\u00b7\u2013\u2014/|]+")
+WORD = re.compile(r"[^\W_]+")
+"""A word: a run of letters and digits."""
+_ITEM = re.compile(r"[^\W_]+(?:[-_./][^\W_]+)*")
 _RUN_WORD = re.compile(r"\d+|[^\W\d_]+")
 _ACRONYM = re.compile(r"[A-Z]{2,5}s?")
-_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th|er|e|eme|o|a|te|ten|de|ste)")
+_MARKS = re.compile(r"[^\w\s]{4,}")
 
 
 @lru_cache(maxsize=65536)
@@ -61,39 +61,40 @@ def script_of(char: str) -> str:
         return "UNKNOWN"
 
 
-def scripts(texts: Iterable[str]) -> frozenset[str]:
-    """The scripts of the letters and marks of ``texts`` (``COMMON`` always included)."""
-    found = {"COMMON"}
-    for text in texts:
-        for char in set(unicodedata.normalize("NFKC", text)):
-            if not char.isascii() and unicodedata.category(char)[0] in "LM":
-                found.add(script_of(char))
-    return frozenset(found | ({"LATIN"} if any(t.isascii() for t in texts) else set()))
+def character_codes(text: str, known: frozenset[str]) -> set[str]:
+    """Why the characters of ``text`` cannot be read, as codes (empty when they can).
 
+    ``invisible_character`` (format, control, private-use, unassigned),
+    ``unreadable_script`` (a letter of a script other than Latin, a stray mark),
+    ``number`` (a numeric character that is not a digit) and ``symbol``
+    (anything else that is not punctuation of :data:`PUNCTUATION`; a piece of
+    punctuation standing alone longer than one character; three such pieces in a
+    row; four punctuation marks in a row). ``known`` (the question's and the
+    public description's characters) is readable.
 
-def character_codes(text: str, allowed: frozenset[str], known_chars: frozenset[str]) -> set[str]:
-    """``invisible_character`` / ``unreadable_script`` when ``text`` holds such characters.
-
-    Args:
-        text: A summary.
-        allowed: The scripts of the chunks and the question (:func:`scripts`).
-        known_chars: The characters of the chunks and the question: a format
-            character or mark they use themselves (a Persian ZWNJ) is allowed.
+    Example:
+        >>> sorted(character_codes("Opens at \U0001f553, code .- -...", frozenset()))
+        ['symbol']
     """
+    text = unicodedata.normalize("NFKC", text)
     codes = set()
-    for char in set(unicodedata.normalize("NFKC", text)) - known_chars:
-        if (char.isascii() and char.isprintable()) or char in "\n\t":
+    for char in set(text) - known:
+        category = unicodedata.category(char)
+        if char.isspace() or char in PUNCTUATION or category == "Nd":
             continue
-        if unicodedata.category(char) in _INVISIBLE:
+        if category[0] == "L":
+            if script_of(char) != "LATIN":
+                codes.add("unreadable_script")
+        elif category in _INVISIBLE:
             codes.add("invisible_character")
-        elif unicodedata.category(char)[0] == "M" or script_of(char) not in allowed:
-            codes.add("unreadable_script")
+        else:
+            codes.add({"M": "unreadable_script", "N": "number"}.get(category[0], "symbol"))
+    bare = [not any(c.isalnum() for c in piece) for piece in text.split()]
+    lone = [p for p, b in zip(text.split(), bare, strict=True) if b and len(p) > 1 and p != "..."]
+    rows = any(all(bare[i : i + 3]) for i in range(len(bare) - 2))
+    if lone or rows or _MARKS.search(text):
+        codes.add("symbol")
     return codes
-
-
-def ordinal(word: str) -> bool:
-    """Whether ``word`` is a number with an ordinal suffix ("14th", "2e", "3o")."""
-    return bool(_ORDINAL.fullmatch(word))
 
 
 def items(text: str) -> list[str]:
@@ -101,23 +102,7 @@ def items(text: str) -> list[str]:
     return _ITEM.findall(unicodedata.normalize("NFKC", text))
 
 
-def odd_pieces(text: str) -> set[str]:
-    """Pieces of ``text`` (between spaces) written in symbols rather than words.
-
-    A piece with three or more symbols that words and numbers do not use
-    ("%74%75%6E", "&#57;&#51;"), and runs of three or more pieces made of dots
-    and dashes only (Morse code).
-    """
-    pieces = unicodedata.normalize("NFKC", text).split()
-    odd = {p for p in pieces if len(_SYMBOLS.findall(p)) >= 3}
-    dotted = [bool(_DOTS.fullmatch(p)) for p in pieces]
-    for i in range(len(pieces) - 2):
-        if all(dotted[i : i + 3]):
-            odd.update(pieces[i : i + 3])
-    return odd
-
-
-def _visible(text: str) -> str:
+def visible(text: str) -> str:
     """``text`` NFKC-folded and case-folded, format characters (zero-width, soft hyphen) dropped."""
     text = unicodedata.normalize("NFKC", text).casefold()
     if text.isascii():
@@ -127,12 +112,12 @@ def _visible(text: str) -> str:
 
 def runs_words(text: str) -> list[str]:
     """The words of ``text`` for verbatim runs: letters and digits apart ("q3" is "q", "3")."""
-    return _RUN_WORD.findall(_visible(text))
+    return _RUN_WORD.findall(visible(text))
 
 
 def words(text: str) -> list[str]:
-    """The words of ``text``: runs of letters and digits (see :func:`runs_words` for the fold)."""
-    return _WORD.findall(_visible(text))
+    """The words of ``text``: runs of letters and digits (see :func:`visible` for the fold)."""
+    return WORD.findall(visible(text))
 
 
 @lru_cache(maxsize=131072)
@@ -147,20 +132,50 @@ def zipf(word: str, lang: str, *, small: bool = False) -> float:
     return float(zipf_frequency(word, lang, wordlist="small" if small else "large"))
 
 
-def known(word: str, lang: str) -> bool:
-    """Whether ``word`` is a word of ``lang``, or a common word of English (loanwords).
+def common(word: str, home: str) -> float:
+    """The word's frequency: ``home``'s large list, or another language's small list."""
+    others = (zipf(word, lang, small=True) for lang in LANGUAGES if lang != home)
+    return max(zipf(word, home), *others)
 
-    A compound of two common words of ``lang`` is a word too ("resturlaubs":
-    "rest" and "urlaubs").
+
+@lru_cache(maxsize=131072)
+def allowed(word: str, home: str) -> bool:
+    """Whether ``word`` is on the allow-list of a text in ``home`` (see the module doc).
+
+    A compound of up to three common words of ``home`` counts, with a linking "s"
+    ("resturlaubs", "gleitzeitmodell").
+
+    Example:
+        >>> allowed("leave", "en"), allowed("zephyrine", "en"), allowed("plusstunden", "de")
+        (True, False, True)
     """
-    if zipf(word, lang) > 0 or zipf(word, "en") >= _COMPOUND_ZIPF:
+    return common(word, home) >= FLOOR or _compound(word, home, 3)
+
+
+@lru_cache(maxsize=65536)
+def _compound(word: str, home: str, parts: int) -> bool:
+    if zipf(word, home) >= _COMPOUND_ZIPF:
         return True
-    return any(
-        zipf(word[:i], lang) >= _COMPOUND_ZIPF
-        and zipf(word[i:].removeprefix("s") if i < len(word) - 3 else word[i:], lang)
-        >= _COMPOUND_ZIPF
-        for i in range(3, len(word) - 2)
-    )
+    for i in range(3, len(word) - 2):
+        head, tail = word[:i], word[i:]
+        if (
+            parts > 1
+            and zipf(head, home) >= _COMPOUND_ZIPF
+            and any(
+                _compound(rest, home, parts - 1)
+                for rest in (tail, tail[1:] if tail.startswith("s") else "")
+                if len(rest) >= 3
+            )
+        ):
+            return True
+    return False
+
+
+def native(word: str, home: str) -> bool:
+    """Whether a Roman-numeral-shaped word is a word of ``home`` (see :data:`ROMAN_MARGIN`)."""
+    here = zipf(word, home)
+    others = sorted(zipf(word, lang, small=True) for lang in LANGUAGES if lang != home)
+    return here >= _COMPOUND_ZIPF and here - others[(len(others) - 1) // 2] >= ROMAN_MARGIN
 
 
 def home_language(tokens: Sequence[str]) -> str:
@@ -183,24 +198,31 @@ def _phrase_zipf(parts: Sequence[str], lang: str) -> float:
     return -math.log10(sum(10.0 ** (-z) for z in zipfs))
 
 
-def _name_runs(text: str, lang: str) -> list[list[str]]:
+def _name_runs(text: str, lang: str) -> list[list[tuple[str, bool]]]:
     """Runs of capitalised words inside a sentence ("acquire Blue Harbor Logistics").
 
-    German capitalises every noun: there, only words in capitals count.
+    Each word comes with whether it is a codename in capitals ("NIGHTFALL"). German
+    capitalises every noun: there, only words in capitals count.
     """
-    runs: list[list[str]] = [[]]
-    for match in _WORD.finditer(text):
+    runs: list[list[tuple[str, bool]]] = [[]]
+    for match in WORD.finditer(text):
         word = match.group()
         before = text[: match.start()].rstrip(" \t")
         inside = bool(before) and before[-1] not in ".!?:;\n"
         titled = word[:1].isupper() and not word.isupper() and lang != "de"
         titled = titled and not _ACRONYM.fullmatch(word)
-        name = titled or (word.isupper() and len(word) > 5)
-        if name and inside and _best_zipf(word.casefold(), lang) < _FUNCTION_ZIPF:
-            runs[-1].append(word.casefold())
+        shouted = word.isupper() and len(word) > 5
+        if (titled or shouted) and inside and _best_zipf(word.casefold(), lang) < _FUNCTION_ZIPF:
+            runs[-1].append((word.casefold(), shouted))
             continue
         runs.append([])
     return [run for run in runs if run]
+
+
+def names(text: str, lang: str) -> set[str]:
+    """The names ``text`` writes: capitalised words inside a sentence rarer than NAME_ZIPF."""
+    runs = _name_runs(unicodedata.normalize("NFKC", text), lang)
+    return {w for run in runs for w, _ in run if _best_zipf(w, lang) < NAME_ZIPF}
 
 
 def _compound_kind(parts: Sequence[str], lang: str) -> str:
@@ -217,11 +239,12 @@ def _compound_kind(parts: Sequence[str], lang: str) -> str:
 
 
 def identifiers(chunks: Iterable[str], asked: frozenset[str]) -> dict[tuple[str, ...], str]:
-    """The chunks' identifiers: ``{words: kind}``, kind ``any`` or ``joined`` (see module doc).
+    """The chunks' identifiers: ``{words: kind}``, kind ``any``, ``name`` or ``joined``.
 
-    Rarity is judged in the chunk's language and in English. An identifier of
-    kind ``joined`` counts only when a summary writes its words as one compound
-    again; ``any`` counts however it is spelled.
+    Rarity is judged in the chunk's language and in English. ``any`` counts
+    however it is spelled; ``name`` (a name made of allowed words, "Blue Harbor
+    Logistics") counts when a summary writes it as a name again, capitalised;
+    ``joined`` when a summary writes its words as one compound again.
     """
     found: dict[tuple[str, ...], str] = {}
     for chunk in chunks:
@@ -230,26 +253,28 @@ def identifiers(chunks: Iterable[str], asked: frozenset[str]) -> dict[tuple[str,
         for run in _name_runs(folded, lang):
             for size in range(1, len(run) + 1):
                 for start in range(len(run) - size + 1):
-                    part = tuple(run[start : start + size])
+                    named = run[start : start + size]
+                    part = tuple(word for word, _ in named)
                     limit = NAME_ZIPF if size == 1 else PHRASE_NAME_ZIPF
                     if _phrase_zipf(part, lang) < limit and not set(part) <= asked:
-                        found[part] = "any"
+                        plain = all(
+                            _best_zipf(w, lang) >= _PLAIN_ZIPF and not shouted
+                            for w, shouted in named
+                        )
+                        found[part] = "name" if plain else "any"
         for match in _ITEM.finditer(folded):
-            written = _WORD.findall(match.group())
+            written = WORD.findall(match.group())
             parts = tuple(w.casefold() for w in written)
             alpha = tuple(p for p in parts if p.isalpha())
             for compound in {parts, alpha}:  # "nightjar-copper-19" and "nightjar-copper"
                 kind = _compound_kind(compound, lang)
                 if kind and not set(compound) <= asked:
                     found[compound] = "any" if kind == "rare" else "joined"
-            for word, part in zip(written, parts, strict=True):
+            for part in parts:
                 if part in asked or len(part) < 2:
                     continue
-                code = not part.isalpha() and not part.isdigit() and not ordinal(part)
-                rare = part.isalpha() and len(part) >= 4 and _best_zipf(part, lang) < RARE_ZIPF
-                if _ACRONYM.fullmatch(word) and _best_zipf(part.removesuffix("s"), lang) > 0:
-                    rare = False
-                if code or rare:
+                code = not part.isalpha() and not part.isdigit()
+                if code or (part.isalpha() and not allowed(part, lang)):
                     found[(part,)] = "any"
     return found
 

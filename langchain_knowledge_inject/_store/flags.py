@@ -6,10 +6,11 @@ partition collection of the knowledge base, under keys prefixed ``kinject:``
 opened on a collection see them (``read_flags(store._collection.metadata)``).
 
 Restricted knowledge is read raw only by its owner (``kb.search``) and inside
-:func:`raw_access` (the package's pipeline, while it summarizes). Everything
-else derived from a restricted knowledge base (``kb.as_retriever()``,
-``kb.vectorstore()``) calls :func:`check_raw_read`, which raises
-:class:`~langchain_knowledge_inject.errors.RestrictedKnowledgeError`.
+:func:`raw_access`, the one context of all work on raw text of a restricted turn
+(:func:`inside`: a source's search and its keyword rebuild, the reranker, the
+summarizer). Everything else derived from a restricted knowledge base
+(``kb.as_retriever()``, ``kb.vectorstore()``) calls :func:`check_raw_read`, which
+raises :class:`~langchain_knowledge_inject.errors.RestrictedKnowledgeError`.
 
 Example:
     >>> flags = read_flags({"kinject:restricted": True, "kinject:routing_keywords": '["pay"]'})
@@ -23,11 +24,20 @@ import contextlib
 import contextvars
 import functools
 import json
-from collections.abc import Iterator, Mapping
+import logging
+import threading
+import warnings
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from langchain_knowledge_inject.errors import ConfigurationError, RestrictedKnowledgeError
+from langchain_knowledge_inject.errors import (
+    ConfigurationError,
+    ForkedProcessError,
+    RestrictedKnowledgeError,
+)
+
+T = TypeVar("T")
 
 PREFIX = "kinject:"
 """Prefix of the package's keys in collection metadata."""
@@ -160,21 +170,103 @@ def merged_metadata(
 
 
 _RAW = contextvars.ContextVar("kinject_raw_access", default=False)
+_UNHEARD = contextvars.ContextVar("kinject_unheard", default=False)
+_HUSH_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
 def raw_access() -> Iterator[None]:
-    """Inside, raw text of restricted knowledge bases may be read through their wrappers.
-
-    The package's pipeline enters it while it reads raw chunks to summarize them;
-    nothing else should.
-    """
+    """Inside, restricted wrappers hand out raw text, :func:`unobserved` and :func:`unheard`."""
     token = _RAW.set(True)
     try:
-        with unobserved():
+        with unobserved(), unheard():
             yield
     finally:
         _RAW.reset(token)
+
+
+def inside(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``call(*args, **kwargs)`` inside :func:`raw_access`; an error leaves :func:`withheld`."""
+    with raw_access():
+        try:
+            return call(*args, **kwargs)
+        except Exception as exc:
+            failure = withheld(exc)
+    raise failure  # outside the handler: no __context__ carries the original
+
+
+async def ainside(call: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+    """Async twin of :func:`inside`."""
+    with raw_access():
+        try:
+            return await call(*args, **kwargs)
+        except Exception as exc:
+            failure = withheld(exc)
+    raise failure
+
+
+def withheld(exc: Exception) -> Exception:
+    """``exc`` as its class only (no message, cause or context); a wrong setup stays whole."""
+    if isinstance(exc, (ConfigurationError, ForkedProcessError)):
+        exc.__cause__ = exc.__context__ = None
+        return exc
+    name = type(exc).__name__
+    return _reduced(name)(f"{name} raised inside the restricted boundary (message withheld)")
+
+
+@functools.cache
+def _reduced(name: str) -> type[Exception]:
+    return type(name, (Exception,), {"__module__": __name__})
+
+
+def _show_heard(show: Callable[[Any], None], message: Any) -> None:
+    if not _UNHEARD.get():
+        show(message)
+
+
+class _Inside:  # a warnings-filter message pattern: matches every warning raised unheard
+    def match(self, text: str) -> bool:
+        return _UNHEARD.get()
+
+
+class _Unheard(logging.Filter):  # drops the records emitted unheard
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _UNHEARD.get()
+
+
+_WARNING_FILTER = ("ignore", _Inside(), Warning, None, 0)
+_LOG_FILTER = _Unheard()
+
+
+@contextlib.contextmanager
+def unheard() -> Iterator[None]:
+    """Inside, warnings and log records are dropped: raised in this context only, any thread.
+
+    Not ``catch_warnings()``, which swaps the process's filter list under other
+    threads: an entry first in ``warnings.filters``, the function that shows a
+    warning, and a filter on every log handler read a context variable.
+    """
+    filters: list[Any] = warnings.filters  # type: ignore[assignment]
+    if not filters or filters[0] is not _WARNING_FILTER:
+        with _HUSH_LOCK:
+            while _WARNING_FILTER in filters:
+                filters.remove(_WARNING_FILTER)
+            filters.insert(0, _WARNING_FILTER)
+            show = getattr(warnings, "_showwarnmsg", None)  # behind another thread's filters
+            if show is not None and not getattr(show, "unheard", False):
+                hushed = functools.partial(_show_heard, show)
+                hushed.unheard = True  # type: ignore[attr-defined]
+                setattr(warnings, "_showwarnmsg", hushed)  # noqa: B010
+    loggers = [logging.root, *logging.Logger.manager.loggerDict.values()]
+    handlers = [h for lg in loggers for h in getattr(lg, "handlers", ())]
+    for handler in [logging.lastResort, *handlers]:
+        if handler is not None and _LOG_FILTER not in handler.filters:
+            handler.addFilter(_LOG_FILTER)
+    token = _UNHEARD.set(True)
+    try:
+        yield
+    finally:
+        _UNHEARD.reset(token)
 
 
 def quiet() -> list[Any]:

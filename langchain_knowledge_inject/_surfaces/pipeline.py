@@ -35,7 +35,6 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -68,7 +67,6 @@ from langchain_knowledge_inject._restricted.scope import (
     safe_kb_meta,
     source_flags,
 )
-from langchain_knowledge_inject._store.flags import raw_access
 from langchain_knowledge_inject._turn.assemble import (
     AssembledContext,
     RestrictedKnowledge,
@@ -143,8 +141,6 @@ ExtraBlock = str | Callable[[RunnableConfig], str | None]
 """A block added after the others: a string, or a callable ``(config) -> str | None``."""
 
 _RERANK_FETCH = 4
-_LEDGER_TURNS = 32
-_LEDGER_THREADS = 4096
 
 
 @dataclass(frozen=True)
@@ -271,20 +267,7 @@ def _rerank_failed(exc: Exception, found: Retrieved, on_error: str, *, restricte
     found.errors.append(error_record("rerank", exc))
 
 
-_RECENT = Recent(_LEDGER_THREADS)
-
-
-def released_earlier(thread: str | None) -> list[SafeSummary]:
-    """The summaries released earlier in ``thread`` (at most the last 32)."""
-    return list(_RECENT.get(f"released:{thread}" if thread else None, ()))
-
-
-def remember_released(thread: str | None, released: Released | None) -> None:
-    """Add an ``answer`` to what ``thread`` has released."""
-    if thread is None or released is None or released.summary.decision != "answer":
-        return
-    earlier = released_earlier(thread)[-(_LEDGER_TURNS - 1) :]
-    _RECENT.put(f"released:{thread}", (*earlier, released.summary))
+_RECENT = Recent(4096)
 
 
 def turn_key(config: RunnableConfig | None, messages: Sequence[BaseMessage]) -> str | None:
@@ -521,27 +504,29 @@ class KnowledgePipeline:
         return {"config": request.config, "redact": redact, "on_error": request.settings.on_error}
 
     def _search(self, query: str, request: Request, spec: SearchSpec) -> Retrieved:
-        settings = request.settings
-        with raw_access() if request.restricted else nullcontext():
-            found = search_sources(self.sources, query, spec, **self._search_args(request))
-            failure: Exception | None = None
-            try:
-                found.documents = rerank(settings.reranker, query, found.documents)
-            except Exception as exc:
-                failure = exc
+        settings = request.settings  # restricted: each search and the reranker run inside
+        found = search_sources(self.sources, query, spec, **self._search_args(request))
+        failure: Exception | None = None
+        try:
+            found.documents = rerank(
+                settings.reranker, query, found.documents, restricted=request.restricted
+            )
+        except Exception as exc:
+            failure = exc
         if failure is not None:  # raised outside the handler: no __context__ to carry raw text
             _rerank_failed(failure, found, settings.on_error, restricted=request.restricted)
         return found
 
     async def _asearch(self, query: str, request: Request, spec: SearchSpec) -> Retrieved:
         settings = request.settings
-        with raw_access() if request.restricted else nullcontext():
-            found = await asearch_sources(self.sources, query, spec, **self._search_args(request))
-            failure: Exception | None = None
-            try:
-                found.documents = await arerank(settings.reranker, query, found.documents)
-            except Exception as exc:
-                failure = exc
+        found = await asearch_sources(self.sources, query, spec, **self._search_args(request))
+        failure: Exception | None = None
+        try:
+            found.documents = await arerank(
+                settings.reranker, query, found.documents, restricted=request.restricted
+            )
+        except Exception as exc:
+            failure = exc
         if failure is not None:  # raised outside the handler: no __context__ to carry raw text
             _rerank_failed(failure, found, settings.on_error, restricted=request.restricted)
         return found
@@ -552,7 +537,8 @@ class KnowledgePipeline:
         return {
             "model": model,
             "sensitive_sources": request.sensitive_sources,
-            "earlier": released_earlier(thread),
+            "thread": thread,  # the boundary judges and records in the thread's ledger
+            "public": " ".join([request.flags.routing_hint, *request.flags.routing_keywords]),
             "max_tokens": request.settings.max_tokens,
             "counter": self.token_counter,
             "config": request.config,
@@ -561,16 +547,12 @@ class KnowledgePipeline:
     def _release(
         self, query: str, docs: list[Document], request: Request, thread: str | None
     ) -> Released:
-        released = release(query, docs, **self._released_args(request, thread))
-        remember_released(thread, released)
-        return released
+        return release(query, docs, **self._released_args(request, thread))
 
     async def _arelease(
         self, query: str, docs: list[Document], request: Request, thread: str | None
     ) -> Released:
-        released = await arelease(query, docs, **self._released_args(request, thread))
-        remember_released(thread, released)
-        return released
+        return await arelease(query, docs, **self._released_args(request, thread))
 
     # -- steps 2 and 3: the query and the search; a restricted turn's safe summary -------------
     def retrieve(self, clean: list[BaseMessage], request: Request) -> Retrieval:

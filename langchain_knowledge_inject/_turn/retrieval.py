@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import itertools
 import logging
 import math
-import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -54,7 +54,7 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict
 
 from langchain_knowledge_inject._store.filters import matches
-from langchain_knowledge_inject._store.flags import quiet
+from langchain_knowledge_inject._store.flags import ainside, inside, quiet, unheard
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
     ForkedProcessError,
@@ -220,8 +220,7 @@ class VectorStoreSource(_Foreign):
         if type(self.store).__name__ in self._SIMILARITY_SCORES:
             return self._scored(self.store.similarity_search_with_score(query, k=fetch), spec)
         try:
-            with warnings.catch_warnings():  # langchain_core's warning quotes the documents
-                warnings.simplefilter("ignore")
+            with unheard():  # langchain_core's warning quotes the documents
                 pairs = self.store.similarity_search_with_relevance_scores(query, k=fetch)
             return self._scored(pairs, spec)
         except NotImplementedError:
@@ -234,8 +233,7 @@ class VectorStoreSource(_Foreign):
             pairs = await self.store.asimilarity_search_with_score(query, k=fetch)
             return self._scored(pairs, spec)
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with unheard():
                 pairs = await self.store.asimilarity_search_with_relevance_scores(query, k=fetch)
             return self._scored(pairs, spec)
         except NotImplementedError:
@@ -329,7 +327,11 @@ def underlying(source: Source) -> Any:
 
 
 class _TracedSearch(BaseRetriever):
-    """One source's search as a retriever run; in a restricted turn its output is stubs."""
+    """One source's search as a retriever run; in a restricted turn its output is stubs.
+
+    A restricted turn's search runs :func:`~.flags.inside` the boundary: the run
+    reports stubs, and an error only as its class.
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -345,12 +347,14 @@ class _TracedSearch(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        return _shown(self.source.search(query, *self._args(run_manager, kwargs)), **kwargs)
+        search = functools.partial(self.source.search, query, *self._args(run_manager, kwargs))
+        return _shown(inside(search) if kwargs["redact"] else search(), **kwargs)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        return _shown(await self.source.asearch(query, *self._args(run_manager, kwargs)), **kwargs)
+        search = functools.partial(self.source.asearch, query, *self._args(run_manager, kwargs))
+        return _shown(await (ainside(search) if kwargs["redact"] else search()), **kwargs)
 
 
 def _shown(
@@ -514,8 +518,15 @@ def _reranked(out: Sequence[Document]) -> list[Document]:
     return ranked
 
 
-def rerank(reranker: Any, query: str, docs: Sequence[Document]) -> list[Document]:
-    """Reorder ``docs`` with ``reranker`` (no reranker, or no documents: as they are)."""
+def rerank(
+    reranker: Any, query: str, docs: Sequence[Document], *, restricted: bool = False
+) -> list[Document]:
+    """Reorder ``docs`` with ``reranker`` (no reranker, or no documents: as they are).
+
+    ``restricted``: the reranker runs :func:`~.flags.inside` the boundary.
+    """
+    if restricted and reranker is not None and docs:
+        return inside(rerank, reranker, query, docs)
     if reranker is None or not docs:
         return list(docs)
     if callable(getattr(reranker, "compress_documents", None)):
@@ -525,8 +536,12 @@ def rerank(reranker: Any, query: str, docs: Sequence[Document]) -> list[Document
     return _reranked(out)
 
 
-async def arerank(reranker: Any, query: str, docs: Sequence[Document]) -> list[Document]:
+async def arerank(
+    reranker: Any, query: str, docs: Sequence[Document], *, restricted: bool = False
+) -> list[Document]:
     """Async twin of :func:`rerank` (a plain callable runs in a worker thread)."""
+    if restricted and reranker is not None and docs:
+        return await ainside(arerank, reranker, query, docs)
     if reranker is None or not docs:
         return list(docs)
     if callable(getattr(reranker, "acompress_documents", None)):

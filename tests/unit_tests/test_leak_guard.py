@@ -54,7 +54,7 @@ def _errors(policy: LeakPolicy) -> tuple[list[str], list[str]]:
 
 def _found(summary: str, chunks: Sequence[str], code: str, question: str = "") -> set[Any]:
     """What one check found (inside the guard: the report itself never carries it)."""
-    context = leak_guard._Context(list(chunks), question, (), LeakPolicy())
+    context = leak_guard._Context(list(chunks), question, "", (), LeakPolicy())
     return context.findings([summary])[code]
 
 
@@ -89,10 +89,10 @@ def test_each_threshold_earns_its_place(change: dict, missed: set[str]) -> None:
     assert set(false_neg) == missed
 
 
-def test_every_copied_value_is_a_copied_number() -> None:
+def test_every_copied_value_is_a_number() -> None:
     for case in LEAK_CASES:
         if case.name.startswith("numbers_"):
-            assert "copied_number" in check_leak(case.summary, case.chunks).codes, case.name
+            assert "number" in check_leak(case.summary, case.chunks).codes, case.name
 
 
 def test_stricter_run_threshold_flags_a_domain_phrase() -> None:
@@ -151,9 +151,9 @@ def test_verbatim_copy_is_flagged_with_codes_only() -> None:
     assert report.leaked
     assert report.longest_verbatim_run == 55
     assert report.copied_ngram_share == 1.0
-    assert {"verbatim_run", "copied_ngrams", "copied_number"} <= set(report.codes)
-    assert report.counts["copied_number"] >= 4
-    assert {"10", "14", "31", "5"} <= _found(CHUNKS["leave"], [CHUNKS["leave"]], "copied_number")
+    assert {"verbatim_run", "copied_ngrams", "number"} <= set(report.codes)
+    assert report.counts["number"] >= 4
+    assert {"10", "14", "31", "5"} <= _found(CHUNKS["leave"], [CHUNKS["leave"]], "number")
     _assert_no_text(report)
 
 
@@ -172,33 +172,42 @@ def test_paraphrase_passes() -> None:
 
 
 @pytest.mark.parametrize(
-    ("summary", "chunk", "expected"),
+    ("summary", "question"),
     [
-        ("about 1500 people", "more than 1,500 customers", {"1500"}),
-        ("a rate of 8.50 percent", "8.5% of revenue", {"8.5", "0.085"}),
-        ("a rate of 8,5 percent", "8.5% of revenue", {"8.5", "0.085"}),
-        ("fourteen days", "at least 14 calendar days", {"14"}),
-        ("twenty-five percent", "deeper than 25% off", {"25", "0.25"}),
-        ("ninety five", "95% of tickets", {"95"}),
-        ("three hundred", "300 seats", {"300"}),
-        ("\uff11\uff14 days", "14 days", {"14"}),
-        ("section 04.20", "Section 4.2 Support KPIs", {"4.2"}),
-        ("one of them, two things", "1 or 2 tickets", set()),
-        ("twenty-two", "22 seats", {"22"}),
-        ("7 days", "within 30 minutes", set()),
-        ("\u56db\u5341\u4e8c", "42 seats", {"42"}),
-        ("\u2167 seats", "8 seats", {"8"}),
+        ("about 1500 people", "Are 1,500 customers affected?"),
+        ("a rate of 8.50 percent", "Is the rate 8.5%?"),
+        ("a rate of 8,5 percent", "Is the rate 8.5%?"),
+        ("fourteen days", "Are 14 days enough?"),
+        ("twenty-five percent", "Is 25% the ceiling?"),
+        ("ninety five", "Is it 95?"),
+        ("three hundred", "Are there 300 seats?"),
+        ("\uff11\uff14 days", "Are 14 days enough?"),
+        ("twenty-two", "Are there 22 seats?"),
+        ("\u0664\u0662 seats", "Are there 42 seats?"),
+        ("the 3rd week", "Is it the third week?"),
     ],
 )
-def test_number_normalization(summary: str, chunk: str, expected: set[str]) -> None:
-    assert _found(summary, [chunk], "copied_number") & {v for v in expected} == expected
-    assert bool(_found(summary, [chunk], "copied_number")) is bool(expected)
+def test_a_number_is_refused_unless_the_question_holds_it(summary: str, question: str) -> None:
+    """Any notation or language: the value decides, and the question's values are allowed."""
+    chunk = "The limit is set in the policy."
+    assert check_leak(summary, [chunk], question="What is the limit?").codes == ("number",)
+    assert not check_leak(summary, [chunk], question=question).leaked
+
+
+@pytest.mark.parametrize(
+    "summary",
+    ["\u56db\u5341\u4e8c seats", "\u2167 seats", "XLII seats", "xlii seats", "0x2a seats",
+     "section 04.20", "one two three", "four oh one"],
+)  # fmt: skip
+def test_numbers_in_other_notations_are_refused(summary: str) -> None:
+    report = check_leak(summary, ["Seat count: 42."], question="How many seats?")
+    assert report.leaked and set(report.codes) <= {"number", "unreadable_script", "symbol"}
 
 
 def test_allowed_numbers() -> None:
     chunk = "Support runs 24/7 and answers within 30 minutes."
     summary = "Support runs around the clock, 24/7."
-    assert check_leak(summary, [chunk]).codes == ("copied_number",)
+    assert check_leak(summary, [chunk]).codes == ("number",)
     assert not check_leak(summary, [chunk], policy=LeakPolicy(allowed_numbers=("24", "7"))).leaked
 
 
@@ -285,18 +294,24 @@ def test_docstring_examples(module: Any) -> None:
 
 _VAULT = "The vault door code is 4817 and it is rotated every month by facilities."
 _BUYER = "The logistics unit will be sold to Blue Harbor Logistics after the summer."
+_TAKEOVER = "Project Heron. The board approved the acquisition of Halvorsen Maritime."
 
 
 @pytest.mark.parametrize(
     ("code", "summary", "chunk", "passes"),
     [
         ("invisible_character", "Rotated monthly.\U000e0034\U000e0038", _VAULT, "Rotated monthly."),
-        ("unreadable_script", "Rotated monthly \u2803\u2801.", _VAULT, "Rotated monthly."),
+        ("unreadable_script", "Rotated monthly \u0436\u0443\u043a.", _VAULT, "Rotated monthly."),
+        ("symbol", "Rotated monthly \U0001f553.", _VAULT, "Rotated monthly."),
+        ("number", "The code is 4817.", _VAULT, "The code is rotated."),
+        ("number", "The code minus 1000 is 3817.", _VAULT, "The code changes."),
+        ("single_letters", "The code is d h a g.", _VAULT, "The code is rotated."),
         ("unparsed_language", "Koodi vaihdetaan kuukausittain.", _VAULT, "It changes monthly."),
         ("unknown_token", "Code zulqerb, rotated monthly.", _VAULT, "Code rotated monthly."),
-        ("copied_identifier", "The buyer is blue harbor logistics.", _BUYER, "A buyer exists."),
-        ("copied_number", "The code is 4817.", _VAULT, "The code is rotated."),
-        ("unexplained_number", "The code minus 1000 is 3817.", _VAULT, "The code changes."),
+        ("copied_identifier", "The buyer is Blue Harbor Logistics.", _BUYER, "A buyer exists."),
+        ("copied_identifier", "The buyer is BlueHarbor Logistics.", _BUYER, "A buyer exists."),
+        ("initials", "Have a look: very often requests stay easy, notably.", _TAKEOVER,
+         "Have a look at the board's decision."),
         ("verbatim_run", "file it before the first day of absence. Requests covering more than",
          CHUNKS["leave"], "Plan absences early and ask the department head for long ones."),
     ],
@@ -308,13 +323,12 @@ def test_each_code_has_a_probe(code: str, summary: str, chunk: str, passes: str)
     assert not check_leak(passes, [chunk], question=question).leaked
 
 
-def test_characters_the_chunks_use_themselves_are_readable() -> None:
-    """A format character or script of the chunks (a Persian ZWNJ) is not refused for itself."""
+def test_a_script_the_guard_does_not_read_is_refused_even_when_the_chunks_use_it() -> None:
+    """Letters are Latin; another script passes only in words the question itself holds."""
     chunk = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 leave policy"
-    summary = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"
-    report = check_leak(summary, [chunk], question="?")
-    assert not {"invisible_character", "unreadable_script"} & set(report.codes)
-    assert "unparsed_language" in report.codes  # no number words are parsed for Persian
+    summary = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 leave"
+    assert "unreadable_script" in check_leak(summary, [chunk], question="?").codes
+    assert not check_leak(summary, [chunk], question=summary).leaked
 
 
 def test_the_question_language_is_read() -> None:
@@ -325,7 +339,7 @@ def test_the_question_language_is_read() -> None:
     assert not honest.leaked
     copied = check_leak("Sie betr\u00e4gt zweitausendsiebenhundertf\u00fcnfzig Euro.", [chunk],
                         question=question)  # fmt: skip
-    assert copied.codes == ("copied_number",)
+    assert copied.codes == ("number",)
 
 
 def test_source_names_are_compared_after_folding_case_and_separators() -> None:
@@ -374,13 +388,15 @@ def test_every_smuggling_case_is_withheld(case: SmugglingCase) -> None:
 
 @pytest.mark.parametrize("case", FRAGMENT_CASES, ids=lambda c: c.name)
 def test_fragments_do_not_add_up(case: FragmentCase) -> None:
-    """Each fragment alone is released; the last one, judged with the others, is withheld."""
-    for fragment in (*case.released, case.summary):
-        assert not check_leak(fragment, case.chunks, question=case.question).leaked, fragment
+    """The secret is never released whole: a fragment is refused alone (a number, any
+    number), or the last one, judged with the others released, is withheld as a fragment."""
+    alone = [check_leak(f, case.chunks, question=case.question).leaked
+             for f in (*case.released, case.summary)]  # fmt: skip
     report = check_leak(
         {"summary": case.summary}, case.chunks, question=case.question, released=case.released
     )
-    assert "fragment" in report.codes
+    assert any(alone) or "fragment" in report.codes
+    assert report.leaked or any(alone)
     _assert_no_text(report)
 
 
@@ -425,10 +441,11 @@ def _withheld(cases: Sequence[HonestCase], policy: LeakPolicy | None = None) -> 
 
 
 def test_false_positive_share_on_honest_summaries() -> None:
-    """Target of issue 21: at most 5% of honest summaries withheld (0 of 105 today)."""
+    """Target of issue 21: at most 5% of honest summaries withheld (2 of 105 with the
+    allow-list: "OKR" is rarer in wordfreq than its floor)."""
     withheld = _withheld(HONEST_CASES)
     assert len(withheld) / len(HONEST_CASES) <= 0.05, withheld
-    assert withheld == []
+    assert withheld == ["okr_plural_acronym", "okr_acronym_not_in_question"]
 
 
 def test_restatements_with_values_removed_are_withheld() -> None:
@@ -452,12 +469,15 @@ def test_question_tokens_are_not_secrets() -> None:
 
 
 def test_fields_can_be_a_mapping_a_sequence_or_one_text() -> None:
-    chunk = "Settlement funds are held in escrow account 66018342."
-    halves = ("The account begins 66, then 01", "and it ends 83, then 42.")
+    chunk = (
+        "Any customer complaint that mentions legal action must be forwarded to the general "
+        "counsel before anyone replies to the customer."
+    )
+    halves = ("A complaint that mentions legal action must", "be forwarded to the general counsel.")
     assert not check_leak(halves[0], [chunk]).leaked
-    assert check_leak(list(halves), [chunk]).leaked
+    assert not check_leak(halves[1], [chunk]).leaked
+    assert "verbatim_run" in check_leak(list(halves), [chunk]).codes
     assert check_leak({"summary": halves[1], "answer_guidance": halves[0]}, [chunk]).leaked
-    assert "66018342" in _found(" ".join(halves), [chunk], "copied_number")
     with pytest.raises(ConfigurationError) as info:
         check_leak(42, [chunk])  # type: ignore[arg-type]
     assert info.value.option == "fields"
@@ -495,7 +515,9 @@ def test_the_guard_fails_closed(
 def test_identifiers_in_other_spellings(summary: str, chunk: str) -> None:
     report = check_leak(summary, [chunk], question="What is it?")
     assert report.leaked
-    assert set(report.codes) & {"copied_identifier", "unknown_token", "unreadable_script"}
+    assert set(report.codes) & {
+        "copied_identifier", "unknown_token", "unreadable_script", "number", "single_letters"
+    }
 
 
 @pytest.mark.parametrize(
@@ -590,5 +612,5 @@ def test_figures(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_source_names_are_checked_without_chunks() -> None:
     sources = ["/kb/finance/board_minutes_q3.pdf"]
-    assert check_leak("See Board Minutes Q3.", [], sources=sources).codes == ("source_name",)
+    assert "source_name" in check_leak("See Board Minutes Q3.", [], sources=sources).codes
     assert not check_leak("See the minutes.", [], sources=sources).leaked
