@@ -1,6 +1,9 @@
-"""Searching one partition: dense and keyword candidates, their fusion, the documents returned.
+"""Searching partitions: dense and keyword candidates, their fusion, the documents returned.
 
-:class:`PartitionSearch` does the work of ``KnowledgeBase.search``. Chroma gives
+:class:`PartitionSearch` does the work of ``KnowledgeBase.search``, over one partition or
+a tenant's and the shared one as one pool: both sides' candidates are ranked together
+(cosines and raw BM25), then fused once, so every result has one score scale; a
+document is its partition and its source. Chroma gives
 ids and distances only, on the knowledge base's thread in hybrid mode while the
 keyword cache answers on the caller's; each candidate's source comes from the
 keyword cache (Chroma's metadata for the few it lacks). Hybrid search fuses both
@@ -51,7 +54,7 @@ class PartitionSearch:
 
     def ranked(
         self,
-        partition: str,
+        partitions: Sequence[str],
         text: str,
         depth: int,
         where: Mapping[str, Any] | None,
@@ -59,26 +62,30 @@ class PartitionSearch:
         stopwords: AbstractSet[str],
         parents: dict[str, str] | None = None,
     ) -> tuple[Hits, Hits]:
-        """The ranking (``depth`` candidates a side) and the dense hits; sources to ``parents``."""
+        """The ranking (``depth`` candidates a side), the dense hits; documents to ``parents``."""
         if mode == "dense":
-            dense = self.dense(partition, text, depth, where)
+            dense = self.dense(partitions, text, depth, where)
             if parents is not None:
-                self.cache.ensure(partition, wait=False)
-                self.sources(partition, [cid for cid, _ in dense], parents)
+                self.sources(partitions, [cid for cid, _ in dense], parents)
             return dense, dense
         pending = None
         if mode == "hybrid":  # the dense side on another thread meanwhile
-            pending = submit(self._dense_side, self.dense, partition, text, depth, where)
+            pending = submit(self._dense_side, self.dense, partitions, text, depth, where)
         parents = {} if parents is None else parents
-        self.cache.ensure(partition, wait=False)
-        keyword = self.keyword(partition, text, depth, where, stopwords)
         by_document = not where and documents.enabled()  # a filter selects chunks, not documents
+        keyword: list[tuple[str, float, str]] = []
         whole: Hits = []
-        if by_document:
-            whole = self.cache.search_documents(partition, text, k=depth, stopwords=stopwords)
+        for partition in partitions:
+            self.cache.ensure(partition, wait=False)
+            own = self.keyword(partition, text, depth, where, stopwords)
+            keyword += [(cid, score, _document(partition, source)) for cid, score, source in own]
+            if by_document:
+                found = self.cache.search_documents(partition, text, k=depth, stopwords=stopwords)
+                whole += [(_document(partition, source), score) for source, score in found]
+        keyword, whole = _best(keyword, depth), _best(whole, depth)
         dense = [] if pending is None else pending.result()
         parents.update((cid, source) for cid, _, source in keyword)
-        self.sources(partition, [cid for cid, _ in dense if cid not in parents], parents)
+        self.sources(partitions, [cid for cid, _ in dense if cid not in parents], parents)
         hits = [(cid, score) for cid, score, _ in keyword]
         indexed = set(parents.values()) - {""} if by_document else set()
         if mode == "hybrid":
@@ -94,27 +101,33 @@ class PartitionSearch:
         best = ranked[0][1] if ranked else 0.0
         return [(cid, score / best) for cid, score in ranked] if best > 0 else ranked, dense
 
-    def dense(self, partition: str, text: str, depth: int, where: Mapping[str, Any] | None) -> Hits:
-        """Chroma's nearest chunks (ids and distances only), scored (``fusion.dense_score``)."""
-        vector = self.query_vector(text)
-        for attempt in (1, 2):
-            collection = self.chroma.collection(partition)
-            if collection is None:
-                return []
-            try:
-                result = collection.query(
-                    query_embeddings=[vector],
-                    n_results=depth,
-                    where=to_chroma(where),
-                    include=["distances"],
-                )
-                break
-            except Exception as exc:
-                if attempt == 2 or not is_not_found(exc):
-                    raise
-                self.chroma.forget()  # deleted under us (server wiped or restarted)
-        ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
-        return [(cid, fusion.dense_score(d)) for cid, d in zip(ids, distances, strict=True)]
+    def dense(
+        self, partitions: Sequence[str], text: str, depth: int, where: Mapping[str, Any] | None
+    ) -> Hits:
+        """The partitions' nearest chunks (ids and distances only), scored, best first."""
+        vector, hits = self.query_vector(text), []
+        for partition in partitions:
+            for attempt in (1, 2):
+                collection = self.chroma.collection(partition)
+                if collection is None:
+                    break
+                try:
+                    result = collection.query(
+                        query_embeddings=[vector],
+                        n_results=depth,
+                        where=to_chroma(where),
+                        include=["distances"],
+                    )
+                    ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
+                    hits += [
+                        (c, fusion.dense_score(d)) for c, d in zip(ids, distances, strict=True)
+                    ]
+                    break
+                except Exception as exc:
+                    if attempt == 2 or not is_not_found(exc):
+                        raise
+                    self.chroma.forget()  # deleted under us (server wiped or restarted)
+        return _best(hits, depth)
 
     def keyword(
         self,
@@ -134,31 +147,39 @@ class PartitionSearch:
             hits = [h for h in hits if h[0] in ids][:depth]
         return hits
 
-    def sources(self, partition: str, ids: Sequence[str], parents: dict[str, str]) -> None:
-        """The source of each of ``ids`` into ``parents``: the keyword cache's, else Chroma's."""
-        if ids:
+    def sources(
+        self, partitions: Sequence[str], ids: Sequence[str], parents: dict[str, str]
+    ) -> None:
+        """The document of each of ``ids`` into ``parents``: the keyword cache's, else Chroma's."""
+        for partition in partitions:
+            if not ids:
+                return
+            self.cache.ensure(partition, wait=False)
             found = self.cache.sources(partition, ids)
             missing = [cid for cid in ids if cid not in found]
             chunks = self.chroma.get(partition, missing, fields="meta")
-            parents.update(found)
-            parents.update((c.chunk_id, c.source) for c in chunks)
+            parents.update((cid, _document(partition, s)) for cid, s in found.items())
+            parents.update((c.chunk_id, _document(partition, c.source)) for c in chunks)
+            ids = [cid for cid in ids if cid not in parents]
 
     def merged(
-        self, kb_name: str, kb_id: str, partition: str, ranked: Sequence[tuple[str, float]],
-        parents: dict[str, str], k: int,
+        self, kb_name: str, kb_id: str, partitions: Sequence[str],
+        ranked: Sequence[tuple[str, float]], parents: dict[str, str], k: int,
     ) -> list[Document]:  # fmt: skip
         """The ``k`` best documents of the ranking, each one result of its best chunks."""
         groups = fusion.group_by_document(ranked, parents, k)
         wanted = [(c, s) for s, ids in groups for c in ids]
-        chunks = {d.id: d for d in self.documents(kb_name, kb_id, partition, wanted)}
+        chunks = {d.id: d for d in self.documents(kb_name, kb_id, partitions, wanted)}
         found = [(score, [chunks[c] for c in ids if c in chunks]) for score, ids in groups]
         return [fusion.merge_chunks(docs, score) for score, docs in found if docs]
 
     def documents(
-        self, kb_name: str, kb_id: str, partition: str, ranked: Sequence[tuple[str, float]]
-    ) -> list[Document]:
-        """The ranked chunks, read from Chroma in one call, with score and origin."""
-        found = {c.chunk_id: c for c in self.chroma.get(partition, [cid for cid, _ in ranked])}
+        self, kb_name: str, kb_id: str, partitions: Sequence[str],
+        ranked: Sequence[tuple[str, float]],
+    ) -> list[Document]:  # fmt: skip
+        """The ranked chunks, read from Chroma in one call a partition, with score and origin."""
+        ids = [cid for cid, _ in ranked]
+        found = {c.chunk_id: c for p in partitions for c in self.chroma.get(p, ids)}
         docs = []
         for cid, score in ranked:
             chunk = found.get(cid)
@@ -168,3 +189,11 @@ class PartitionSearch:
             meta.update(kb_name=kb_name, kb_id=kb_id)
             docs.append(Document(id=cid, page_content=chunk.text, metadata=meta))
         return docs
+
+
+def _document(partition: str, source: str) -> str:  # its source in its partition: two files
+    return f"{partition}\x1f{source}" if partition and source else source
+
+
+def _best(hits: list[Any], depth: int) -> list[Any]:  # of hits pooled from partitions
+    return sorted(hits, key=lambda hit: -hit[1])[:depth]
