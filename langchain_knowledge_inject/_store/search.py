@@ -1,9 +1,7 @@
 """Searching partitions: dense and keyword candidates, their fusion, the documents returned.
 
-:class:`PartitionSearch` does the work of ``KnowledgeBase.search``, over one partition or
-a tenant's and the shared one as one pool: both sides' candidates are ranked together
-(cosines and raw BM25), then fused once, so every result has one score scale; a
-document is its partition and its source. Chroma gives
+:class:`PartitionSearch` does the work of ``KnowledgeBase.search`` (a tenant's partition and
+the shared one: one pool of candidates, fused once, one score scale). Chroma gives
 ids and distances only, on the knowledge base's thread in hybrid mode while the
 keyword cache answers on the caller's; each candidate's source comes from the
 keyword cache (Chroma's metadata for the few it lacks). Hybrid search fuses both
@@ -118,10 +116,8 @@ class PartitionSearch:
                         where=to_chroma(where),
                         include=["distances"],
                     )
-                    ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
-                    hits += [
-                        (c, fusion.dense_score(d)) for c, d in zip(ids, distances, strict=True)
-                    ]
+                    found = zip(result["ids"][0], (result["distances"] or [[]])[0], strict=True)
+                    hits += [(cid, fusion.dense_score(d)) for cid, d in found]
                     break
                 except Exception as exc:
                     if attempt == 2 or not is_not_found(exc):

@@ -252,10 +252,9 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
 
         Its output is ``{"answer": <the model's reply>, "context": [<documents>],
         "manifest": <the turn's manifest as a dict>}``, as ``create_retrieval_chain``
-        returns ``context``. Streamed (``stream``, ``astream``), the first chunk holds
-        ``context`` and ``manifest``, then each chunk ``{"answer": <a chunk of the
-        reply>}``, as the model streams it; ``invoke`` adds the chunks up. In a restricted
-        turn ``context`` holds stubs (a keyed reference and a score, never the text) and
+        returns ``context``; streamed, ``context`` and ``manifest`` first, then the reply's
+        chunks (``{"answer": <chunk>}``), which ``invoke`` adds up. In a restricted turn
+        ``context`` holds stubs (a keyed reference and a score, never the text) and
         ``safe_summary`` what was released. Pass the result to :func:`cited_documents`
         for the documents the answer cites.
         """

@@ -207,13 +207,12 @@ def cited(answer: str, documents: Sequence[Document]) -> list[Document]:
 _SOURCE_CITATION = re.compile(r"Source:\s*([^)\]\n,;]+)")
 
 
-def _sources(doc: Document) -> list[Any]:
-    """A chunk's sources: every one a merged passage came from, else its ``source``."""
+def _sources(doc: Document) -> list[Any]:  # every one a merged passage came from, or its own
     return list(doc.metadata.get("sources") or [doc.metadata.get("source", "unknown")])
 
 
+# a template's score placeholder with the text around it on its line: left out when unscored
 _SCORE_PART = re.compile(r"[^\n{}]*\{score[^}]*\}[^\n{}]*\n?")
-"""A template's score placeholder with the text around it on its line (left out unscored)."""
 
 
 def _names(source: Any, name: str) -> bool:

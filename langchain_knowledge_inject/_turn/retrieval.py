@@ -12,17 +12,17 @@ A surface's ``knowledge_base`` may be any of:
 - another LangChain ``VectorStore``: its relevance scores where it has a relevance
   function, else its own ``similarity_search_with_score`` where the score's meaning is
   known (``InMemoryVectorStore``: cosine); a store with neither gives no score;
-- a LangChain ``VectorStoreRetriever`` (``store.as_retriever()``): searched through its
-  store as above, under its ``search_kwargs`` (``k``, ``filter``, ``score_threshold`` on
-  the same score); with ``search_type="mmr"`` it runs itself, as any retriever;
+- ``store.as_retriever()``: searched through its store as above, under its
+  ``search_kwargs`` (``k``, ``filter``, ``score_threshold``); ``mmr`` runs itself;
 - any other LangChain ``BaseRetriever``: its documents as it returns them, scored by a
   numeric ``metadata["score"]`` or ``metadata["relevance_score"]`` when it sets one;
 - a sequence mixing these.
 
 Scores are in [0, 1]. With ``min_score`` set, a passage without a score gets its
 cosine with the query under the turn's embedding model (the first knowledge base's,
-else the source's store's); one neither can score is kept unscored (shown without a
-score) and its source says once, naming no document, that ``min_score`` cannot apply.
+else the source's store's, else another source's); one that nothing can score is kept
+unscored (shown without a score) and its source says once, naming no document, that
+``min_score`` cannot apply.
 ``tenant_id`` is refused for sources without tenant partitions. Filters are applied by
 the store where it can (a knowledge base, Chroma), else to the results' metadata after
 fetching four times as many. A passage several sources return is merged once.
@@ -137,15 +137,12 @@ def _identified(doc: Document, name: str, score: float | None) -> Document:
 
 
 class _Foreign:
-    """A LangChain store or retriever as a source: fetch, score what is unscored, filter.
+    """A LangChain store or retriever as a source: fetch, score what is unscored, filter."""
 
-    ``options``: a ``VectorStoreRetriever``'s ``search_kwargs`` (``k``, ``filter``,
-    ``score_threshold``); ``embeddings``: the model that scores unscored passages.
-    """
-
+    # options: a VectorStoreRetriever's search_kwargs (k, filter, score_threshold)
     _filters = False  # whether the store applies ``spec.filter`` itself
     _warned = False
-    embeddings: Any = None
+    embeddings: Any = None  # the model that scores unscored passages
     _fetch: Callable[[str, SearchSpec, Any], list[Document]]
     _afetch: Callable[[str, SearchSpec, Any], Awaitable[list[Document]]]
 
@@ -153,6 +150,7 @@ class _Foreign:
         self.given, self.name, self.options = given, name, dict(options or {})
 
     def _spec(self, spec: SearchSpec) -> SearchSpec:
+        _refuse_tenant(self.name, spec.tenant_id)
         low = [v for v in (spec.min_score, self.options.get("score_threshold")) if v is not None]
         k = int(self.options.get("k", spec.k))
         return dataclasses.replace(spec, k=k, min_score=max(low) if low else None)
@@ -162,10 +160,7 @@ class _Foreign:
             return []
         return [d for d in docs if not _numeric(d.metadata.get("score"))]
 
-    def search(
-        self, query: str, spec: SearchSpec, config: RunnableConfig | None = None
-    ) -> list[Document]:
-        _refuse_tenant(self.name, spec.tenant_id)
+    def search(self, query: str, spec: SearchSpec, config: Any = None) -> list[Document]:
         spec = self._spec(spec)
         docs = self._fetch(query, spec, config)
         if todo := self._unscored(docs, spec):
@@ -173,10 +168,7 @@ class _Foreign:
             _score(todo, self.embeddings.embed_query(query), vectors)
         return self._keep(docs, spec)
 
-    async def asearch(
-        self, query: str, spec: SearchSpec, config: RunnableConfig | None = None
-    ) -> list[Document]:
-        _refuse_tenant(self.name, spec.tenant_id)
+    async def asearch(self, query: str, spec: SearchSpec, config: Any = None) -> list[Document]:
         spec = self._spec(spec)
         docs = await self._afetch(query, spec, config)
         if todo := self._unscored(docs, spec):
@@ -377,11 +369,11 @@ def as_sources(value: Any) -> tuple[Any, ...]:
         bad = next((i for i, s in zip(items, sources, strict=True) if s is None), value)
         msg = f"knowledge_base must be {SOURCE_KINDS}; got {type(bad).__name__}"
         raise ConfigurationError(msg, option="knowledge_base", value=value)
-    kbs = [s.kb for s in sources if isinstance(s, KnowledgeBaseSource)]
-    model = next((m for kb in kbs if (m := _model_of(kb)) is not None), None)
-    for source in sources:
+    owned = [(source, _model_of(source.given)) for source in sources if source is not None]
+    kb_model = next((m for s, m in owned if isinstance(s, KnowledgeBaseSource) and m), None)
+    for source, own in owned:  # the scoring model: a knowledge base's, its own, another's
         if isinstance(source, _Foreign):
-            source.embeddings = model or _model_of(source.given)
+            source.embeddings = kb_model or own or next((m for _, m in owned if m), None)
     return sources
 
 
@@ -525,9 +517,9 @@ def merge_results(found: Sequence[Sequence[Document]], top_k: int) -> list[Docum
     """Merge several sources' results, best first, each passage once, cut to ``top_k``.
 
     By score when every result has one, else rank by rank (the first of each source,
-    then the second, ...). A passage several sources return (the same text) is kept
-    once, with the best score any gave it and, when they name different sources,
-    every one in ``metadata["sources"]`` (the block cites them all).
+    then the second, ...). A passage several sources return (the same text, or a
+    text within one kept already) is kept once, with the best score any gave it and,
+    when they name different sources, every one in ``metadata["sources"]``.
     """
     if len(found) == 1:
         return list(found[0][:top_k])
@@ -537,8 +529,10 @@ def merge_results(found: Sequence[Sequence[Document]], top_k: int) -> list[Docum
     else:
         ordered = [d for row in itertools.zip_longest(*found) for d in row if d is not None]
     copies: dict[str, list[Document]] = {}
-    for doc in ordered:
-        copies.setdefault(" ".join(doc.page_content.split()) or f"\x00{doc.id}", []).append(doc)
+    for doc in ordered:  # the same text, or a text within one kept already
+        text = " ".join(doc.page_content.split())
+        key = next((kept for kept in copies if text and text in kept), text or f"\x00{doc.id}")
+        copies.setdefault(key, []).append(doc)
     merged = []
     for group in list(copies.values())[:top_k]:
         meta = dict(group[0].metadata)

@@ -155,12 +155,13 @@ def test_one_passage_from_two_sources_appears_once_with_both_names_and_the_best_
         Document(SICK, metadata={"source": "sick.md"}),
     ]
     sources = [store.as_retriever(search_kwargs={"k": 2}), BM25Retriever.from_documents(wiki, k=2)]
+    assert as_sources(sources)[1].embeddings is store.embeddings  # no KB: another source's model
     turn = KnowledgeInjector(sources, min_score=0.2, top_k=4).prepare(
         [HumanMessage(LEAVE_QUESTION)]
     )
     block = turn.dynamic_context
     assert block.count(LEAVE) == 1 and block.count(SICK) == 1
-    assert "Source: leave.md, wiki/leave.txt" in block
+    assert "Source: leave.md, wiki/leave.txt" in block and "Relevance Score: 0.00" not in block
     assert len(turn.manifest.chunk_ids) == len(set(turn.manifest.chunk_ids)) == 2
     tool = create_knowledge_base_search_tool(sources, min_score=0.2)
     assert str(tool.invoke({"query": LEAVE_QUESTION})).count(LEAVE) == 1
@@ -179,3 +180,13 @@ def test_merging_keeps_each_text_once_with_its_best_score_and_every_source():
     scored = merge_results([a, b], 5)
     assert [(d.id, d.metadata["score"]) for d in scored] == [("b1", 0.7), ("b2", 0.5)]
     assert "sources" not in merge_results([a, a], 5)[0].metadata  # one name: nothing to add
+
+
+def test_a_text_within_a_passage_kept_already_is_merged_into_it():
+    """A knowledge base's result joins a document's chunks; a store returns one of them."""
+    joined = Document(f"{LEAVE}\n{SICK}", id="kb1", metadata={"source": "policy.md", "score": 0.8})
+    chunk = Document(SICK, id="s1", metadata={"source": "sick.md", "score": 0.6})
+    other = Document(EXPENSES, id="s2", metadata={"source": "expenses.md", "score": 0.5})
+    merged = merge_results([[joined], [chunk, other]], 5)
+    assert [d.id for d in merged] == ["kb1", "s2"]
+    assert merged[0].metadata["sources"] == ["policy.md", "sick.md"]
