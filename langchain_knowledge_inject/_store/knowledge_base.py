@@ -666,8 +666,7 @@ class KnowledgeBase:
     ) -> tuple[tuple[str, ...], list[tuple[str, float]], list[tuple[str, float]]]:
         """The partitions, their best ``k`` hits scoring ``min_score`` or more, the dense hits.
 
-        With ``parents`` (grouping by document) every hit over ``min_score`` is kept;
-        ``shared``: a tenant's search reads the shared partition too.
+        With ``parents`` (grouping by document) every hit over ``min_score`` is kept.
         """
         self._ready()
         k, min_score, mode = check_search_args(k, min_score, mode)

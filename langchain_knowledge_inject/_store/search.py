@@ -71,8 +71,7 @@ class PartitionSearch:
             pending = submit(self._dense_side, self.dense, partitions, text, depth, where)
         parents = {} if parents is None else parents
         by_document = not where and documents.enabled()  # a filter selects chunks, not documents
-        keyword: list[tuple[str, float, str]] = []
-        whole: Hits = []
+        keyword, whole = list[tuple[str, float, str]](), Hits()
         for partition in partitions:
             self.cache.ensure(partition, wait=False)
             own = self.keyword(partition, text, depth, where, stopwords)

@@ -258,8 +258,7 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
         if turn is None:
             return response
         update: dict[str, Any] = {"retrieved": list(turn.retrieved)}
-        if self.keep_manifest:
-            update["knowledge_manifest"] = turn.manifest.to_dict()
+        update |= {"knowledge_manifest": turn.manifest.to_dict()} if self.keep_manifest else {}
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
 

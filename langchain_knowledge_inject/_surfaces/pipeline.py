@@ -243,9 +243,7 @@ def shown_this_turn(
 
 
 def coerce_messages(value: Any) -> list[BaseMessage]:
-    """The turn's input as messages: a list, a string, a prompt, or a dict holding one.
-
-    The dict holds it under ``messages`` or (as ``create_retrieval_chain`` takes it) ``input``.
+    """The input as messages: a list, a string, a prompt, or one under ``messages``/``input``.
 
     Raises:
         ConfigurationError: Anything else (``None``, ``[None]``, a dict without either key).

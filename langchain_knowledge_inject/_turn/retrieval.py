@@ -19,13 +19,13 @@ A surface's ``knowledge_base`` may be any of:
 - a sequence mixing these.
 
 Scores are in [0, 1]. With ``min_score`` set, a passage without a score gets its
-cosine with the query under the turn's embedding model (the first knowledge base's,
-else the source's store's, else another source's); one that nothing can score is kept
-unscored (shown without a score) and its source says once, naming no document, that
-``min_score`` cannot apply.
-``tenant_id`` is refused for sources without tenant partitions. Filters are applied by
-the store where it can (a knowledge base, Chroma), else to the results' metadata after
-fetching four times as many. A passage several sources return is merged once.
+cosine with the query under an embedding model of the turn (the store's behind the
+source, else the first knowledge base's, else another source's); one that nothing can
+score is kept unscored (shown without a score) and its source says once, naming no
+document, that ``min_score`` cannot apply. ``tenant_id`` is refused for sources without
+tenant partitions. Filters are applied by the store where it can (a knowledge base,
+Chroma), else to the results' metadata after fetching four times as many. A passage
+several sources return is merged once.
 
 All sources are searched side by side (threads for the sync path, tasks for the async
 one); a source that fails is left out and reported (``on_error="degrade"``) or raises.
@@ -371,9 +371,9 @@ def as_sources(value: Any) -> tuple[Any, ...]:
         raise ConfigurationError(msg, option="knowledge_base", value=value)
     owned = [(source, _model_of(source.given)) for source in sources if source is not None]
     kb_model = next((m for s, m in owned if isinstance(s, KnowledgeBaseSource) and m), None)
-    for source, own in owned:  # the scoring model: a knowledge base's, its own, another's
+    for source, own in owned:  # its own model (its text went there), a KB's, another's
         if isinstance(source, _Foreign):
-            source.embeddings = kb_model or own or next((m for _, m in owned if m), None)
+            source.embeddings = own or kb_model or next((m for _, m in owned if m), None)
     return sources
 
 
@@ -518,8 +518,9 @@ def merge_results(found: Sequence[Sequence[Document]], top_k: int) -> list[Docum
 
     By score when every result has one, else rank by rank (the first of each source,
     then the second, ...). A passage several sources return (the same text, or a
-    text within one kept already) is kept once, with the best score any gave it and,
-    when they name different sources, every one in ``metadata["sources"]``.
+    text within one kept already) is kept once, with the best score any gave it, every
+    copy's id in ``chunk_ids`` (shown once, skipped by the tool as one) and, when they
+    name different sources, every one in ``metadata["sources"]``.
     """
     if len(found) == 1:
         return list(found[0][:top_k])
@@ -540,6 +541,8 @@ def merge_results(found: Sequence[Sequence[Document]], top_k: int) -> list[Docum
         meta.update({"score": max(scores)} if scores else {})
         names = [str(d.metadata["source"]) for d in group if d.metadata.get("source")]
         meta.update({"sources": list(dict.fromkeys(names))} if len(set(names)) > 1 else {})
+        ids = [str(i) for d in group for i in d.metadata.get("chunk_ids") or [d.id]]
+        meta.update({"chunk_ids": list(dict.fromkeys(ids))} if len(group) > 1 else {})
         merged.append(Document(id=group[0].id, page_content=group[0].page_content, metadata=meta))
     return merged
 

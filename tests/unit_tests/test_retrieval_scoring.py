@@ -190,3 +190,4 @@ def test_a_text_within_a_passage_kept_already_is_merged_into_it():
     merged = merge_results([[joined], [chunk, other]], 5)
     assert [d.id for d in merged] == ["kb1", "s2"]
     assert merged[0].metadata["sources"] == ["policy.md", "sick.md"]
+    assert merged[0].metadata["chunk_ids"] == ["kb1", "s1"]  # the tool skips either copy
