@@ -260,7 +260,7 @@ def exact_dense(kb, queries, qrels) -> None:
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     searcher, approximate = kb._searcher, kb._searcher.dense
 
-    def exact(partitions, text, depth, where):
+    def exact(partition, text, depth, where):
         query = np.asarray(searcher.query_vector(text), dtype=np.float32)
         cosines = vectors @ (query / np.linalg.norm(query))
         top = np.argsort(-cosines)[:depth]
@@ -270,10 +270,7 @@ def exact_dense(kb, queries, qrels) -> None:
         return hybrid_ndcg(kb, queries, qrels, k=10)[0]
 
     recall = statistics.mean(
-        len(
-            {c for c, _ in approximate(("",), t, 100, None)}
-            & {c for c, _ in exact(("",), t, 100, None)}
-        )
+        len({c for c, _ in approximate("", t, 100, None)} & {c for c, _ in exact("", t, 100, None)})
         / 100
         for t in queries.values()
     )

@@ -84,7 +84,7 @@ class KnowledgeSettings(BaseModel):
     tenant_id: str | None = Field(default=None, min_length=1)
     """Tenant partition to search; ``None``: the shared partition."""
     include_shared: bool = True
-    """With ``tenant_id``: the shared partition's documents too (one ranking); ``False``: not."""
+    """With ``tenant_id``: the shared partition's documents too, merged by score; ``False``: not."""
     placement: Placement = "current_message"
     """Where the context goes: ``"current_message"`` (the default: the knowledge and the
     question as one user turn, two content blocks, so roles strictly alternate),

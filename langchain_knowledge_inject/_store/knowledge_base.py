@@ -581,8 +581,8 @@ class KnowledgeBase:
                 selects the partition).
             mode: ``"dense"``, ``"keyword"`` or ``"hybrid"`` (the default, a fusion).
             tenant_id: Search this tenant's partition; None searches the shared one.
-            include_shared: With ``tenant_id``: the shared partition's chunks too, ranked
-                with the tenant's as one pool (one score scale); False: the tenant's alone.
+            include_shared: With ``tenant_id``: the shared partition's chunks too, each
+                partition ranked as alone and merged by score; False: the tenant's alone.
 
         Returns:
             Documents with ``id`` (the chunk id) and ``metadata["score"]``,

@@ -1,7 +1,7 @@
 """Searching partitions: dense and keyword candidates, their fusion, the documents returned.
 
-:class:`PartitionSearch` does the work of ``KnowledgeBase.search`` (a tenant's partition and
-the shared one: one pool of candidates, fused once, one score scale). Chroma gives
+:class:`PartitionSearch` does the work of ``KnowledgeBase.search``; a tenant's search ranks
+its partition and the shared one each as alone (the same scores), merged by score. Chroma gives
 ids and distances only, on the knowledge base's thread in hybrid mode while the
 keyword cache answers on the caller's; each candidate's source comes from the
 keyword cache (Chroma's metadata for the few it lacks). Hybrid search fuses both
@@ -51,8 +51,19 @@ class PartitionSearch:
         self._dense_side = worker_pool(8, "kinject-dense")
 
     def ranked(
+        self, partitions: Sequence[str], text: str, depth: int, where: Mapping[str, Any] | None,
+        mode: SearchMode, stopwords: AbstractSet[str], parents: dict[str, str] | None = None,
+    ) -> tuple[Hits, Hits]:  # fmt: skip
+        """Each partition ranked as alone, merged by score: the ranking and the dense hits."""
+        found = [self._ranked(p, text, depth, where, mode, stopwords, parents) for p in partitions]
+        if len(found) == 1:
+            return found[0]
+        ranked = _best([hit for pair in found for hit in pair[0]], depth)
+        return ranked, _best([hit for pair in found for hit in pair[1]], depth)
+
+    def _ranked(
         self,
-        partitions: Sequence[str],
+        partition: str,
         text: str,
         depth: int,
         where: Mapping[str, Any] | None,
@@ -60,29 +71,27 @@ class PartitionSearch:
         stopwords: AbstractSet[str],
         parents: dict[str, str] | None = None,
     ) -> tuple[Hits, Hits]:
-        """The ranking (``depth`` candidates a side), the dense hits; documents to ``parents``."""
+        """The ranking (``depth`` candidates a side) and the dense hits; sources to ``parents``."""
         if mode == "dense":
-            dense = self.dense(partitions, text, depth, where)
+            dense = self.dense(partition, text, depth, where)
             if parents is not None:
-                self.sources(partitions, [cid for cid, _ in dense], parents)
+                self.cache.ensure(partition, wait=False)
+                self.sources(partition, [cid for cid, _ in dense], parents)
             return dense, dense
         pending = None
         if mode == "hybrid":  # the dense side on another thread meanwhile
-            pending = submit(self._dense_side, self.dense, partitions, text, depth, where)
+            pending = submit(self._dense_side, self.dense, partition, text, depth, where)
         parents = {} if parents is None else parents
+        self.cache.ensure(partition, wait=False)
+        keyword = self.keyword(partition, text, depth, where, stopwords)
         by_document = not where and documents.enabled()  # a filter selects chunks, not documents
-        keyword, whole = list[tuple[str, float, str]](), Hits()
-        for partition in partitions:
-            self.cache.ensure(partition, wait=False)
-            own = self.keyword(partition, text, depth, where, stopwords)
-            keyword += [(cid, score, _document(partition, source)) for cid, score, source in own]
-            if by_document:
-                found = self.cache.search_documents(partition, text, k=depth, stopwords=stopwords)
-                whole += [(_document(partition, source), score) for source, score in found]
-        keyword, whole = _best(keyword, depth), _best(whole, depth)
+        whole: Hits = []
+        if by_document:
+            found = self.cache.search_documents(partition, text, k=depth, stopwords=stopwords)
+            whole = [(_document(partition, source), score) for source, score in found]
         dense = [] if pending is None else pending.result()
-        parents.update((cid, source) for cid, _, source in keyword)
-        self.sources(partitions, [cid for cid, _ in dense if cid not in parents], parents)
+        parents.update((cid, _document(partition, source)) for cid, _, source in keyword)
+        self.sources(partition, [cid for cid, _ in dense if cid not in parents], parents)
         hits = [(cid, score) for cid, score, _ in keyword]
         indexed = set(parents.values()) - {""} if by_document else set()
         if mode == "hybrid":
@@ -98,31 +107,27 @@ class PartitionSearch:
         best = ranked[0][1] if ranked else 0.0
         return [(cid, score / best) for cid, score in ranked] if best > 0 else ranked, dense
 
-    def dense(
-        self, partitions: Sequence[str], text: str, depth: int, where: Mapping[str, Any] | None
-    ) -> Hits:
-        """The partitions' nearest chunks (ids and distances only), scored, best first."""
-        vector, hits = self.query_vector(text), []
-        for partition in partitions:
-            for attempt in (1, 2):
-                collection = self.chroma.collection(partition)
-                if collection is None:
-                    break
-                try:
-                    result = collection.query(
-                        query_embeddings=[vector],
-                        n_results=depth,
-                        where=to_chroma(where),
-                        include=["distances"],
-                    )
-                    found = zip(result["ids"][0], (result["distances"] or [[]])[0], strict=True)
-                    hits += [(cid, fusion.dense_score(d)) for cid, d in found]
-                    break
-                except Exception as exc:
-                    if attempt == 2 or not is_not_found(exc):
-                        raise
-                    self.chroma.forget()  # deleted under us (server wiped or restarted)
-        return _best(hits, depth)
+    def dense(self, partition: str, text: str, depth: int, where: Mapping[str, Any] | None) -> Hits:
+        """Chroma's nearest chunks (ids and distances only), scored (``fusion.dense_score``)."""
+        vector = self.query_vector(text)
+        for attempt in (1, 2):
+            collection = self.chroma.collection(partition)
+            if collection is None:
+                return []
+            try:
+                result = collection.query(
+                    query_embeddings=[vector],
+                    n_results=depth,
+                    where=to_chroma(where),
+                    include=["distances"],
+                )
+                break
+            except Exception as exc:
+                if attempt == 2 or not is_not_found(exc):
+                    raise
+                self.chroma.forget()  # deleted under us (server wiped or restarted)
+        ids, distances = result["ids"][0], (result["distances"] or [[]])[0]
+        return [(cid, fusion.dense_score(d)) for cid, d in zip(ids, distances, strict=True)]
 
     def keyword(
         self,
@@ -142,20 +147,14 @@ class PartitionSearch:
             hits = [h for h in hits if h[0] in ids][:depth]
         return hits
 
-    def sources(
-        self, partitions: Sequence[str], ids: Sequence[str], parents: dict[str, str]
-    ) -> None:
-        """The document of each of ``ids`` into ``parents``: the keyword cache's, else Chroma's."""
-        for partition in partitions:
-            if not ids:
-                return
-            self.cache.ensure(partition, wait=False)
+    def sources(self, partition: str, ids: Sequence[str], parents: dict[str, str]) -> None:
+        """The source of each of ``ids`` into ``parents``: the keyword cache's, else Chroma's."""
+        if ids:
             found = self.cache.sources(partition, ids)
             missing = [cid for cid in ids if cid not in found]
             chunks = self.chroma.get(partition, missing, fields="meta")
-            parents.update((cid, _document(partition, s)) for cid, s in found.items())
+            parents.update((cid, _document(partition, source)) for cid, source in found.items())
             parents.update((c.chunk_id, _document(partition, c.source)) for c in chunks)
-            ids = [cid for cid in ids if cid not in parents]
 
     def merged(
         self, kb_name: str, kb_id: str, partitions: Sequence[str],
@@ -169,9 +168,8 @@ class PartitionSearch:
         return [fusion.merge_chunks(docs, score) for score, docs in found if docs]
 
     def documents(
-        self, kb_name: str, kb_id: str, partitions: Sequence[str],
-        ranked: Sequence[tuple[str, float]],
-    ) -> list[Document]:  # fmt: skip
+        self, kb_name: str, kb_id: str, partitions: Sequence[str], ranked: Hits
+    ) -> list[Document]:
         """The ranked chunks, read from Chroma in one call a partition, with score and origin."""
         ids = [cid for cid, _ in ranked]
         found = {c.chunk_id: c for p in partitions for c in self.chroma.get(p, ids)}
