@@ -6,9 +6,11 @@ through the bare path a user would write (``embeddings.embed_query`` +
 ``collection.query`` on the same collection), interleaved query by query in
 one run, alternating which goes first. The query-embedding cache is cleared
 before each of our searches so that it does not flatter us; the cached figure
-is reported separately. Hybrid, keyword, metadata-filtered and tenant-partition
-searches are reported beside it. The script runs on the starting code too
-(``PYTHONPATH=/work/baseline``): compare the ratios to the bare path of two
+is reported separately. Hybrid, keyword, metadata-filtered and tenant searches are
+reported beside it: a tenant's search reads its partition and the shared one
+(``hybrid_tenant``), or its own alone (``hybrid_tenant_alone``, ``include_shared=False``;
+the starting code has only that kind, as ``hybrid_tenant``). The script runs on the
+starting code too (``PYTHONPATH=/work/baseline``): compare the ratios to the bare path of two
 runs, never their absolute times. Chunk embeddings are cached on disk
 (``_embedding_cache.py``); queries are always embedded.
 
@@ -19,6 +21,7 @@ Target: dense ratio <= 1.15.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import statistics
 import tempfile
@@ -37,6 +40,7 @@ except ImportError:  # the starting code (PYTHONPATH=/work/baseline)
     from langchain_knowledge_inject.store.embeddings import DEFAULT_MODEL_NAME, default_embeddings
 
 ROOT = Path(__file__).resolve().parents[1]
+ALONE = "include_shared" in inspect.signature(KnowledgeBase.search).parameters
 CATEGORIES = ("biology", "medicine", "chemistry", "physics")
 
 
@@ -116,6 +120,7 @@ def main() -> None:
                 "dense_filtered",
                 "hybrid_filtered",
                 "hybrid_tenant",
+                *(["hybrid_tenant_alone"] if ALONE else []),
             )
         }
         for i, q in enumerate(queries):
@@ -139,6 +144,11 @@ def main() -> None:
             times["hybrid_tenant"].append(
                 timed(lambda q=q: ours(q, mode="hybrid", tenant_id="tenant-a"))
             )
+            if ALONE:
+                alone = {"tenant_id": "tenant-a", "include_shared": False}
+                times["hybrid_tenant_alone"].append(
+                    timed(lambda q=q, alone=alone: ours(q, mode="hybrid", **alone))
+                )
         base = statistics.median(times["bare"])
         print(
             f"{len(queries)} queries, k={args.k}, median per query "

@@ -83,6 +83,8 @@ class KnowledgeSettings(BaseModel):
     """Search mode of a ``KnowledgeBase`` source (other sources run their own search)."""
     tenant_id: str | None = Field(default=None, min_length=1)
     """Tenant partition to search; ``None``: the shared partition."""
+    include_shared: bool = True
+    """With ``tenant_id``: the shared partition's documents too, merged by score; ``False``: not."""
     placement: Placement = "current_message"
     """Where the context goes: ``"current_message"`` (the default: the knowledge and the
     question as one user turn, two content blocks, so roles strictly alternate),
@@ -254,6 +256,7 @@ REQUEST_KEYS: dict[str, str] = {
     "min_score": "min_score",
     "mode": "mode",
     "tenant_id": "tenant_id",
+    "include_shared": "include_shared",
     "placement": "placement",
     "max_tokens": "max_tokens",
     "restricted": "restricted",
@@ -286,6 +289,7 @@ class SettingsOptions(TypedDict, total=False):
     min_score: float | None
     mode: SearchMode
     tenant_id: str | None
+    include_shared: bool
     placement: Placement
     max_tokens: int
     restricted: bool
@@ -315,7 +319,8 @@ class KnowledgeContext(TypedDict, total=False):
     user_id: str
     """The user (memory blocks: episodes and facts are per user)."""
     tenant_id: str
-    """The tenant partition to search."""
+    """The tenant partition to search (with the shared one unless ``include_shared`` is off)."""
+    include_shared: bool
     restricted: bool
     """``True`` switches restricted mode on for this request (it cannot switch it off)."""
     knowledge_enabled: bool

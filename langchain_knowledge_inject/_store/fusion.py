@@ -72,8 +72,8 @@ MERGED_CHUNKS = 3
 MIN_OVERLAP = 8
 """Shortest run of characters taken as two consecutive chunks' overlap (:func:`join_chunks`)."""
 
-DEFAULT_MIN_SCORE = 0.47
-"""Default ``min_score``: keeps 95% of the relevant top-10 hybrid hits on SciFact train."""
+DEFAULT_MIN_SCORE = 0.40
+"""Default ``min_score``, chosen on typed questions (``benchmarks/threshold_calibration.py``)."""
 
 
 def dense_score(distance: float) -> float:

@@ -5,9 +5,9 @@ A store directory (default: a per-user data directory, or ``path=``, or
 is given): every chunk with its vector, text and metadata, and the knowledge
 base's settings (:mod:`~.flags`); and ``keyword/``, the keyword cache of it
 (:mod:`~.keyword_cache`). Every ``tenant_id`` is its own Chroma collection
-(cosine), so a search, which reads exactly one partition, never sees another
-tenant's chunks. The class checks arguments and hands the work to one helper per
-job (:class:`~.writes.Writes`, :class:`~.search.PartitionSearch`,
+(cosine), so a search, which reads the tenant's partition and (by default) the
+shared one, never sees another tenant's chunks. The class checks arguments and
+hands the work to one helper per job (:class:`~.writes.Writes`, :class:`~.search.PartitionSearch`,
 :class:`~.keyword_cache.KeywordCache`, :class:`~.chroma.ChromaSide`); each async
 method runs the same code in a worker thread, as langchain-core's ``VectorStore``
 does, so no async path blocks the event loop.
@@ -568,6 +568,7 @@ class KnowledgeBase:
         filter: Mapping[str, Any] | None = None,
         mode: SearchMode = "hybrid",
         tenant_id: str | None = None,
+        include_shared: bool = True,
     ) -> list[Document]:
         """The chunks most relevant to ``query``, best first (raw text: the owner's API).
 
@@ -580,6 +581,8 @@ class KnowledgeBase:
                 selects the partition).
             mode: ``"dense"``, ``"keyword"`` or ``"hybrid"`` (the default, a fusion).
             tenant_id: Search this tenant's partition; None searches the shared one.
+            include_shared: With ``tenant_id``: the shared partition's chunks too, each
+                partition ranked as alone and merged by score; False: the tenant's alone.
 
         Returns:
             Documents with ``id`` (the chunk id) and ``metadata["score"]``,
@@ -590,13 +593,13 @@ class KnowledgeBase:
             RetrievalError: The store could not be searched (``StoreTimeoutError``: not in time).
         """
         parents: dict[str, str] = {}
-        partition, ranked, _ = self._ranked(
-            query, k, min_score, filter, mode, tenant_id, parents=parents
+        partitions, ranked, _ = self._ranked(
+            query, k, min_score, filter, mode, tenant_id, parents=parents, shared=include_shared
         )
         if not ranked:
             return []
         merged = self._searcher.merged
-        return self._searching(merged, self.name, self.id, partition, ranked, parents, k)
+        return self._searching(merged, self.name, self.id, partitions, ranked, parents, k)
 
     asearch = _twin(search)
 
@@ -628,7 +631,8 @@ class KnowledgeBase:
     ) -> list[tuple[str, float]] | list[tuple[str, float, float]]:
         """:meth:`search` without reading the chunks back: ``(chunk id, score)``, best first.
 
-        Same arguments, order and scores as :meth:`search`, and ``stopwords``: the
+        Same arguments, order and scores as :meth:`search` with ``include_shared=False``
+        (one partition: the tenant's, or the shared one), and ``stopwords``: the
         query words the keyword side leaves out (lowercase; None: the 33 of
         :data:`~langchain_knowledge_inject._store.keyword.STOPWORDS`). With
         ``with_dense=True``, ``(chunk id, score, cosine)``: the dense side's score
@@ -658,8 +662,9 @@ class KnowledgeBase:
         tenant_id: str | None,
         stopwords: AbstractSet[str] | None = None,
         parents: dict[str, str] | None = None,
-    ) -> tuple[str, list[tuple[str, float]], list[tuple[str, float]]]:
-        """The partition, its best ``k`` hits scoring ``min_score`` or more, and the dense hits.
+        shared: bool = False,
+    ) -> tuple[tuple[str, ...], list[tuple[str, float]], list[tuple[str, float]]]:
+        """The partitions, their best ``k`` hits scoring ``min_score`` or more, the dense hits.
 
         With ``parents`` (grouping by document) every hit over ``min_score`` is kept.
         """
@@ -669,14 +674,18 @@ class KnowledgeBase:
             msg = f"query must be a string, got {type(query).__name__}"
             raise errors.ConfigurationError(msg, option="query", value=query)
         tenant, where = split_tenant(filter, tenant_id)
+        if not isinstance(shared, bool):
+            msg = f"include_shared must be True or False, got {shared!r}"
+            raise errors.ConfigurationError(msg, option="include_shared", value=shared)
         partition, text = writes.partition_of(tenant), (query or "")[:MAX_QUERY_CHARS]
+        partitions = (partition, "") if partition and shared else (partition,)
         if not text.strip():
-            return partition, [], []
+            return partitions, [], []
         self._embed_ahead(text, mode=mode)
         grouped = parents is not None
         depth = max(k, fusion.CANDIDATE_DEPTH) if mode == "hybrid" or grouped else k
         stop = STOPWORDS if stopwords is None else stopwords
-        search = functools.partial(self._searching, self._searcher.ranked, partition, text)
+        search = functools.partial(self._searching, self._searcher.ranked, partitions, text)
         first = depth
         if parents is not None and mode == "dense":  # k documents: a few chunks each at first
             first = min(depth, fusion.DENSE_DEPTH * k)
@@ -685,7 +694,7 @@ class KnowledgeBase:
         if len(ranked) == first and found < k:  # too few documents, and there may be more
             ranked, dense = search(depth, where, mode, stop, parents)
         kept = [(cid, s) for cid, s in ranked if s >= min_score]
-        return partition, kept if grouped else kept[:k], dense
+        return partitions, kept if grouped else kept[:k], dense
 
     def _embed_ahead(self, query: str, *_: Any, mode: str = "hybrid", **__: Any) -> None:
         """Embed a search's query (cached) before the store's deadline starts.

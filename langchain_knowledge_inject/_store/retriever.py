@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
 
-_OVERRIDABLE = ("k", "min_score", "mode", "filter", "tenant_id")
+_OVERRIDABLE = ("k", "min_score", "mode", "filter", "tenant_id", "include_shared")
 _VIA = "kb.as_retriever()"
 
 
@@ -73,6 +73,8 @@ class KnowledgeBaseRetriever(BaseRetriever):
     """Metadata filter in Chroma's ``where`` language."""
     tenant_id: str | None = None
     """Tenant partition to search (None: the shared partition)."""
+    include_shared: bool = True
+    """With ``tenant_id``: the shared partition's chunks too; False: the tenant's alone."""
 
     @model_validator(mode="after")
     def _validate(self) -> KnowledgeBaseRetriever:

@@ -1,6 +1,7 @@
-"""Searching one partition: dense and keyword candidates, their fusion, the documents returned.
+"""Searching partitions: dense and keyword candidates, their fusion, the documents returned.
 
-:class:`PartitionSearch` does the work of ``KnowledgeBase.search``. Chroma gives
+:class:`PartitionSearch` does the work of ``KnowledgeBase.search``; a tenant's search ranks
+its partition and the shared one each as alone (the same scores), merged by score. Chroma gives
 ids and distances only, on the knowledge base's thread in hybrid mode while the
 keyword cache answers on the caller's; each candidate's source comes from the
 keyword cache (Chroma's metadata for the few it lacks). Hybrid search fuses both
@@ -50,6 +51,17 @@ class PartitionSearch:
         self._dense_side = worker_pool(8, "kinject-dense")
 
     def ranked(
+        self, partitions: Sequence[str], text: str, depth: int, where: Mapping[str, Any] | None,
+        mode: SearchMode, stopwords: AbstractSet[str], parents: dict[str, str] | None = None,
+    ) -> tuple[Hits, Hits]:  # fmt: skip
+        """Each partition ranked as alone, merged by score: the ranking and the dense hits."""
+        found = [self._ranked(p, text, depth, where, mode, stopwords, parents) for p in partitions]
+        if len(found) == 1:
+            return found[0]
+        ranked = _best([hit for pair in found for hit in pair[0]], depth)
+        return ranked, _best([hit for pair in found for hit in pair[1]], depth)
+
+    def _ranked(
         self,
         partition: str,
         text: str,
@@ -75,9 +87,10 @@ class PartitionSearch:
         by_document = not where and documents.enabled()  # a filter selects chunks, not documents
         whole: Hits = []
         if by_document:
-            whole = self.cache.search_documents(partition, text, k=depth, stopwords=stopwords)
+            found = self.cache.search_documents(partition, text, k=depth, stopwords=stopwords)
+            whole = [(_document(partition, source), score) for source, score in found]
         dense = [] if pending is None else pending.result()
-        parents.update((cid, source) for cid, _, source in keyword)
+        parents.update((cid, _document(partition, source)) for cid, _, source in keyword)
         self.sources(partition, [cid for cid, _ in dense if cid not in parents], parents)
         hits = [(cid, score) for cid, score, _ in keyword]
         indexed = set(parents.values()) - {""} if by_document else set()
@@ -140,25 +153,26 @@ class PartitionSearch:
             found = self.cache.sources(partition, ids)
             missing = [cid for cid in ids if cid not in found]
             chunks = self.chroma.get(partition, missing, fields="meta")
-            parents.update(found)
-            parents.update((c.chunk_id, c.source) for c in chunks)
+            parents.update((cid, _document(partition, source)) for cid, source in found.items())
+            parents.update((c.chunk_id, _document(partition, c.source)) for c in chunks)
 
     def merged(
-        self, kb_name: str, kb_id: str, partition: str, ranked: Sequence[tuple[str, float]],
-        parents: dict[str, str], k: int,
+        self, kb_name: str, kb_id: str, partitions: Sequence[str],
+        ranked: Sequence[tuple[str, float]], parents: dict[str, str], k: int,
     ) -> list[Document]:  # fmt: skip
         """The ``k`` best documents of the ranking, each one result of its best chunks."""
         groups = fusion.group_by_document(ranked, parents, k)
         wanted = [(c, s) for s, ids in groups for c in ids]
-        chunks = {d.id: d for d in self.documents(kb_name, kb_id, partition, wanted)}
+        chunks = {d.id: d for d in self.documents(kb_name, kb_id, partitions, wanted)}
         found = [(score, [chunks[c] for c in ids if c in chunks]) for score, ids in groups]
         return [fusion.merge_chunks(docs, score) for score, docs in found if docs]
 
     def documents(
-        self, kb_name: str, kb_id: str, partition: str, ranked: Sequence[tuple[str, float]]
+        self, kb_name: str, kb_id: str, partitions: Sequence[str], ranked: Hits
     ) -> list[Document]:
-        """The ranked chunks, read from Chroma in one call, with score and origin."""
-        found = {c.chunk_id: c for c in self.chroma.get(partition, [cid for cid, _ in ranked])}
+        """The ranked chunks, read from Chroma in one call a partition, with score and origin."""
+        ids = [cid for cid, _ in ranked]
+        found = {c.chunk_id: c for p in partitions for c in self.chroma.get(p, ids)}
         docs = []
         for cid, score in ranked:
             chunk = found.get(cid)
@@ -168,3 +182,11 @@ class PartitionSearch:
             meta.update(kb_name=kb_name, kb_id=kb_id)
             docs.append(Document(id=cid, page_content=chunk.text, metadata=meta))
         return docs
+
+
+def _document(partition: str, source: str) -> str:  # its source in its partition: two files
+    return f"{partition}\x1f{source}" if partition and source else source
+
+
+def _best(hits: list[Any], depth: int) -> list[Any]:  # of hits pooled from partitions
+    return sorted(hits, key=lambda hit: -hit[1])[:depth]

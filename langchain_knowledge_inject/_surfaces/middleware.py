@@ -6,7 +6,8 @@ injected text into the agent's messages. The first model call of a user turn run
 the pipeline (:class:`~langchain_knowledge_inject._surfaces.pipeline.KnowledgePipeline`)
 and keeps the injected text in this process, keyed by the conversation, the current
 user message and the request's settings; the following calls of the same tool loop
-place it again. Nothing is written to the agent's state unless ``keep_manifest=True``;
+place it again. The turn's documents go to the agent's state as ``retrieved`` (as the
+graph's: restricted, keyed stubs, never text), its manifest only with ``keep_manifest=True``;
 an ``after_agent`` step exists only when an ``EpisodicMemory`` records turns. In a
 restricted turn ``wrap_tool_call`` runs every tool call as a restricted host's call,
 so a ``knowledge_base_search`` tool returns safe summaries however it was built.
@@ -28,6 +29,7 @@ from langchain.agents.middleware.types import (
     ModelResponse,
     OmitFromInput,
 )
+from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.types import Command
 from typing_extensions import NotRequired
@@ -69,7 +71,10 @@ _CACHED_TURNS = 4096
 
 
 class KnowledgeInjectionState(AgentState[Any]):
-    """Agent state with the field of :class:`KnowledgeInjectionMiddleware` (``keep_manifest``)."""
+    """Agent state with the fields of :class:`KnowledgeInjectionMiddleware`."""
+
+    retrieved: NotRequired[Annotated[list[Document], OmitFromInput]]
+    """The current turn's documents, best first (restricted: keyed stubs, never the text)."""
 
     knowledge_manifest: NotRequired[Annotated[dict[str, Any] | None, OmitFromInput]]
     """The current turn's injection manifest (as a dict), with ``keep_manifest=True``."""
@@ -250,9 +255,10 @@ class KnowledgeInjectionMiddleware(AgentMiddleware[KnowledgeInjectionState, Any,
     def _response(
         self, response: ModelResponse, turn: PreparedTurn | None
     ) -> ModelResponse | ExtendedModelResponse:
-        if turn is None or not self.keep_manifest:
+        if turn is None:
             return response
-        update = {"knowledge_manifest": turn.manifest.to_dict()}
+        update: dict[str, Any] = {"retrieved": list(turn.retrieved)}
+        update |= {"knowledge_manifest": turn.manifest.to_dict()} if self.keep_manifest else {}
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
 

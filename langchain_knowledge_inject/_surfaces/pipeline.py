@@ -121,7 +121,6 @@ from langchain_knowledge_inject._turn.retrieval import (
     asearch_sources,
     rerank,
     search_sources,
-    underlying,
 )
 from langchain_knowledge_inject._turn.tokens import TokenCounter, approximate_token_count
 from langchain_knowledge_inject.errors import ConfigurationError, RetrievalError
@@ -298,16 +297,16 @@ def shown_this_turn(
 
 
 def coerce_messages(value: Any) -> list[BaseMessage]:
-    """The turn's input as messages: a list, a ``{"messages": [...]}`` dict, a string, a prompt.
+    """The input as messages: a list, a string, a prompt, or one under ``messages``/``input``.
 
     Raises:
-        ConfigurationError: Anything else (``None``, ``[None]``, a dict without ``messages``).
+        ConfigurationError: Anything else (``None``, ``[None]``, a dict without either key).
     """
     if isinstance(value, dict):
-        if "messages" not in value:
-            msg = "a dict input must have a 'messages' key"
+        if not {"messages", "input"} & set(value):
+            msg = "a dict input must have a 'messages' or an 'input' key"
             raise ConfigurationError(msg, option="input", value=sorted(value))
-        value = value["messages"]
+        value = value["messages"] if "messages" in value else value["input"]
     if isinstance(value, str):
         return [HumanMessage(value)]
     if isinstance(value, PromptValue):
@@ -316,8 +315,8 @@ def coerce_messages(value: Any) -> list[BaseMessage]:
         return convert_to_messages(value)
     except (TypeError, ValueError, NotImplementedError) as exc:  # None, [None], ...
         msg = (
-            "input must be a list of messages, a {'messages': [...]} dict, a string or a "
-            f"PromptValue; got {type(value).__name__} ({exc})"
+            "input must be a list of messages, a string, a PromptValue, or a dict holding one "
+            f"under 'messages' or 'input'; got {type(value).__name__} ({exc})"
         )
         raise ConfigurationError(msg, option="input", value=value) from exc
 
@@ -389,7 +388,7 @@ class KnowledgePipeline:
         **options: Unpack[SettingsOptions],
     ) -> None:
         self.sources = as_sources(knowledge_base)
-        self.knowledge_bases = tuple(underlying(s) for s in self.sources)
+        self.knowledge_bases = tuple(s.given for s in self.sources)  # as the user gave them
         self.settings = build_settings(settings, **options)
         if token_counter is not None and not callable(token_counter):
             msg = "token_counter must be a callable (text) -> int"
@@ -487,7 +486,7 @@ class KnowledgePipeline:
         s = request.settings
         wanted = k or s.top_k
         fetch = min(100, wanted * _RERANK_FETCH) if s.reranker is not None else wanted
-        return SearchSpec(fetch, s.min_score, filter, s.mode, s.tenant_id)
+        return SearchSpec(fetch, s.min_score, filter, s.mode, s.tenant_id, s.include_shared)
 
     def _redact(self, request: Request) -> Callable[[Document], Document] | None:
         if not request.restricted:

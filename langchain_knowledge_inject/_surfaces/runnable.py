@@ -12,13 +12,16 @@ documents it was given, and :func:`cited_documents` the ones it cites.
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, ensure_config
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableGenerator, ensure_config
+from langchain_core.runnables.utils import AddableDict
 
 from langchain_knowledge_inject._surfaces.pipeline import (
     KnowledgePipeline,
@@ -249,28 +252,36 @@ class KnowledgeInjector(Runnable[Any, list[BaseMessage]]):
 
         Its output is ``{"answer": <the model's reply>, "context": [<documents>],
         "manifest": <the turn's manifest as a dict>}``, as ``create_retrieval_chain``
-        returns ``context``. In a restricted turn ``context`` holds stubs (a keyed
-        reference and a score, never the text) and ``safe_summary`` what was released.
-        Pass the result to :func:`cited_documents` for the documents the answer cites.
+        returns ``context``; streamed, ``context`` and ``manifest`` first, then the reply's
+        chunks (``{"answer": <chunk>}``), which ``invoke`` adds up. In a restricted turn
+        ``context`` holds stubs (a keyed reference and a score, never the text) and
+        ``safe_summary`` what was released. Pass the result to :func:`cited_documents`
+        for the documents the answer cites.
         """
 
-        def answer(input: Any, config: RunnableConfig) -> dict[str, Any]:
-            turn = self.prepare(input, config)
-            return _with_sources(turn, model.invoke(turn.messages, config))
+        def answer(inputs: Iterator[Any], config: RunnableConfig) -> Iterator[dict[str, Any]]:
+            turn = self.prepare(functools.reduce(operator.add, inputs), config)
+            yield _with_sources(turn)
+            yield from (AddableDict(answer=c) for c in model.stream(turn.messages, config))
 
-        async def aanswer(input: Any, config: RunnableConfig) -> dict[str, Any]:
-            turn = await self.aprepare(input, config)
-            return _with_sources(turn, await model.ainvoke(turn.messages, config))
+        async def aanswer(
+            inputs: AsyncIterator[Any], config: RunnableConfig
+        ) -> AsyncIterator[dict[str, Any]]:
+            turn = await self.aprepare(
+                functools.reduce(operator.add, [i async for i in inputs]), config
+            )
+            yield _with_sources(turn)
+            async for chunk in model.astream(turn.messages, config):
+                yield AddableDict(answer=chunk)
 
-        return RunnableLambda(answer, afunc=aanswer, name="knowledge_answer")
+        return RunnableGenerator(answer, aanswer, name="knowledge_answer")  # type: ignore[arg-type]
 
 
-def _with_sources(turn: PreparedTurn, reply: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "answer": reply,
-        "context": list(turn.retrieved if turn.manifest.restricted else turn.documents),
-        "manifest": turn.manifest.to_dict(),
-    }
+def _with_sources(turn: PreparedTurn) -> AddableDict:
+    out = AddableDict(
+        context=list(turn.retrieved if turn.manifest.restricted else turn.documents),
+        manifest=turn.manifest.to_dict(),
+    )
     if turn.safe_summary is not None:
         out["safe_summary"] = turn.safe_summary.model_dump()
     return out

@@ -231,7 +231,7 @@ class _Search:
             return _switched_off()
         args = self._arguments(runtime, request, category)
         found = self.pipeline.search(query, request, k=k, **args)
-        return self._result(query, found, request, bool(args["skip"]))
+        return self._result(query, found, request)
 
     async def arun(
         self,
@@ -249,9 +249,9 @@ class _Search:
             return _switched_off()
         args = self._arguments(runtime, request, category)
         found = await self.pipeline.asearch(query, request, k=k, **args)
-        return self._result(query, found, request, bool(args["skip"]))
+        return self._result(query, found, request)
 
-    def _result(self, query: str, found: Any, request: Request, skipped: bool) -> tuple[str, Any]:
+    def _result(self, query: str, found: Any, request: Request) -> tuple[str, Any]:
         errors = found.retrieved.errors
         if errors and len(errors) == len(self.pipeline.sources):
             logger.warning(
@@ -265,8 +265,9 @@ class _Search:
             raise ToolException(msg)
         if found.released is not None:
             return found.released.text, found.released.event()
+        given = bool(found.retrieved.documents)  # found, and every one already given this turn
         content, docs = _fit_results(
-            query, found.documents, skipped=skipped, max_tokens=request.settings.max_tokens
+            query, found.documents, skipped=given, max_tokens=request.settings.max_tokens
         )
         if errors:
             names = ", ".join(e["source"] for e in errors)

@@ -11,7 +11,8 @@ The knowledge block is what the model sees of the retrieved chunks::
     ---
     If the answer is not in the information above, say so honestly.
 
-Chunk text is untrusted: :func:`neutralize` rewrites anything in it that
+A chunk without a score (a retriever that gives none) is rendered without the
+template's score part. Chunk text is untrusted: :func:`neutralize` rewrites anything in it that
 imitates the block's own markers, so a chunk cannot end the block early or pose as
 another message. The intro line frames the block as reference data.
 
@@ -23,6 +24,7 @@ cacheable.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import string
 from collections.abc import Iterable, Mapping, Sequence
@@ -181,7 +183,7 @@ def cited(answer: str, documents: Sequence[Document]) -> list[Document]:
 
     A document is cited by its citation id (``[K1a2b]``, as :func:`format_knowledge_block`
     gave it to the same documents in the same order) or, as the knowledge prompt asks,
-    by ``(Source: <name>)`` naming its source or the source's file name.
+    by ``(Source: <name>)`` naming its source (or one of its ``sources``) or its file name.
 
     Example:
         >>> from langchain_core.documents import Document
@@ -195,7 +197,7 @@ def cited(answer: str, documents: Sequence[Document]) -> list[Document]:
     found = [(m.start(), by_id[m.group()]) for m in ids if m.group() in by_id]
     for m in _SOURCE_CITATION.finditer(answer):
         name = m.group(1).strip()
-        found += [(m.start(), d) for d in documents if _names(d.metadata.get("source"), name)]
+        found += [(m.start(), d) for d in documents if any(_names(s, name) for s in _sources(d))]
     out: dict[int, Document] = {}
     for _, doc in sorted(found, key=lambda pair: pair[0]):
         out.setdefault(id(doc), doc)
@@ -203,6 +205,14 @@ def cited(answer: str, documents: Sequence[Document]) -> list[Document]:
 
 
 _SOURCE_CITATION = re.compile(r"Source:\s*([^)\]\n,;]+)")
+
+
+def _sources(doc: Document) -> list[Any]:  # every one a merged passage came from, or its own
+    return list(doc.metadata.get("sources") or [doc.metadata.get("source", "unknown")])
+
+
+# a template's score placeholder with the text around it on its line: left out when unscored
+_SCORE_PART = re.compile(r"[^\n{}]*\{score[^}]*\}[^\n{}]*\n?")
 
 
 def _names(source: Any, name: str) -> bool:
@@ -218,20 +228,20 @@ def render_chunks(
 ) -> list[str]:
     """The chunks as the template's ``chunk`` line(s): citation id, source, category, text."""
     markers = (template.intro, template.closing, USER_MESSAGE_LABEL)
+    unscored = _SCORE_PART.sub("", template.chunk)
     chunks = []
     for rank, (doc, cid) in enumerate(zip(documents, ids, strict=True), start=1):
         meta = doc.metadata
         category = meta.get("category")
         category_text = one_line(str(category)) if category not in (None, "") else ""
         line = template.category_line.format(category=category_text) if category_text else ""
-        try:
-            score = float(meta.get("score", 0.0))
-        except (TypeError, ValueError):
-            score = 0.0
+        score = meta.get("score")
+        scored = isinstance(score, int | float) and not isinstance(score, bool)
+        score = float(score) if scored and math.isfinite(score) else None  # type: ignore[arg-type]
         chunks.append(
-            template.chunk.format(
+            (unscored if score is None else template.chunk).format(
                 citation_id=cid,
-                source=one_line(str(meta.get("source", "unknown"))),
+                source=one_line(", ".join(map(str, _sources(doc)))),
                 category=category_text,
                 category_line=line,
                 score=score,
@@ -254,7 +264,7 @@ def format_knowledge_block(
 
     Args:
         documents: The chunks, best first. Their ``metadata`` supplies
-            ``source``, ``category`` (optional) and ``score``.
+            ``source`` (or ``sources``), ``category`` and ``score`` (optional both).
         template: The template; :data:`DEFAULT_KNOWLEDGE_TEMPLATE` when omitted.
         citation_ids: One id per document; computed with :func:`citation_id`
             when omitted.

@@ -12,15 +12,20 @@ A surface's ``knowledge_base`` may be any of:
 - another LangChain ``VectorStore``: its relevance scores where it has a relevance
   function, else its own ``similarity_search_with_score`` where the score's meaning is
   known (``InMemoryVectorStore``: cosine); a store with neither gives no score;
-- a LangChain ``BaseRetriever``: its documents as it returns them, scored by a numeric
-  ``metadata["score"]`` or ``metadata["relevance_score"]`` when it sets one;
+- ``store.as_retriever()``: searched through its store as above, under its
+  ``search_kwargs`` (``k``, ``filter``, ``score_threshold``); ``mmr`` runs itself;
+- any other LangChain ``BaseRetriever``: its documents as it returns them, scored by a
+  numeric ``metadata["score"]`` or ``metadata["relevance_score"]`` when it sets one;
 - a sequence mixing these.
 
-Scores are in [0, 1]. ``min_score`` drops what scores below it; a source that gives no
-score cannot be filtered, and says so once, in a warning that names the source and
-never its documents. ``tenant_id`` is refused for sources without tenant partitions.
-Filters are applied by the store where it can (a knowledge base, Chroma), else to the
-results' metadata after fetching four times as many.
+Scores are in [0, 1]. With ``min_score`` set, a passage without a score gets its
+cosine with the query under an embedding model of the turn (the store's behind the
+source, else the first knowledge base's, else another source's); one that nothing can
+score is kept unscored (shown without a score) and its source says once, naming no
+document, that ``min_score`` cannot apply. ``tenant_id`` is refused for sources without
+tenant partitions. Filters are applied by the store where it can (a knowledge base,
+Chroma), else to the results' metadata after fetching four times as many. A passage
+several sources return is merged once.
 
 All sources are searched side by side (threads for the sync path, tasks for the async
 one); a source that fails is left out and reported (``on_error="degrade"``) or raises.
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import functools
 import itertools
 import logging
@@ -50,7 +56,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
-from langchain_core.vectorstores import VectorStore
+from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
 from pydantic import ConfigDict
 
 from langchain_knowledge_inject._store.filters import matches
@@ -77,6 +83,7 @@ class SearchSpec:
     filter: Mapping[str, Any] | None = None
     mode: str = "hybrid"
     tenant_id: str | None = None
+    include_shared: bool = True
 
 
 @dataclass
@@ -123,50 +130,97 @@ def _identified(doc: Document, name: str, score: float | None) -> Document:
         chunk_id = f"{name}:{digest}"
     metadata["chunk_id"] = str(chunk_id)
     metadata.setdefault("kb_name", name)
+    metadata.pop("score", None)  # a score is a number in [0, 1] or absent, never text
     if score is not None:
         metadata["score"] = min(1.0, max(0.0, float(score)))
     return Document(id=str(chunk_id), page_content=doc.page_content, metadata=metadata)
 
 
 class _Foreign:
-    """What the adapters of LangChain stores and retrievers share: naming, filtering, warning."""
+    """A LangChain store or retriever as a source: fetch, score what is unscored, filter."""
 
-    name: str
+    # options: a VectorStoreRetriever's search_kwargs (k, filter, score_threshold)
+    _filters = False  # whether the store applies ``spec.filter`` itself
     _warned = False
+    embeddings: Any = None  # the model that scores unscored passages
+    _fetch: Callable[[str, SearchSpec, Any], list[Document]]
+    _afetch: Callable[[str, SearchSpec, Any], Awaitable[list[Document]]]
 
-    def _keep(self, docs: list[Document], spec: SearchSpec, scored: bool) -> list[Document]:
-        if spec.min_score is not None and not scored and docs and not self._warned:
+    def __init__(self, given: Any, name: str, options: Mapping[str, Any] | None = None) -> None:
+        self.given, self.name, self.options = given, name, dict(options or {})
+
+    def _spec(self, spec: SearchSpec) -> SearchSpec:
+        _refuse_tenant(self.name, spec.tenant_id)
+        low = [v for v in (spec.min_score, self.options.get("score_threshold")) if v is not None]
+        k = int(self.options.get("k", spec.k))
+        return dataclasses.replace(spec, k=k, min_score=max(low) if low else None)
+
+    def _unscored(self, docs: list[Document], spec: SearchSpec) -> list[Document]:
+        if spec.min_score is None or self.embeddings is None:
+            return []
+        return [d for d in docs if not _numeric(d.metadata.get("score"))]
+
+    def search(self, query: str, spec: SearchSpec, config: Any = None) -> list[Document]:
+        spec = self._spec(spec)
+        docs = self._fetch(query, spec, config)
+        if todo := self._unscored(docs, spec):
+            vectors = self.embeddings.embed_documents([d.page_content for d in todo])
+            _score(todo, self.embeddings.embed_query(query), vectors)
+        return self._keep(docs, spec)
+
+    async def asearch(self, query: str, spec: SearchSpec, config: Any = None) -> list[Document]:
+        spec = self._spec(spec)
+        docs = await self._afetch(query, spec, config)
+        if todo := self._unscored(docs, spec):
+            vectors = await self.embeddings.aembed_documents([d.page_content for d in todo])
+            _score(todo, await self.embeddings.aembed_query(query), vectors)
+        return self._keep(docs, spec)
+
+    def _keep(self, docs: list[Document], spec: SearchSpec) -> list[Document]:
+        low = spec.min_score
+        unscored = any(not _numeric(d.metadata.get("score")) for d in docs)
+        if low is not None and unscored and not self._warned:
             self._warned = True
             logger.warning(
-                "min_score=%s is not applied to %r: it returns no relevance scores",
-                spec.min_score,
+                "min_score=%s is not applied to %r: it returns no relevance scores and no "
+                "embedding model is known to score its passages (shown without a score)",
+                low,
                 self.name,
             )
-        low = spec.min_score
 
         def kept(doc: Document) -> bool:
             meta = doc.metadata
             below = low is not None and _numeric(meta.get("score")) and meta["score"] < low
-            return not below and (not spec.filter or matches(meta, spec.filter))
+            return not below and (self._filters or not spec.filter or matches(meta, spec.filter))
 
         return [d for d in docs if kept(d)][: spec.k]
+
+
+def _score(docs: Sequence[Document], query: Sequence[float], vectors: Sequence[Any]) -> None:
+    """Each passage's cosine with the query (clipped to [0, 1]) as its score."""
+    for doc, vector in zip(docs, vectors, strict=True):
+        doc.metadata["score"] = min(1.0, max(0.0, _cosine(query, vector)))
 
 
 class ChromaSource(_Foreign):
     """A ``langchain_chroma.Chroma`` store: hits scored by the exact cosine of their vectors."""
 
-    def __init__(self, store: Any) -> None:
+    _filters = True
+
+    def __init__(self, store: Any, given: Any = None, options: Any = None) -> None:
+        name = str(getattr(store._collection, "name", None) or type(store).__name__)
+        super().__init__(given or store, name, options)
         self.store = store
-        self.name = str(getattr(store._collection, "name", None) or type(store).__name__)
 
     def _query(self, vector: Sequence[float], spec: SearchSpec) -> list[Document]:
-        _refuse_tenant(self.name, spec.tenant_id)
         from langchain_knowledge_inject._store.filters import to_chroma
 
+        wheres = [w for w in (to_chroma(spec.filter), self.options.get("filter")) if w]
         result = self.store._collection.query(
             query_embeddings=[list(vector)],
             n_results=spec.k,
-            where=to_chroma(spec.filter) if spec.filter else None,
+            where={"$and": wheres} if len(wheres) > 1 else (wheres or [None])[0],
+            where_document=self.options.get("where_document"),
             include=["documents", "metadatas", "embeddings"],
         )
         ids = result["ids"][0]
@@ -177,13 +231,12 @@ class ChromaSource(_Foreign):
         for cid, text, meta, vec in zip(ids, texts, metas, vectors, strict=True):
             doc = Document(id=cid, page_content=text or "", metadata=dict(meta or {}))
             docs.append(_identified(doc, self.name, _cosine(vector, vec)))
-        docs.sort(key=lambda d: -d.metadata["score"])
-        return self._keep(docs, SearchSpec(spec.k, spec.min_score, None), scored=True)
+        return sorted(docs, key=lambda d: -d.metadata["score"])
 
-    def search(self, query: str, spec: SearchSpec) -> list[Document]:
+    def _fetch(self, query: str, spec: SearchSpec, config: Any) -> list[Document]:
         return self._query(self.store.embeddings.embed_query(query), spec)
 
-    async def asearch(self, query: str, spec: SearchSpec) -> list[Document]:
+    async def _afetch(self, query: str, spec: SearchSpec, config: Any) -> list[Document]:
         vector = await self.store.embeddings.aembed_query(query)
         return await asyncio.to_thread(self._query, vector, spec)
 
@@ -201,82 +254,75 @@ class VectorStoreSource(_Foreign):
 
     _SIMILARITY_SCORES = ("InMemoryVectorStore",)  # similarity_search_with_score is a cosine
 
-    def __init__(self, store: VectorStore) -> None:
+    def __init__(self, store: VectorStore, given: Any = None, options: Any = None) -> None:
+        super().__init__(given or store, type(store).__name__, options)
         self.store = store
-        self.name = type(store).__name__
 
-    def _fetch(self, spec: SearchSpec) -> int:
-        return spec.k * _FILTER_FETCH if spec.filter else spec.k
+    def _args(self, spec: SearchSpec) -> dict[str, Any]:
+        """The store call's ``k`` (four times as many under a filter), a retriever's options."""
+        own = {k: v for k, v in self.options.items() if k not in ("k", "score_threshold")}
+        return {**own, "k": spec.k * _FILTER_FETCH if spec.filter else spec.k}
 
-    def _scored(self, pairs: Sequence[tuple[Document, float]], spec: SearchSpec) -> list[Document]:
-        return self._keep([_identified(d, self.name, s) for d, s in pairs], spec, scored=True)
+    def _scored(self, pairs: Sequence[tuple[Document, float | None]]) -> list[Document]:
+        return [_identified(d, self.name, s) for d, s in pairs]
 
-    def _unscored(self, found: Sequence[Document], spec: SearchSpec) -> list[Document]:
-        return self._keep([_identified(d, self.name, None) for d in found], spec, scored=False)
-
-    def search(self, query: str, spec: SearchSpec) -> list[Document]:
-        _refuse_tenant(self.name, spec.tenant_id)
-        fetch = self._fetch(spec)
+    def _fetch(self, query: str, spec: SearchSpec, config: Any) -> list[Document]:
+        args = self._args(spec)
         if type(self.store).__name__ in self._SIMILARITY_SCORES:
-            return self._scored(self.store.similarity_search_with_score(query, k=fetch), spec)
+            return self._scored(self.store.similarity_search_with_score(query, **args))
         try:
             with unheard():  # langchain_core's warning quotes the documents
-                pairs = self.store.similarity_search_with_relevance_scores(query, k=fetch)
-            return self._scored(pairs, spec)
+                pairs = self.store.similarity_search_with_relevance_scores(query, **args)
+            return self._scored(pairs)
         except NotImplementedError:
-            return self._unscored(self.store.similarity_search(query, k=fetch), spec)
+            return self._scored([(d, None) for d in self.store.similarity_search(query, **args)])
 
-    async def asearch(self, query: str, spec: SearchSpec) -> list[Document]:
-        _refuse_tenant(self.name, spec.tenant_id)
-        fetch = self._fetch(spec)
+    async def _afetch(self, query: str, spec: SearchSpec, config: Any) -> list[Document]:
+        args = self._args(spec)
         if type(self.store).__name__ in self._SIMILARITY_SCORES:
-            pairs = await self.store.asimilarity_search_with_score(query, k=fetch)
-            return self._scored(pairs, spec)
+            return self._scored(await self.store.asimilarity_search_with_score(query, **args))
         try:
             with unheard():
-                pairs = await self.store.asimilarity_search_with_relevance_scores(query, k=fetch)
-            return self._scored(pairs, spec)
+                pairs = await self.store.asimilarity_search_with_relevance_scores(query, **args)
+            return self._scored(pairs)
         except NotImplementedError:
-            return self._unscored(await self.store.asimilarity_search(query, k=fetch), spec)
+            found = await self.store.asimilarity_search(query, **args)
+            return self._scored([(d, None) for d in found])
 
 
 class RetrieverSource(_Foreign):
     """A LangChain ``BaseRetriever``: its documents, scored where it sets a score."""
 
     def __init__(self, retriever: BaseRetriever) -> None:
+        super().__init__(retriever, retriever.get_name())
         self.retriever = retriever
-        self.name = retriever.get_name()
 
-    def _found(self, found: Sequence[Document], spec: SearchSpec) -> list[Document]:
-        docs = [_identified(d, self.name, _first_number(d.metadata, _SCORE_KEYS)) for d in found]
-        scored = bool(docs) and all(_numeric(d.metadata.get("score")) for d in docs)
-        return self._keep(docs, spec, scored=scored)
+    def _found(self, found: Sequence[Document]) -> list[Document]:
+        return [_identified(d, self.name, _first_number(d.metadata, _SCORE_KEYS)) for d in found]
 
-    def search(
-        self, query: str, spec: SearchSpec, config: RunnableConfig | None = None
-    ) -> list[Document]:
-        _refuse_tenant(self.name, spec.tenant_id)
-        return self._found(self.retriever.invoke(query, config), spec)
+    def _fetch(self, query: str, spec: SearchSpec, config: Any) -> list[Document]:
+        return self._found(self.retriever.invoke(query, config))
 
-    async def asearch(
-        self, query: str, spec: SearchSpec, config: RunnableConfig | None = None
-    ) -> list[Document]:
-        _refuse_tenant(self.name, spec.tenant_id)
-        return self._found(await self.retriever.ainvoke(query, config), spec)
+    async def _afetch(self, query: str, spec: SearchSpec, config: Any) -> list[Document]:
+        return self._found(await self.retriever.ainvoke(query, config))
 
 
 class KnowledgeBaseSource:
     """A ``KnowledgeBase`` (or an object with its ``search``/``asearch``)."""
 
     def __init__(self, kb: Any) -> None:
-        self.kb = kb
+        self.kb = self.given = kb
         self.name = str(getattr(kb, "name", type(kb).__name__))
 
+    @staticmethod
+    def _args(spec: SearchSpec) -> dict[str, Any]:  # the fields, include_shared only when off
+        return {k: v for k, v in vars(spec).items() if k != "include_shared" or v is False}
+
     def search(self, query: str, spec: SearchSpec) -> list[Document]:
-        return list(self.kb.search(query, **vars(spec)))  # the fields are its keyword arguments
+        return list(self.kb.search(query, **self._args(spec)))
 
     async def asearch(self, query: str, spec: SearchSpec) -> list[Document]:
-        return list(await self.kb.asearch(query, **vars(spec)))
+        return list(await self.kb.asearch(query, **self._args(spec)))
 
 
 Source = KnowledgeBaseSource | ChromaSource | VectorStoreSource | RetrieverSource
@@ -285,15 +331,26 @@ Source = KnowledgeBaseSource | ChromaSource | VectorStoreSource | RetrieverSourc
 def _one(value: Any) -> Source | None:
     if hasattr(type(value), "restriction") and callable(getattr(value, "search", None)):
         return KnowledgeBaseSource(value)
-    if isinstance(value, VectorStore):
-        if hasattr(value, "_collection") and hasattr(value, "embeddings"):
-            return ChromaSource(value)
-        return VectorStoreSource(value)
+    store, options = value, None
+    if isinstance(value, VectorStoreRetriever) and value.search_type != "mmr":
+        store, options = value.vectorstore, value.search_kwargs  # searched with its store's scores
+    if isinstance(store, VectorStore):
+        chroma = hasattr(store, "_collection") and hasattr(store, "embeddings")
+        return (ChromaSource if chroma else VectorStoreSource)(store, value, options)
     if isinstance(value, BaseRetriever):
         return RetrieverSource(value)
     if callable(getattr(value, "search", None)) and callable(getattr(value, "asearch", None)):
         return KnowledgeBaseSource(value)
     return None
+
+
+def _model_of(value: Any, depth: int = 0) -> Any:
+    """The embedding model behind a store or a retriever (a wrapper's first one), or None."""
+    if callable(getattr(own := getattr(value, "embeddings", None), "embed_query", None)):
+        return own
+    inner = [getattr(value, n, None) for n in ("vectorstore", "retriever", "base_retriever")]
+    inner += list(getattr(value, "retrievers", None) or ()) if depth < 3 else []
+    return next((m for i in inner if i is not None and (m := _model_of(i, depth + 1))), None)
 
 
 def as_sources(value: Any) -> tuple[Any, ...]:
@@ -303,24 +360,19 @@ def as_sources(value: Any) -> tuple[Any, ...]:
         ConfigurationError: Anything else, or an empty sequence.
     """
     single = _one(value)
-    if single is not None:
-        return (single,)
-    items = tuple(value) if isinstance(value, Sequence) and not isinstance(value, str) else ()
-    sources = tuple(_one(item) for item in items)
+    many = single is None and isinstance(value, Sequence) and not isinstance(value, str)
+    items = tuple(value) if many else (value,)
+    sources = tuple(_one(item) for item in items) if many else (single,)
     if not sources or any(s is None for s in sources):
         bad = next((i for i, s in zip(items, sources, strict=True) if s is None), value)
         msg = f"knowledge_base must be {SOURCE_KINDS}; got {type(bad).__name__}"
         raise ConfigurationError(msg, option="knowledge_base", value=value)
+    owned = [(source, _model_of(source.given)) for source in sources if source is not None]
+    kb_model = next((m for s, m in owned if isinstance(s, KnowledgeBaseSource) and m), None)
+    for source, own in owned:  # its own model (its text went there), a KB's, another's
+        if isinstance(source, _Foreign):
+            source.embeddings = own or kb_model or next((m for _, m in owned if m), None)
     return sources
-
-
-def underlying(source: Source) -> Any:
-    """The object a user gave (a knowledge base, a store, a retriever)."""
-    if isinstance(source, KnowledgeBaseSource):
-        return source.kb
-    if isinstance(source, RetrieverSource):
-        return source.retriever
-    return source.store
 
 
 # --- one search as a retriever run --------------------------------------------------------------
@@ -466,10 +518,13 @@ async def asearch_sources(
 
 
 def merge_results(found: Sequence[Sequence[Document]], top_k: int) -> list[Document]:
-    """Merge several sources' results, best first, without repeats, cut to ``top_k``.
+    """Merge several sources' results, best first, each passage once, cut to ``top_k``.
 
     By score when every result has one, else rank by rank (the first of each source,
-    then the second, ...). A chunk found by two sources (same id) is kept once.
+    then the second, ...). A passage several sources return (the same text, or a
+    text within one kept already) is kept once, with the best score any gave it, every
+    copy's id in ``chunk_ids`` (shown once, skipped by the tool as one) and, when they
+    name different sources, every one in ``metadata["sources"]``.
     """
     if len(found) == 1:
         return list(found[0][:top_k])
@@ -478,10 +533,22 @@ def merge_results(found: Sequence[Sequence[Document]], top_k: int) -> list[Docum
         ordered = sorted(docs, key=lambda d: -float(d.metadata["score"]))
     else:
         ordered = [d for row in itertools.zip_longest(*found) for d in row if d is not None]
-    merged: dict[str, Document] = {}  # the first of each chunk id
-    for doc in ordered:
-        merged.setdefault(str(doc.id or doc.metadata.get("chunk_id") or id(doc)), doc)
-    return list(merged.values())[:top_k]
+    copies: dict[str, list[Document]] = {}
+    for doc in ordered:  # the same text, or a text within one kept already
+        text = " ".join(doc.page_content.split())
+        key = next((kept for kept in copies if text and text in kept), text or f"\x00{doc.id}")
+        copies.setdefault(key, []).append(doc)
+    merged = []
+    for group in list(copies.values())[:top_k]:
+        meta = dict(group[0].metadata)
+        scores = [d.metadata["score"] for d in group if _numeric(d.metadata.get("score"))]
+        meta.update({"score": max(scores)} if scores else {})
+        names = [str(d.metadata["source"]) for d in group if d.metadata.get("source")]
+        meta.update({"sources": list(dict.fromkeys(names))} if len(set(names)) > 1 else {})
+        ids = [str(i) for d in group for i in d.metadata.get("chunk_ids") or [d.id]]
+        meta.update({"chunk_ids": list(dict.fromkeys(ids))} if len(group) > 1 else {})
+        merged.append(Document(id=group[0].id, page_content=group[0].page_content, metadata=meta))
+    return merged
 
 
 # --- reranking --------------------------------------------------------------------------------

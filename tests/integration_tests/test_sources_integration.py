@@ -1,8 +1,9 @@
 """A real ``langchain_chroma.Chroma`` and real retrievers as sources, with the real embedding model.
 
 The vector store lives on a real ``chroma run`` server (and, for one test, in a local
-persistent client); the retrievers are ``Chroma.as_retriever()`` and the package's
-own ``KnowledgeBase.as_retriever()``. Every surface is driven end to end.
+persistent client); the retrievers are ``Chroma.as_retriever()``, LangChain's
+``BM25Retriever`` and the package's own ``KnowledgeBase.as_retriever()``. Every surface
+is driven end to end; a knowledge base with a tenant shows the shared documents too.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from tests.unit_tests.fakes import RecordingChatModel
 pytestmark = pytest.mark.integration
 
 LEAVE = SAMPLE_QUESTIONS[0]
+UNRELATED = "What is the capital of France?"
 
 
 @pytest.fixture(scope="module")
@@ -122,3 +124,62 @@ async def test_restricted_traces_of_a_real_retriever_carry_no_text(server_chroma
     stubs = ends[0]["data"]["output"]
     assert len(stubs) == 3 and all(d.page_content == "" for d in stubs)
     assert LEAVE.answer not in repr([e for e in events if "retriever" in e["event"]])
+
+
+def test_chroma_as_retriever_scores_on_the_one_scale_and_min_score_holds(server_chroma):
+    retriever = server_chroma.as_retriever()
+    related = KnowledgeInjector(retriever, min_score=0.5).prepare([HumanMessage(LEAVE.question)])
+    assert (
+        LEAVE.answer in related.dynamic_context
+        and LEAVE.expected_source in related.manifest.sources
+    )
+    assert "Relevance Score: 0.00" not in related.dynamic_context
+    assert all(0.5 <= s <= 1.0 for s in related.manifest.scores)
+    unrelated = KnowledgeInjector(retriever, min_score=0.5).prepare([HumanMessage(UNRELATED)])
+    assert unrelated.dynamic_context is None and unrelated.manifest.injected is False
+
+
+async def test_bm25_is_scored_on_the_one_scale_and_a_chunk_of_two_sources_shown_once(
+    server_chroma, sample_kb
+):
+    from langchain_community.retrievers import BM25Retriever
+
+    chunks = split_documents(SAMPLE_DOCUMENTS, file_type="markdown")  # the store's chunks
+    bm25 = BM25Retriever.from_documents(chunks, k=3)
+    sources = [bm25, server_chroma.as_retriever(search_kwargs={"k": 3})]
+    turn = await KnowledgeInjector(sources, min_score=0.5, top_k=6).aprepare(
+        [HumanMessage(LEAVE.question)]
+    )
+    block = turn.dynamic_context
+    assert LEAVE.answer in block and "Relevance Score: 0.00" not in block
+    assert all(block.count(c.page_content) <= 1 for c in chunks)  # found by both: shown once
+    assert all(s >= 0.5 for s in turn.manifest.scores)
+    with_kb = KnowledgeInjector([sample_kb, bm25], min_score=0.5)  # scored by the KB's model
+    assert with_kb.prepare([HumanMessage(UNRELATED)]).dynamic_context is None
+    assert LEAVE.answer in with_kb.prepare([HumanMessage(LEAVE.question)]).dynamic_context
+
+
+def test_a_tenant_sees_its_own_and_the_shared_documents(tmp_path, real_embeddings):
+    from langchain_core.documents import Document
+
+    from langchain_knowledge_inject import KnowledgeBase
+
+    kb = KnowledgeBase("tenants", path=tmp_path, embeddings=real_embeddings)
+    try:
+        kb.add_documents(split_documents(SAMPLE_DOCUMENTS, file_type="markdown"))
+        kb.add_documents(
+            [Document("Acme staff get 30 days of annual leave.", metadata={"source": "acme.md"})],
+            tenant_id="acme",
+        )
+        turn = KnowledgeInjector(kb, tenant_id="acme", top_k=4).prepare(
+            [HumanMessage(LEAVE.question)]
+        )
+        assert {"acme.md", LEAVE.expected_source} <= set(turn.manifest.sources)
+        alone = KnowledgeInjector(kb, tenant_id="acme", include_shared=False).prepare(
+            [HumanMessage(LEAVE.question)]
+        )
+        assert alone.manifest.sources == ["acme.md"]
+        tool = create_knowledge_base_search_tool(kb, tenant_id="acme")
+        assert LEAVE.answer in str(tool.invoke(SAMPLE_QUESTIONS[0].question))
+    finally:
+        kb.close()

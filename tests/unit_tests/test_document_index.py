@@ -118,7 +118,9 @@ def test_tenants_have_their_own_document_rows(tmp_path):
     assert _row(kb, "leave.md", "acme") is not None and _row(kb, "leave.md") is None
     assert _doc_hits(kb, "parental leave") == []
     tenant = kb.search("parental leave", k=3, min_score=0.0, tenant_id="acme")
-    assert {d.metadata["source"] for d in tenant} == {"leave.md"}
+    assert {d.metadata["source"] for d in tenant} == {"leave.md", "money.md"}  # + the shared
+    alone = kb.search("parental leave", k=3, min_score=0.0, tenant_id="acme", include_shared=False)
+    assert {d.metadata["source"] for d in alone} == {"leave.md"}
     kb.close()
 
 

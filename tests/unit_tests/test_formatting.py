@@ -52,12 +52,54 @@ def test_block_layout_follows_the_issue():
     assert len(lines) == 12
 
 
-def test_scores_have_two_decimals_and_missing_score_is_zero():
+def test_scores_have_two_decimals_and_a_chunk_without_a_score_shows_none():
     block = format_knowledge_block(
         [Document("x", id="a", metadata={"source": "s", "score": 0.456})]
     )
     assert "Relevance Score: 0.46" in block
-    assert "Relevance Score: 0.00" in format_knowledge_block([Document("x", id="a")])
+    for meta in ({}, {"score": None}, {"score": "high"}, {"score": float("nan")}):
+        lines = format_knowledge_block([Document("x", id="a", metadata=meta)]).splitlines()
+        assert "Relevance Score" not in "\n".join(lines)  # never a made-up 0.00
+        assert re.fullmatch(r"\[K[0-9a-f]{4}\] Source: unknown", lines[2]) and lines[3] == "x"
+    mixed = format_knowledge_block(
+        [
+            _doc("scored", 0, category="leave"),
+            Document("unscored", id="u", metadata={"category": "hr"}),
+        ]
+    ).splitlines()
+    assert mixed[3:6] == ["Category: leave", "Relevance Score: 0.90", "scored"]
+    assert mixed[8:10] == ["Category: hr", "unscored"]
+
+
+@pytest.mark.parametrize(
+    ("chunk", "expected"),
+    [
+        ("({score:.2f}) {content}", "{content}"),
+        ("{content} [score {score}]", "{content}"),
+        ("S: {source}\nScore: {score:.1f}\n{content}", "S: {source}\n{content}"),
+        ("{rank}. {content}", "{rank}. {content}"),
+    ],
+)
+def test_a_template_loses_only_its_score_part_for_an_unscored_chunk(chunk, expected):
+    template = KnowledgeBlockTemplate(chunk=chunk)
+    doc = Document("text", id="a", metadata={"source": "s.md"})
+    block = format_knowledge_block([doc], template=template)
+    fields = {"content": "text", "source": "s.md", "rank": 1}
+    chunk_lines = block.splitlines()[2:-2]  # between the intro and the separator
+    assert chunk_lines == expected.format(**fields).splitlines()
+    assert "score" not in block.lower().replace("information", "")
+
+
+def test_a_passage_from_several_sources_names_them_all_and_is_cited_by_each():
+    doc = Document(
+        "25 days.",
+        id="a",
+        metadata={"source": "hr/leave.md", "sources": ["hr/leave.md", "wiki/leave.txt"]},
+    )
+    block = format_knowledge_block([doc])
+    assert "Source: hr/leave.md, wiki/leave.txt" in block
+    assert formatting.cited("As stated (Source: leave.txt).", [doc]) == [doc]
+    assert formatting.cited("As stated (Source: leave.md).", [doc]) == [doc]
 
 
 def test_no_documents_give_an_empty_block():

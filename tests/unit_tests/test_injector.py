@@ -438,6 +438,7 @@ def test_injection_config_is_strict_and_closed():
         "min_score": None,
         "mode": "hybrid",
         "tenant_id": None,
+        "include_shared": True,
         "placement": "current_message",
         "max_tokens": 2000,
         "restricted": False,
@@ -461,6 +462,8 @@ def test_input_forms(kb):
     expected = KnowledgeInjector(kb).invoke(_history())
     injector = KnowledgeInjector(kb)
     assert injector.invoke({"messages": _history()}) == expected
+    assert injector.invoke({"input": _history()}) == expected  # create_retrieval_chain's key
+    assert injector.invoke({"input": "leave days?"}) == injector.invoke("leave days?")
     prompt = ChatPromptTemplate.from_messages([("system", "{sys}"), ("human", "{q}")])
     out = (prompt | injector).invoke({"sys": "s", "q": "leave days?"})
     assert [m.type for m in out] == ["system", "human"] and is_injected(out[1])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 from langchain_core.documents import Document
@@ -118,15 +119,40 @@ def test_tenant_isolation(kb):
     )
     kb.add_documents([Document("General bonus pool policy for all.", metadata={"source": "s"})])
     for mode in ("dense", "keyword", "hybrid"):
-        acme = kb.search("bonus pool", k=10, mode=mode, min_score=0.0, tenant_id="acme")
-        assert acme and {d.metadata["tenant_id"] for d in acme} == {"acme"}
-        globex = kb.search(
-            "bonus pool", k=10, mode=mode, min_score=0.0, filter={"tenant_id": "globex"}
-        )
-        assert globex and {d.metadata["tenant_id"] for d in globex} == {"globex"}
-        shared = kb.search("bonus pool", k=10, mode=mode, min_score=0.0)
+        options: dict[str, Any] = {"k": 10, "mode": mode, "min_score": 0.0}
+        acme = kb.search("bonus pool", tenant_id="acme", **options)  # its own and the shared
+        assert {d.metadata.get("tenant_id") for d in acme} == {"acme", None}
+        alone = kb.search("bonus pool", tenant_id="acme", include_shared=False, **options)
+        assert alone and {d.metadata["tenant_id"] for d in alone} == {"acme"}
+        globex = kb.search("bonus pool", filter={"tenant_id": "globex"}, **options)
+        assert {d.metadata.get("tenant_id") for d in globex} == {"globex", None}
+        shared = kb.search("bonus pool", **options)
         assert shared and all("tenant_id" not in d.metadata for d in shared)
-        assert kb.search("bonus pool", k=10, mode=mode, min_score=0.0, tenant_id="nobody") == []
+        assert {d.id for d in kb.search("bonus pool", tenant_id="nobody", **options)} == {
+            d.id for d in shared
+        }
+        assert kb.search("bonus pool", tenant_id="nobody", include_shared=False, **options) == []
+    with pytest.raises(ConfigurationError, match="include_shared"):
+        kb.search("bonus pool", tenant_id="acme", include_shared="no")  # type: ignore[arg-type]
+
+
+def test_a_tenants_search_ranks_each_partition_as_alone_merged_by_score(kb):
+    """One scale: each result keeps the score a search of its partition alone gives it."""
+    big = [Document(f"{EXPENSES} Note {i}.", metadata={"source": f"e{i}.md"}) for i in range(8)]
+    kb.add_documents([*big, Document(SICK, metadata={"source": "policy.md"})])
+    kb.add_documents([Document(LEAVE, metadata={"source": "policy.md"})], tenant_id="acme")
+    for query in ("sick leave doctor", "annual leave days", "leave"):
+        for mode in ("dense", "keyword", "hybrid"):
+            options: dict[str, Any] = {"k": 10, "mode": mode, "min_score": 0.0}
+            both = kb.search(query, tenant_id="acme", **options)
+            alone = kb.search(query, tenant_id="acme", include_shared=False, **options)
+            shared = kb.search(query, **options)
+            expected = {d.page_content: d.metadata["score"] for d in [*alone, *shared]}
+            assert {d.page_content: d.metadata["score"] for d in both} == pytest.approx(expected)
+            scores = [d.metadata["score"] for d in both]
+            assert scores == sorted(scores, reverse=True)
+            if mode == "dense":  # every document: one file name in both parts is two results
+                assert sum(d.metadata["source"] == "policy.md" for d in both) == 2
 
 
 def test_tenant_filter_errors(kb):
@@ -187,7 +213,8 @@ def test_search_hits_are_the_search_by_chunk_without_reading_chunks_back(kb, mon
     kb.add_documents([Document(LEAVE, metadata={"source": "t.md"})], tenant_id="acme")
     for mode in ("dense", "keyword", "hybrid"):
         for options in ({"k": 3, "min_score": 0.0}, {"k": 2}, {"k": 3, "tenant_id": "acme"}):
-            docs = kb.search("annual leave calendar year", mode=mode, **options)
+            docs = kb.search("annual leave calendar year", mode=mode, include_shared=False,
+                             **options)  # fmt: skip
             hits = dict(kb.search_hits("annual leave calendar year", mode=mode, **options))
             # search groups the chunks by document: each result is led by its best chunk
             for doc in docs:

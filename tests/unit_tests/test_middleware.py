@@ -109,12 +109,13 @@ def test_wrap_model_call_injects_without_touching_the_request(kb):
     assert isinstance(result, ExtendedModelResponse)
     assert result.model_response.result[0].content == "answer"
     update = result.command.update
-    assert update == {"knowledge_manifest": update["knowledge_manifest"]}  # nothing else
+    assert set(update) == {"knowledge_manifest", "retrieved"}  # nothing else
     assert update["knowledge_manifest"]["sources"] == ["leave.md"]
-    # without keep_manifest nothing at all goes to the state
-    assert isinstance(
-        KnowledgeInjectionMiddleware(kb).wrap_model_call(request, capture), ModelResponse
-    )
+    assert [d.metadata["source"] for d in update["retrieved"]] == ["leave.md"]
+    assert LEAVE in update["retrieved"][0].page_content
+    # without keep_manifest the turn's documents alone go to the state
+    plain = KnowledgeInjectionMiddleware(kb).wrap_model_call(request, capture)
+    assert isinstance(plain, ExtendedModelResponse) and set(plain.command.update) == {"retrieved"}
 
 
 async def test_awrap_model_call_matches_the_sync_hook(kb):
@@ -291,6 +292,36 @@ async def test_agent_async_and_document_added_between_turns(kb, searches):
     assert PARKING in injected_text(model.received[-1])
     assert state["knowledge_manifest"]["sources"] == ["parking.md"]
     assert len(searches) == 2
+
+
+async def test_the_turns_documents_come_back_in_the_agents_state(kb):
+    """As ``create_retrieval_chain`` gives ``context``: ``retrieved``, overwritten every turn."""
+    agent = _agent(kb, NumberedChatModel(), tools=[])
+    config = {"configurable": {"thread_id": "docs"}}
+    state = agent.invoke({"messages": [HumanMessage("annual leave days?")]}, config)
+    assert state["retrieved"][0].metadata["source"] == "leave.md"
+    assert LEAVE in state["retrieved"][0].page_content
+    state = await agent.ainvoke({"messages": [HumanMessage("doctor's note when sick?")]}, config)
+    assert state["retrieved"][0].metadata["source"] == "sick.md"  # this turn's, not the last
+    state = agent.invoke({"messages": [HumanMessage("When does the garage open?")]}, config)
+    assert state["retrieved"] == []  # nothing found: nothing left from the turn before
+    updates = list(
+        agent.stream({"messages": [HumanMessage("annual leave?")]}, config, stream_mode="updates")
+    )
+    assert [d.metadata["source"] for d in updates[0]["model"]["retrieved"]] == ["leave.md"]
+
+
+def test_restricted_documents_in_the_agents_state_are_keyed_stubs(kb):
+    from tests.unit_tests.restricted_fixtures import make_summarizer
+
+    agent = _agent(kb, NumberedChatModel(), tools=[], restricted=True,
+                   summarizer_model=make_summarizer("honest"))  # fmt: skip
+    state = agent.invoke(
+        {"messages": [HumanMessage("annual leave days?")]}, {"configurable": {"thread_id": "r"}}
+    )
+    assert state["retrieved"] and all(d.page_content == "" for d in state["retrieved"])
+    assert all(set(d.metadata) <= {"chunk_id", "score", "redacted"} for d in state["retrieved"])
+    assert LEAVE not in repr(state["retrieved"]) and "leave.md" not in repr(state["retrieved"])
 
 
 def test_agent_overrides_from_configurable(kb, searches):

@@ -92,11 +92,13 @@ def kb(tmp_path_factory):
 def test_every_kind_and_a_mix_is_accepted(kb):
     from langchain_chroma import Chroma
 
-    store, retriever = _store(), _store().as_retriever()
+    store, retriever = _store(), ListRetriever(docs=DOCS)
     assert as_sources(kb)[0].kb is kb
     assert isinstance(as_sources(store)[0], VectorStoreSource)
     assert isinstance(as_sources(retriever)[0], RetrieverSource)
     assert isinstance(as_sources(Chroma("chroma-x", WordHashEmbedding()))[0], ChromaSource)
+    over_store = as_sources(store.as_retriever())[0]  # searched through its store's scores
+    assert isinstance(over_store, VectorStoreSource) and over_store.store is store
     kinds = [type(s).__name__ for s in as_sources([kb, store, retriever])]
     assert kinds == ["KnowledgeBaseSource", "VectorStoreSource", "RetrieverSource"]
 
@@ -270,7 +272,8 @@ def test_the_tool_searches_a_vector_store_and_a_retriever():
 
 
 async def test_retrieval_is_a_retriever_run_with_its_documents(kb):
-    injector = KnowledgeInjector([kb, _store().as_retriever()], top_k=3, min_score=0.0)
+    mmr = _store().as_retriever(search_type="mmr")  # a retriever that runs itself
+    injector = KnowledgeInjector([kb, mmr], top_k=3, min_score=0.0)
     events = [
         e async for e in injector.astream_events([HumanMessage("annual leave?")], version="v2")
     ]

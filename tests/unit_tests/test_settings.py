@@ -86,6 +86,7 @@ OTHER_VALUE: dict[str, Any] = {
     "min_score": 0.25,
     "mode": "keyword",
     "tenant_id": "acme",
+    "include_shared": False,
     "placement": "postfix",
     "max_tokens": 123,
     "restricted": True,

@@ -307,3 +307,29 @@ def test_importing_the_store_loads_no_heavy_library():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("include_shared", [True, False])
+def test_a_restricted_shared_partition_makes_a_tenants_turn_restricted(
+    tmp_path, emb, include_shared
+):
+    """``restrict()`` writes the shared partition first: its flag alone restricts every turn."""
+    from langchain_core.messages import HumanMessage
+
+    from langchain_knowledge_inject import KnowledgeInjector
+    from langchain_knowledge_inject._store.flags import merged_metadata
+    from langchain_knowledge_inject._store.storage import collection_name
+
+    kb = KnowledgeBase("deal", path=tmp_path, embeddings=emb)
+    kb.add_documents(DOCS)
+    kb.add_documents(DOCS[:1], tenant_id="acme")
+    injector = KnowledgeInjector(kb, tenant_id="acme", include_shared=include_shared, min_score=0.0)
+    assert injector.prepare([HumanMessage("merger code?")]).manifest.restricted is False
+    client = kb._chroma.client
+    shared = client.get_collection(collection_name(kb.id, ""))  # as restrict() begins
+    shared.modify(metadata=merged_metadata(shared.metadata, {"restricted": True}))
+    own = client.get_collection(collection_name(kb.id, "acme"))
+    assert read_flags(own.metadata) == RestrictionFlags()  # the tenant's partition: not yet
+    turn = injector.prepare([HumanMessage("merger code?")])
+    assert turn.manifest.restricted is True and SECRET not in (turn.dynamic_context or "")
+    assert turn.documents == [] and all(d.page_content == "" for d in turn.retrieved)

@@ -1,5 +1,8 @@
 """Tenant isolation as a property: random multi-tenant corpora, every surface, zero leaks.
 
+A tenant sees its own chunks and the shared partition's (``include_shared``, the
+default), never another tenant's; with ``include_shared=False`` its own alone.
+
 Hypothesis draws a corpus (documents spread over tenants with look-alike ids,
 the same text often stored under several tenants) and queries built from the
 same small vocabulary, so every query matches chunks of every tenant. For each
@@ -7,7 +10,8 @@ tenant (plus the shared partition and a tenant that owns nothing) every surface
 is asked: ``search`` in the three modes and with a ``tenant_id`` filter, the
 retriever, the injector (constructor and per-request tenant), the graph, the
 ``knowledge_base_search`` tool and the agent middleware. Each must return only
-chunks of that tenant; a dense search deep enough must return all of them.
+chunks of that tenant and the shared partition; a dense search deep enough must
+return all of them.
 
 Chunks are identified by id (ids derive from tenant, source and content, so the
 same text in two tenants has two ids) and by source name, which is unique per
@@ -101,18 +105,32 @@ class Corpus:
             result = kb.add_documents(docs, tenant_id=tenant)
             self.ids[tenant].update(result.ids)
 
-    def check_docs(self, docs: list[Document], tenant: str | None, where: str) -> None:
-        ids = {d.id for d in docs}
-        assert ids <= self.ids[tenant], f"{where}: chunks of another tenant for {tenant!r}"
-        assert {d.metadata.get("tenant_id") for d in docs} <= {tenant}, where
-        assert {d.metadata["source"] for d in docs} <= self.sources[tenant], where
+    def seen(self, tenant: str | None, shared: bool = True) -> tuple[set[str], set[str]]:
+        """The chunk ids and sources a search for ``tenant`` may return."""
+        owners = {tenant, None} if shared else {tenant}
+        return {i for o in owners for i in self.ids[o]}, {
+            s for o in owners for s in self.sources[o]
+        }
 
-    def check_ids(self, ids: list[str], tenant: str | None, where: str) -> None:
-        assert set(ids) <= self.ids[tenant], f"{where}: chunks of another tenant for {tenant!r}"
+    def check_docs(
+        self, docs: list[Document], tenant: str | None, where: str, shared: bool = True
+    ) -> None:
+        ids, sources = self.seen(tenant, shared)
+        assert {d.id for d in docs} <= ids, f"{where}: chunks of another tenant for {tenant!r}"
+        owners = {tenant, None} if shared else {tenant}
+        assert {d.metadata.get("tenant_id") for d in docs} <= owners, where
+        assert {d.metadata["source"] for d in docs} <= sources, where
+
+    def check_ids(
+        self, ids: list[str], tenant: str | None, where: str, shared: bool = True
+    ) -> None:
+        allowed, _ = self.seen(tenant, shared)
+        assert set(ids) <= allowed, f"{where}: chunks of another tenant for {tenant!r}"
 
     def check_text(self, text: str | None, tenant: str | None, where: str) -> None:
         shown = set(_SOURCE.findall(text or ""))
-        assert shown <= self.sources[tenant], f"{where}: sources of another tenant for {tenant!r}"
+        allowed = self.seen(tenant)[1]
+        assert shown <= allowed, f"{where}: sources of another tenant for {tenant!r}"
 
 
 def _injected_text(messages: list[BaseMessage]) -> str:
@@ -159,6 +177,10 @@ def test_no_surface_ever_returns_another_tenants_chunks(store, drawn, asked):
                 turn = injector.prepare([HumanMessage(query)])
                 corpus.check_ids(turn.manifest.chunk_ids, tenant, "injector")
                 corpus.check_text(turn.dynamic_context, tenant, "injector")
+                alone = KnowledgeInjector(
+                    kb, tenant_id=tenant, include_shared=False, top_k=DEEP, **opts
+                ).prepare([HumanMessage(query)])
+                corpus.check_ids(alone.manifest.chunk_ids, tenant, "injector alone", shared=False)
                 if tenant is not None:
                     other = KnowledgeInjector(kb, tenant_id=UNSEEN, top_k=DEEP, **opts)
                     turn = other.prepare([HumanMessage(query)], configurable)
@@ -187,8 +209,11 @@ def _check_search_surfaces(
     for mode in ("dense", "keyword", "hybrid"):
         docs = kb.search(query, k=DEEP, mode=mode, tenant_id=tenant, **opts)
         corpus.check_docs(docs, tenant, f"search {mode}")
+        alone = kb.search(query, k=DEEP, mode=mode, tenant_id=tenant, include_shared=False, **opts)
+        corpus.check_docs(alone, tenant, f"search {mode} alone", shared=False)
         if mode == "dense":  # complete as well as exclusive
-            assert {d.id for d in docs} == corpus.ids[tenant]
+            assert {d.id for d in docs} == corpus.seen(tenant)[0]
+            assert {d.id for d in alone} == corpus.ids[tenant]
     if tenant is not None:
         docs = kb.search(query, k=DEEP, filter={"tenant_id": tenant}, **opts)
         corpus.check_docs(docs, tenant, "search filter")
@@ -197,6 +222,8 @@ def _check_search_surfaces(
 
     retriever = kb.as_retriever(k=DEEP, tenant_id=tenant, **opts)
     corpus.check_docs(retriever.invoke(query), tenant, "retriever")
+    alone = retriever.invoke(query, include_shared=False)
+    corpus.check_docs(alone, tenant, "retriever alone", shared=False)
     if tenant is not None:
         corpus.check_docs(
             kb.as_retriever(k=DEEP, tenant_id=UNSEEN, **opts).invoke(query, tenant_id=tenant),
@@ -204,9 +231,12 @@ def _check_search_surfaces(
             "retriever per-call tenant",
         )
 
-    tool = create_knowledge_base_search_tool(kb, tenant_id=tenant, top_k=DEEP, **opts)
-    message = tool.invoke(
-        {"type": "tool_call", "name": tool.name, "args": {"query": query}, "id": "c1"}
-    )
-    corpus.check_docs(message.artifact, tenant, "tool artifact")
-    corpus.check_text(message.content, tenant, "tool content")
+    for shared in (True, False):
+        tool = create_knowledge_base_search_tool(
+            kb, tenant_id=tenant, include_shared=shared, top_k=DEEP, **opts
+        )
+        message = tool.invoke(
+            {"type": "tool_call", "name": tool.name, "args": {"query": query}, "id": "c1"}
+        )
+        corpus.check_docs(message.artifact, tenant, "tool artifact", shared=shared)
+        corpus.check_text(message.content, tenant, "tool content")

@@ -266,6 +266,19 @@ def test_everything_already_given_says_so():
     assert "beyond the passages you were already given this turn" in message.content
 
 
+def test_nothing_found_with_something_given_this_turn_does_not_say_already_given():
+    """Given passages that this search does not find: the plain "nothing found"."""
+    tool = create_knowledge_base_search_tool(FakeKB([]))
+    state = {
+        "messages": [HumanMessage("leave?"), _tool_call("1")],
+        "knowledge_manifest": {"chunk_ids": ["c0", "c1"]},
+        "retrieved": [_doc(LEAVE, 0, 0.9)],
+    }
+    message = _run_tools(tool, state)
+    assert message.artifact == []
+    assert message.content.startswith("No passages found in the knowledge base for: leave")
+
+
 def test_tenant_and_restricted_follow_configurable():
     kb = _kb()
     tool = create_knowledge_base_search_tool(kb)
