@@ -81,23 +81,27 @@ class _Partition:
         self.folder, self.lock = folder, threading.RLock()
         self.checked_at: float | None = None
         self.healed_at = -_HEAL_INTERVAL
-        self.reopen()
+        with self._file_lock(wait=True):
+            self.reopen()
 
     def _read_state(self) -> dict[str, Any] | None:
         assert self.folder is not None
         return dict(json.loads((self.folder / "state.json").read_text("utf-8")))
 
     def reopen(self) -> None:
-        """Open the indexes, or start them afresh when the cache is missing or damaged."""
+        """Open the indexes (the caller holds the partition's file lock); damaged: afresh.
+
+        Indexes without a state are kept: a catch-up under the lock builds them (another
+        process may be building them right now).
+        """
         self.state: dict[str, Any] | None = None
         if self.folder is not None:
             try:
-                self.state = self._read_state()
+                with contextlib.suppress(FileNotFoundError):
+                    self.state = self._read_state()
                 self.chunks = KeywordIndex(self.folder / "chunks")
                 self.documents = KeywordIndex(self.folder / "documents")
                 return
-            except FileNotFoundError:
-                pass
             except Exception as exc:
                 logger.warning("keyword cache %s is damaged (%s): rebuilt", self.folder, exc)
             self.wipe()
@@ -120,32 +124,42 @@ class _Partition:
             os.replace(scratch, self.folder / "state.json")
 
     @contextlib.contextmanager
+    def _file_lock(self, *, wait: bool) -> Iterator[bool]:
+        """The partition's ``lock`` file, held exclusively: one process builds or writes at once.
+
+        Every opening, creation, build and write of the partition's files is done under it,
+        so processes starting together never see each other's half-made files.
+        """
+        if self.folder is None:
+            yield True
+            return
+        import fcntl
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with (self.folder / "lock").open("a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+
+    @contextlib.contextmanager
     def exclusive(self, *, wait: bool) -> Iterator[bool]:
         """Hold the partition against other threads and processes; False when not waiting."""
         if not self.lock.acquire(blocking=wait):
             yield False
             return
-        handle = None
         try:
-            if self.folder is not None:
-                import fcntl
-
-                self.folder.mkdir(parents=True, exist_ok=True)
-                handle = (self.folder / "lock").open("a")
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-                except BlockingIOError:
-                    yield False
-                    return
-                with contextlib.suppress(OSError, ValueError):  # what another process committed
-                    self.state = None
-                    self.state = self._read_state()
-                self.chunks.reload()
-                self.documents.reload()
-            yield True
+            with self._file_lock(wait=wait) as held:
+                if held and self.folder is not None:
+                    with contextlib.suppress(OSError, ValueError):  # what another process wrote
+                        self.state = None
+                        self.state = self._read_state()
+                    self.chunks.reload()
+                    self.documents.reload()
+                yield held
         finally:
-            if handle is not None:
-                handle.close()
             self.lock.release()
 
 
@@ -313,8 +327,6 @@ class KeywordCache:
     def _rebuild(self, part: _Partition, partition: str) -> int:
         """Build one partition's cache afresh from its collection."""
         started, collection = time.time(), self.chroma.collection(partition)
-        part.chunks.clear()
-        part.documents.clear()
         state = part.state = {"format": FORMAT, "synced": started, "recent": {}, "unexplained": []}
         state["collection"] = None if collection is None else str(collection.id)
         sources: set[str] = set()
@@ -330,8 +342,8 @@ class KeywordCache:
                     sources.add(chunk.source)
                     yield chunk.chunk_id, chunk.text, chunk.source
 
-        part.chunks.write(rows())
-        self._documents(part, partition, sources, {})
+        part.chunks.write(rows(), clear=True)
+        self._documents(part, partition, sources, {}, clear=True)
         part.save()
         if part.chunks.count():
             logger.info(
@@ -400,9 +412,16 @@ class KeywordCache:
         partition: str,
         sources: set[str],
         complete: Mapping[str, Sequence[Chunk]],
+        *,
+        clear: bool = False,
     ) -> None:
-        """Rebuild the document rows of ``sources`` (from ``complete``, else from Chroma)."""
+        """Rebuild the document rows of ``sources`` (from ``complete``, else from Chroma).
+
+        ``clear``: the index holds these rows alone afterwards (a rebuild, one commit).
+        """
         sources = sources - {""}
+        if clear and not (documents.enabled() and sources):
+            part.documents.clear()
         if not documents.enabled() or not sources:
             return
         grouped = {s: list(complete[s]) for s in sources if s in complete}
@@ -414,7 +433,9 @@ class KeywordCache:
             for s in sources
         }
         part.documents.write(
-            ((s, t, s) for s, t in texts.items() if t), [s for s, t in texts.items() if not t]
+            ((s, t, s) for s, t in texts.items() if t),
+            [s for s, t in texts.items() if not t],
+            clear=clear,
         )
 
     # -- checking ------------------------------------------------------------------------
