@@ -52,6 +52,7 @@ from langchain_knowledge_inject._restricted import summarizer as _s
 from langchain_knowledge_inject._restricted.guard import LeakPolicy, StrictConfig, check_leak
 from langchain_knowledge_inject._restricted.summarizer import ReasonCode, SummarizerFailure
 from langchain_knowledge_inject._store.flags import unobserved
+from langchain_knowledge_inject._store.sealing import is_sealed
 from langchain_knowledge_inject._turn.model_call import call_with_timeout
 from langchain_knowledge_inject._turn.neutralize import neutralize_line
 from langchain_knowledge_inject._turn.tokens import (
@@ -87,10 +88,14 @@ REFUSAL_GUIDANCE: dict[str, str] = {
         "Tell the user the restricted knowledge base could not be consulted right now, and "
         "do not present an answer from memory as if it came from the knowledge base."
     ),
+    "key_unavailable": (
+        "Tell the user the restricted knowledge base cannot be read by this application right "
+        "now, and do not present an answer from memory as if it came from the knowledge base."
+    ),
 }
 """What the main model is told to say for each refusal reason."""
 
-_FIXED_GUIDANCE = frozenset({"leak_detected", "summarizer_error"})
+_FIXED_GUIDANCE = frozenset({"leak_detected", "summarizer_error", "key_unavailable"})
 _MIN_WORDS = 8
 _PROCESS_KEY = secrets.token_bytes(32)
 
@@ -314,7 +319,13 @@ class _Call:
         }
 
     def early(self) -> tuple[SafeSummary, tuple[str, ...]] | None:
-        """A refusal that needs no model call, or ``None``."""
+        """A refusal that needs no model call, or ``None``.
+
+        Sealed text that reached the boundary could not be opened (no key, another key,
+        changed): the summarizer never reads ciphertext.
+        """
+        if any(is_sealed(doc.page_content) for doc in self.documents):
+            return refused("key_unavailable"), ("sealed_text",)
         if self.model is None:
             return refused("summarizer_error"), ("no_model",)
         if not self.texts:

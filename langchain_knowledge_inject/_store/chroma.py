@@ -9,18 +9,22 @@ through a cache of at most :data:`SETTINGS_TTL` seconds.
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_knowledge_inject._store.calls import BoundedCalls, BoundedCollection
 from langchain_knowledge_inject._store.flags import PREFIX, merged_metadata, read_settings
+from langchain_knowledge_inject._store.sealing import Sealer, is_sealed
 from langchain_knowledge_inject._store.storage import (
     chroma_metadata,
     collection_name,
     is_not_found,
 )
+
+logger = logging.getLogger(__name__)
 
 SERVER_WRITE_BATCH = 256
 """Most chunks per write request to a Chroma server, so each request fits in the timeout."""
@@ -32,12 +36,14 @@ FINGERPRINT = "kinject_fingerprint"
 """Chunk metadata: the fingerprint of its source given to ``add_documents`` (a file hash)."""
 PAGE = 1000
 """Records per ``get`` when reading a collection page by page."""
-Fields = Literal["ids", "meta", "all"]
-"""What a read returns of each chunk: its id, also its metadata, or also its text."""
+Fields = Literal["ids", "meta", "all", "stored"]
+"""What a read returns of each chunk: its id, also its metadata, or also its text (``"all"``:
+opened, raising ``SealedKnowledgeError`` without the key; ``"stored"``: as stored, maybe sealed)."""
 _INCLUDE: dict[str, list[Any]] = {
     "ids": [],
     "meta": ["metadatas"],
     "all": ["documents", "metadatas"],
+    "stored": ["documents", "metadatas"],
 }
 SOURCE_PATH_KEY = "source_path"
 """Metadata key of the full path of an ingested file: the identity of its source."""
@@ -72,8 +78,10 @@ def source_key(metadata: Mapping[str, Any] | None) -> str:
     return str(meta.get(SOURCE_PATH_KEY) or meta.get("source") or "")
 
 
-def to_chunks(got: Mapping[str, Any], partition: str) -> list[Chunk]:
-    """The records of a Chroma ``get`` result as chunks (text "" when not asked for)."""
+def to_chunks(
+    got: Mapping[str, Any], partition: str, opener: Callable[[str], str] = str
+) -> list[Chunk]:
+    """The records of a Chroma ``get`` result as chunks (``opener`` applied to text; "" unread)."""
     ids = got["ids"]
     texts, metas = got.get("documents") or [""] * len(ids), got.get("metadatas") or [{}] * len(ids)
     out = []
@@ -81,7 +89,7 @@ def to_chunks(got: Mapping[str, Any], partition: str) -> list[Chunk]:
         meta = meta or {}
         own = {k: v for k, v in meta.items() if not str(k).startswith("kinject_")}
         stamp, fingerprint = float(meta.get(STAMP) or 0.0), meta.get(FINGERPRINT)
-        text = text if isinstance(text, str) else ""
+        text = opener(text) if isinstance(text, str) else ""
         out.append(Chunk(cid, partition, source_key(meta), text, own, stamp, fingerprint))
     return out
 
@@ -104,6 +112,8 @@ class ChromaSide:
 
     def __init__(self, client: Any, *, kb_id: str, server: bool, calls: BoundedCalls) -> None:
         self.client, self.kb_id, self.server, self.calls = client, kb_id, server, calls
+        self.sealer: Sealer | None = None
+        """Seals the text of a restricted knowledge base's chunks (the knowledge base sets it)."""
         self._collections: dict[str, Any] = {}
         self._settings: tuple[float, dict[str, Any]] | None = None
         self.last: dict[str, Any] = {}
@@ -209,11 +219,16 @@ class ChromaSide:
     ) -> None:
         """Write chunks with their vectors, in batches."""
         collection = self.collection(partition, create=True)
+        stored: Callable[[str], str] = (
+            str  # a restricted knowledge base's text is sealed (read afresh on a server)
+        )
+        if self.sealer is not None and self.settings(fresh=self.server)["restricted"]:
+            stored = self.sealer.seal
         for part in self._batches(chunks):
             collection.upsert(
                 ids=[c.chunk_id for c in chunks[part]],
                 embeddings=[list(v) for v in vectors[part]],
-                documents=[c.text for c in chunks[part]],
+                documents=[stored(c.text) for c in chunks[part]],
                 metadatas=[stored_metadata(c) for c in chunks[part]],
             )
 
@@ -223,6 +238,39 @@ class ChromaSide:
         for part in self._batches(chunks):
             ids = [c.chunk_id for c in chunks[part]]
             collection.update(ids=ids, metadatas=[stored_metadata(c) for c in chunks[part]])
+
+    def reseal(self, sealed: bool) -> int:
+        """Seal (or open) every chunk's stored text in place, page by page; how many changed.
+
+        The vectors are passed back as they were read (Chroma would embed the text
+        again otherwise); metadata and stamps stay, so keyword caches need no catch-up.
+        """
+        assert self.sealer is not None
+        change, changed = self.sealer.seal if sealed else self.sealer.open, 0
+        for partition in sorted(self.partitions()):
+            collection, offset = self.collection(partition), 0
+            while collection is not None:
+                include = ["documents", "embeddings"]
+                got = collection.get(limit=PAGE, offset=offset, include=include)
+                rows = [
+                    (cid, text, vector)
+                    for cid, text, vector in zip(
+                        got["ids"], got["documents"], got["embeddings"], strict=True
+                    )
+                    if isinstance(text, str) and text.strip() and is_sealed(text) != sealed
+                ]
+                for part in self._batches(rows):
+                    collection.update(
+                        ids=[r[0] for r in rows[part]],
+                        embeddings=[[float(x) for x in r[2]] for r in rows[part]],
+                        documents=[change(r[1]) for r in rows[part]],
+                    )
+                changed += len(rows)
+                if len(got["ids"]) < PAGE:
+                    break
+                offset += PAGE
+        logger.info("%d chunks %s in Chroma", changed, "sealed" if sealed else "unsealed")
+        return changed
 
     def delete(self, partition: str, ids: Sequence[str]) -> None:
         """Delete chunks by id (unknown ids are ignored)."""
@@ -243,7 +291,7 @@ class ChromaSide:
         collection = self.collection(partition)
         if collection is None or (ids is not None and not ids):
             return []
-        include = _INCLUDE[fields]
+        include, opener = _INCLUDE[fields], self._opener(fields)
         if ids is None:  # page by page: Chroma fails on a large match at once (SQL variables)
             return [c for page in self.pages(partition, fields=fields, where=where) for c in page]
         ids = list(dict.fromkeys(ids))  # Chroma refuses an id given twice
@@ -251,8 +299,14 @@ class ChromaSide:
         return [
             c
             for page in pages
-            for c in to_chunks(collection.get(ids=page, where=where, include=include), partition)
+            for c in to_chunks(
+                collection.get(ids=page, where=where, include=include), partition, opener
+            )
         ]
+
+    def _opener(self, fields: Fields) -> Callable[[str], str]:
+        """What a read of ``fields`` does to stored text: opens it (``"all"``) or keeps it."""
+        return self.sealer.open if fields == "all" and self.sealer is not None else str
 
     def pages(
         self, partition: str, *, fields: Fields = "all", where: Mapping[str, Any] | None = None
@@ -262,7 +316,7 @@ class ChromaSide:
         while collection is not None:
             got = collection.get(where=where, limit=PAGE, offset=offset, include=_INCLUDE[fields])
             if got["ids"]:
-                yield to_chunks(got, partition)
+                yield to_chunks(got, partition, self._opener(fields))
             if len(got["ids"]) < PAGE:
                 return
             offset += PAGE

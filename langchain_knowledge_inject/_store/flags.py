@@ -48,6 +48,8 @@ KEYS = (
     "sensitive_sources",
     "routing_hint",
     "routing_keywords",
+    "key_id",
+    "sealed",
 )
 """The settings kept in every partition collection's metadata (prefixed with :data:`PREFIX`)."""
 _LISTS = ("topics", "routing_keywords")  # stored as JSON strings: metadata values are scalars
@@ -175,6 +177,11 @@ def raw_access() -> Iterator[None]:
             yield
     finally:
         _RAW.reset(token)
+
+
+def raw_allowed() -> bool:
+    """Whether the running code is inside :func:`raw_access`."""
+    return _RAW.get()
 
 
 def quiet() -> list[Any]:

@@ -453,7 +453,7 @@ class KeywordCache:
             with part.exclusive(wait=True):
                 texts = {
                     c.chunk_id: bool(c.text.strip())
-                    for page in self.chroma.pages(partition)
+                    for page in self.chroma.pages(partition, fields="stored")
                     for c in page
                 }
                 searchable = {cid for cid, has_text in texts.items() if has_text}

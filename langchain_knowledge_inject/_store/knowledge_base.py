@@ -34,6 +34,7 @@ from langchain_knowledge_inject._store import (
     fusion,
     metadata,
     migration,
+    sealing,
     storage,
     writes,
 )
@@ -144,6 +145,10 @@ class KnowledgeBase:
             write batch); past it :class:`StoreTimeoutError`. None: no limit.
         sync_interval: With a server: most seconds before another process's writes
             reach keyword search (dense at once). None: caught up once, when first used.
+        seal_key: The key that seals a restricted knowledge base's text (43 characters
+            of URL-safe base64, or 32 bytes); default: ``KINJECT_SEAL_KEY_<NAME>``, else
+            the key file ``<path>/keys/<id>.key`` that ``restrict()`` creates
+            (:mod:`~.sealing`, docs/restricted-mode.md).
 
     Used in a child forked after it was opened (Gunicorn ``--preload``,
     ``multiprocessing`` with ``fork``) it raises :class:`ForkedProcessError`: open
@@ -167,6 +172,7 @@ class KnowledgeBase:
         restricted: bool | RestrictionFlags | None = None,
         timeout: float | None = calls.DEFAULT_TIMEOUT,
         sync_interval: float | None = DEFAULT_SYNC_INTERVAL,
+        seal_key: str | bytes | None = None,
     ) -> None:
         calls.check_seconds("timeout", timeout)
         calls.check_seconds("sync_interval", sync_interval, zero=True)
@@ -205,6 +211,8 @@ class KnowledgeBase:
                 calls.apply_http_timeout(client, timeout)
             bounded = calls.BoundedCalls(self.timeout, kb_name=name)
             self._chroma = ChromaSide(client, kb_id=self.id, server=server, calls=bounded)
+            self._sealer = self._chroma.sealer = sealing.Sealer(name, self.id, self.path, seal_key)
+            self._keyless = False  # sealed with a key this process does not hold
             self._async_pool = calls.worker_pool(32, f"kinject-{name}-search") if server else None
             self._pending: dict[str, Any] | None = None
             self._open(create=create, description=description, topics=topics, given=given)
@@ -299,6 +307,43 @@ class KnowledgeBase:
             self._chroma.update_settings(changes)
         self._remember({**stored, **changes})
         self._pending = None
+        self._seal_on_open({**stored, **changes}, shared)
+
+    def _seal_on_open(self, settings: Mapping[str, Any], shared: Any) -> None:
+        """Seal what its owner must: an earlier version's restricted store, a cut ``restrict()``.
+
+        Sealed chunks under no restriction flag (removed, or the collection recreated)
+        make it restricted again, logged. A process without the key searches it by
+        vector alone, its text sealed (its turns refuse; its owner calls raise).
+        """
+        if not settings["restricted"]:
+            sample = shared.get(limit=1, include=["documents"])["documents"] or [None]
+            found = sealing.sealed_by(sample[0])
+            if found is None or found[0] != self.id:
+                return
+            logger.warning(
+                "Knowledge base %r holds sealed chunks but no restriction flag (removed, or its "
+                "collection recreated): restricted again", self.name,
+            )  # fmt: skip
+            settings = {**settings, "restricted": True, "key_id": found[1]}
+            if not self.read_only:
+                self._chroma.update_settings({"restricted": True, "key_id": found[1]})
+        key, claimed = self._sealer.key, settings["key_id"]
+        self._keyless = bool(claimed) and (key is None or key.id != claimed)
+        if self._keyless:
+            logger.warning("Knowledge base %r is sealed with key %s, not held here: %s",
+                           self.name, claimed, self._sealer.error())  # fmt: skip
+        elif not self.read_only and not (claimed and settings["sealed"] == claimed):
+            self._seal_all(key or self._sealer.create())
+
+    def _seal_all(self, key: sealing.SealKey, **flags_too: bool) -> None:
+        """Claim ``key`` with the flag (first), seal every chunk, then mark it sealed."""
+        self._chroma.update_settings({"restricted": True, "key_id": key.id, **flags_too})
+        if self._chroma.settings(fresh=True)["key_id"] != key.id:  # another process's key won
+            raise self._sealer.error("wrong_key")
+        self._write("sealing its text", self._chroma.reseal, True)
+        self._chroma.update_settings({"sealed": key.id})
+        self._keyless = False
 
     def _create(self, create: bool, wanted: dict[str, Any]) -> Any:
         """Create the knowledge base: its shared collection."""
@@ -382,22 +427,41 @@ class KnowledgeBase:
     arestriction = _twin(_restriction)
 
     def restrict(self, *, sensitive_sources: bool = False) -> None:
-        """Turn restricted mode (and ``sensitive_sources``) on, in every partition collection."""
+        """Turn restricted mode (and ``sensitive_sources``) on and seal every chunk's text.
+
+        The flag is written first, so a crash half way leaves it restricted (its owner's
+        next open seals the rest). The key: ``seal_key``, its environment variable, or
+        the key file, created now when there is none (:mod:`~.sealing`).
+
+        Raises:
+            SealedKnowledgeError: It is sealed already, with a key this process does not hold.
+        """
         self._ready()
         self._refuse_if_read_only("restricting")
-        self._chroma.update_settings(
-            {"restricted": True, **({"sensitive_sources": True} if sensitive_sources else {})}
+        claimed, key = self._chroma.settings(fresh=True)["key_id"], self._sealer.key
+        if claimed and (key is None or key.id != claimed):
+            raise self._sealer.error()
+        self._seal_all(
+            self._sealer.create(), **({"sensitive_sources": True} if sensitive_sources else {})
         )
         self._remember(self._chroma.settings(fresh=True))
 
     def unrestrict(self) -> None:
-        """Turn restricted mode and ``sensitive_sources`` off: the one way to do so (logged)."""
+        """Turn restricted mode and ``sensitive_sources`` off and unseal the text (logged).
+
+        The one way to do so; the flags go last, so a failure half way leaves it restricted.
+
+        Raises:
+            SealedKnowledgeError: Its text is sealed with a key this process does not hold.
+        """
         self._ready()
         self._refuse_if_read_only("unrestricting")
         logger.warning(
-            "Knowledge base %r: restricted mode turned off by kb.unrestrict()", self.name
-        )
-        self._chroma.update_settings(dict.fromkeys(FLAGS, False))
+            "Knowledge base %r: restricted mode turned off by kb.unrestrict(), its text "
+            "unsealed", self.name,
+        )  # fmt: skip
+        self._write("unsealing its text", self._chroma.reseal, False)
+        self._chroma.update_settings({**dict.fromkeys(FLAGS, False), "key_id": "", "sealed": ""})
         self._remember(self._chroma.settings(fresh=True))
 
     @property
@@ -418,7 +482,9 @@ class KnowledgeBase:
                 sample = self._chroma.collection("").get(limit=500, include=["documents"])
                 self._topics = (
                     count,
-                    metadata.derive_topics([t for t in sample["documents"] or [] if t]),
+                    metadata.derive_topics(
+                        [t for t in sample["documents"] or [] if t and not sealing.is_sealed(t)]
+                    ),
                 )
             derived = self._topics[1]
         return metadata.info_of(settings, chunk_count=count, derived=derived)
@@ -595,8 +661,8 @@ class KnowledgeBase:
         )
         if not ranked:
             return []
-        merged = self._searcher.merged
-        return self._searching(merged, self.name, self.id, partition, ranked, parents, k)
+        merged, fields = self._searcher.merged, self._text_fields()
+        return self._searching(merged, self.name, self.id, partition, ranked, parents, k, fields)
 
     asearch = _twin(search)
 
@@ -668,6 +734,10 @@ class KnowledgeBase:
         if query is not None and not isinstance(query, str):
             msg = f"query must be a string, got {type(query).__name__}"
             raise errors.ConfigurationError(msg, option="query", value=query)
+        if self._keyless:  # no keyword cache without the text: vectors alone, text sealed
+            if sealing.reading() == "owner":
+                raise self._sealer.error()
+            mode, parents = "dense", None
         tenant, where = split_tenant(filter, tenant_id)
         partition, text = writes.partition_of(tenant), (query or "")[:MAX_QUERY_CHARS]
         if not text.strip():
@@ -702,7 +772,12 @@ class KnowledgeBase:
         try:
             with self._chroma.calls.operation():
                 return fn(*args)
-        except (errors.RetrievalError, errors.ConfigurationError, errors.KnowledgeBaseOpenError):
+        except (
+            errors.RetrievalError,
+            errors.ConfigurationError,
+            errors.KnowledgeBaseOpenError,
+            errors.RestrictedKnowledgeError,
+        ):
             raise
         except Exception as exc:
             msg = f"Search of knowledge base {self.name!r} failed: {type(exc).__name__}: {exc}"
@@ -711,13 +786,23 @@ class KnowledgeBase:
     def get_by_ids(self, ids: Sequence[str], *, tenant_id: str | None = None) -> list[Document]:
         """Stored chunks by id, with the metadata they were stored with (missing ids left out)."""
         self._ready()
-        found = {c.chunk_id: c for c in self._chroma.get(writes.partition_of(tenant_id), list(ids))}
+        partition, fields = writes.partition_of(tenant_id), self._text_fields()
+        found = {c.chunk_id: c for c in self._chroma.get(partition, list(ids), fields=fields)}
         chunks = [found[cid] for cid in dict.fromkeys(ids) if cid in found]
         return [
             Document(id=c.chunk_id, page_content=c.text, metadata=dict(c.metadata)) for c in chunks
         ]
 
     aget_by_ids = _twin(get_by_ids)
+
+    def _text_fields(self) -> Literal["all", "stored"]:
+        """Chunk text as this call may have it (:func:`~.sealing.reading`).
+
+        Opened for the owner and inside ``raw_access()`` (sealed there without the key),
+        else as stored.
+        """
+        how = sealing.reading()
+        return "stored" if how == "surface" or (how == "boundary" and self._keyless) else "all"
 
     def check(self, *, repair: bool = False) -> ConsistencyReport:
         """Whether the keyword cache holds exactly Chroma's chunks; ``repair`` rebuilds it else."""

@@ -24,7 +24,7 @@ from langchain_knowledge_inject._store.filters import matches, to_chroma
 from langchain_knowledge_inject._store.storage import is_not_found
 
 if TYPE_CHECKING:
-    from langchain_knowledge_inject._store.chroma import ChromaSide
+    from langchain_knowledge_inject._store.chroma import ChromaSide, Fields
     from langchain_knowledge_inject._store.keyword_cache import KeywordCache
     from langchain_knowledge_inject._store.search_args import SearchMode
 
@@ -145,20 +145,22 @@ class PartitionSearch:
 
     def merged(
         self, kb_name: str, kb_id: str, partition: str, ranked: Sequence[tuple[str, float]],
-        parents: dict[str, str], k: int,
+        parents: dict[str, str], k: int, fields: Fields = "all",
     ) -> list[Document]:  # fmt: skip
         """The ``k`` best documents of the ranking, each one result of its best chunks."""
         groups = fusion.group_by_document(ranked, parents, k)
         wanted = [(c, s) for s, ids in groups for c in ids]
-        chunks = {d.id: d for d in self.documents(kb_name, kb_id, partition, wanted)}
+        chunks = {d.id: d for d in self.documents(kb_name, kb_id, partition, wanted, fields)}
         found = [(score, [chunks[c] for c in ids if c in chunks]) for score, ids in groups]
         return [fusion.merge_chunks(docs, score) for score, docs in found if docs]
 
     def documents(
-        self, kb_name: str, kb_id: str, partition: str, ranked: Sequence[tuple[str, float]]
-    ) -> list[Document]:
-        """The ranked chunks, read from Chroma in one call, with score and origin."""
-        found = {c.chunk_id: c for c in self.chroma.get(partition, [cid for cid, _ in ranked])}
+        self, kb_name: str, kb_id: str, partition: str, ranked: Sequence[tuple[str, float]],
+        fields: Fields = "all",
+    ) -> list[Document]:  # fmt: skip
+        """The ranked chunks, read from Chroma in one call (text as ``fields`` says), scored."""
+        read = self.chroma.get(partition, [cid for cid, _ in ranked], fields=fields)
+        found = {c.chunk_id: c for c in read}
         docs = []
         for cid, score in ranked:
             chunk = found.get(cid)

@@ -27,6 +27,7 @@ and async share every step but the I/O, which is written twice.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import hashlib
 import logging
@@ -454,6 +455,26 @@ class KnowledgePipeline:
             _rerank_failed(failure, found, settings.on_error, restricted=request.restricted)
         return found
 
+    def _searched(
+        self, query: str, request: Request, spec: SearchSpec
+    ) -> tuple[Retrieved, Request]:
+        """:meth:`_search`; an open turn that found sealed text is restricted, searched again."""
+        found = self._search(query, request, spec)
+        if not found.sealed or request.restricted:
+            return found, request
+        request = sealed_turn(request, found)
+        return self._search(query, request, spec), request
+
+    async def _asearched(
+        self, query: str, request: Request, spec: SearchSpec
+    ) -> tuple[Retrieved, Request]:
+        """Async twin of :meth:`_searched`."""
+        found = await self._asearch(query, request, spec)
+        if not found.sealed or request.restricted:
+            return found, request
+        request = sealed_turn(request, found)
+        return await self._asearch(query, request, spec), request
+
     def _released_args(self, request: Request, thread: str | None) -> dict[str, Any]:
         host = current_host()
         model = self.summarizer_model or (host.summarizer_model if host else None)
@@ -481,7 +502,7 @@ class KnowledgePipeline:
         how = self._query(clean, request)
         found, released, scores = Retrieved(), None, list[float]()
         if how.query is not None and settings.retrieval != "tool":
-            found = self._search(how.query, request, self._spec(request))
+            found, request = self._searched(how.query, request, self._spec(request))
             found.documents, scores = self._top(found, settings.top_k)
             if request.restricted and found.documents:
                 thread = thread_key(request.config, clean)
@@ -503,7 +524,7 @@ class KnowledgePipeline:
         found, released, scores = Retrieved(), None, list[float]()
         rendering = functools.partial(self._arender, settings, how.query, clean, request.config)
         if how.query is not None and settings.retrieval != "tool":
-            found = await self._asearch(how.query, request, self._spec(request))
+            found, request = await self._asearched(how.query, request, self._spec(request))
             found.documents, scores = self._top(found, settings.top_k)
             if request.restricted and found.documents:
                 thread = thread_key(request.config, clean)
@@ -754,7 +775,8 @@ class KnowledgePipeline:
     ) -> Found:
         """The tool's search: every source, the reranker, what was shown skipped, the boundary."""
         wanted = k or request.settings.top_k
-        found = self._search(query, request, self._spec(request, wanted + len(skip), filter))
+        spec = self._spec(request, wanted + len(skip), filter)
+        found, request = self._searched(query, request, spec)
         docs = _fresh(found.documents, set(skip), wanted, request.restricted)
         released = None
         if request.restricted:
@@ -774,7 +796,8 @@ class KnowledgePipeline:
     ) -> Found:
         """Async twin of :meth:`search`."""
         wanted = k or request.settings.top_k
-        found = await self._asearch(query, request, self._spec(request, wanted + len(skip), filter))
+        spec = self._spec(request, wanted + len(skip), filter)
+        found, request = await self._asearched(query, request, spec)
         docs = _fresh(found.documents, set(skip), wanted, request.restricted)
         released = None
         if request.restricted:
@@ -814,6 +837,25 @@ class Found:
     documents: list[Document]
     released: Released | None
     retrieved: Retrieved
+
+
+def sealed_turn(request: Request, found: Retrieved) -> Request:
+    """The request of an open turn whose sources returned sealed text: restricted (logged).
+
+    A flag removed, a collection recreated without it, or a store the flag read
+    cannot see into (a plain ``Chroma`` deep in a user's retriever): sealed text is
+    restricted whatever the flags say, and its source names count as sensitive.
+    """
+    logger.warning(
+        "knowledge source(s) %s returned sealed text in a turn their flags call open: "
+        "the turn is restricted", ", ".join(repr(name) for name in found.sealed),
+    )  # fmt: skip
+    codes = tuple({"stage": "flags", "error": "sealed_text", "source": n} for n in found.sealed)
+    flags = dataclasses.replace(
+        request.flags, restricted=True, sensitive_sources=True, errors=request.flags.errors + codes
+    )
+    settings = request.settings.model_copy(update={"restricted": True})
+    return Request(settings, request.config, flags, sensitive_sources=True)
 
 
 def shown_keys(docs: Sequence[Document], restricted: bool) -> set[str]:
