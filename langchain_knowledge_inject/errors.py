@@ -13,8 +13,7 @@ Every exception the package raises on purpose derives from one base class, so
     ├── IngestError                                a file or folder cannot be ingested
     ├── RestrictedKnowledgeError                   raw text of a restricted knowledge base
     │   │                                          read outside the package's surfaces
-    │   └── SealedKnowledgeError                   its sealed text cannot be opened or
-    │                                              written here (no key, another key)
+    │   └── SealedKnowledgeError                   no key here for its sealed text
     ├── RetrievalError                             a search failed (store down, ...)
     │   └── StoreTimeoutError (also a TimeoutError) a Chroma call exceeded the timeout
     └── MemoryWriteError                           episodic memory: recorded turns not written yet
@@ -124,15 +123,10 @@ class RestrictedKnowledgeError(KnowledgeInjectError):
 
 
 class SealedKnowledgeError(RestrictedKnowledgeError):
-    """A restricted knowledge base's sealed (encrypted) text cannot be opened or written here.
-
-    The message says how to give the key (docs/restricted-mode.md). A turn never
-    raises it: it refuses with reason ``key_unavailable``.
+    """A restricted knowledge base's sealed text cannot be opened or written here.
 
     Attributes:
-        kb_name: Name of the restricted knowledge base.
-        reason: ``"no_key"`` (this process has none), ``"wrong_key"`` (sealed with
-            another key) or ``"damaged"`` (the sealed text fails authentication).
+        reason: ``"no_key"``, ``"wrong_key"`` or ``"damaged"`` (it fails authentication).
     """
 
     def __init__(self, message: str, *, kb_name: str | None = None, reason: str = "no_key") -> None:

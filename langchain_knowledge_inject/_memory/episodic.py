@@ -11,10 +11,8 @@ episode (:mod:`~.episode_recording`), and a search waits for the same user's
 pending writes.
 
 Restricted mode: snippets are the same user's own conversations, injected
-(neutralized, one line each) as usual. A memory kept in a restricted knowledge
-base is refused when built, and its search raises ``RestrictedKnowledgeError``
-(the block is left out) whenever that knowledge base is restricted or an episode
-reads back sealed: episodes are injected, never summarized. Without a user id
+(neutralized, one line each); kept in a restricted knowledge base, it is refused when
+built and at each search (its episodes would be injected raw). Without a user id
 nothing is read or written. Figures: docs/memory.md.
 """
 
@@ -57,7 +55,7 @@ from langchain_knowledge_inject._memory.episodes import (
     visible_texts,
 )
 from langchain_knowledge_inject._store.keyword import STOPWORDS
-from langchain_knowledge_inject._store.sealing import is_sealed, kept_sealed
+from langchain_knowledge_inject._store.sealing import any_sealed, kept_sealed
 from langchain_knowledge_inject._store.search_args import SearchMode
 from langchain_knowledge_inject._turn.blocks import DEFAULT_PRIORITIES, BlockText, config_user_id
 from langchain_knowledge_inject.errors import (
@@ -222,11 +220,7 @@ class EpisodicMemory:
              "an EpisodicOptions or None"),
         ])  # fmt: skip
         if knowledge_base is not None and knowledge_base.restriction.restricted:
-            msg = (
-                f"EpisodicMemory cannot be kept in the restricted knowledge base "
-                f"{knowledge_base.name!r}: its episodes are injected as they are. Give it an "
-                "unrestricted knowledge base, or none (it opens its own)."
-            )
+            msg = "EpisodicMemory injects its episodes raw: give it an unrestricted knowledge base"
             raise ConfigurationError(msg, option="knowledge_base", value=knowledge_base.name)
         self.options = options or EpisodicOptions()
         self.k, self.min_score, self.auto_record = k, min_score, auto_record
@@ -283,7 +277,7 @@ class EpisodicMemory:
         except Exception as exc:
             msg = f"episodic memory: episodes could not be read back: {type(exc).__name__}: {exc}"
             raise RetrievalError(msg, kb_name=self.collection_prefix) from exc
-        if any(is_sealed(d.page_content) for d in docs):
+        if any_sealed(docs):
             raise self._restricted(kb.name)
         return docs
 

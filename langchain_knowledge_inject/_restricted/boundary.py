@@ -52,7 +52,7 @@ from langchain_knowledge_inject._restricted import summarizer as _s
 from langchain_knowledge_inject._restricted.guard import LeakPolicy, StrictConfig, check_leak
 from langchain_knowledge_inject._restricted.summarizer import ReasonCode, SummarizerFailure
 from langchain_knowledge_inject._store.flags import unobserved
-from langchain_knowledge_inject._store.sealing import is_sealed
+from langchain_knowledge_inject._store.sealing import any_sealed
 from langchain_knowledge_inject._turn.model_call import call_with_timeout
 from langchain_knowledge_inject._turn.neutralize import neutralize_line
 from langchain_knowledge_inject._turn.tokens import (
@@ -88,10 +88,7 @@ REFUSAL_GUIDANCE: dict[str, str] = {
         "Tell the user the restricted knowledge base could not be consulted right now, and "
         "do not present an answer from memory as if it came from the knowledge base."
     ),
-    "key_unavailable": (
-        "Tell the user the restricted knowledge base cannot be read by this application right "
-        "now, and do not present an answer from memory as if it came from the knowledge base."
-    ),
+    "key_unavailable": "Tell the user the restricted knowledge base cannot be read here now.",
 }
 """What the main model is told to say for each refusal reason."""
 
@@ -319,12 +316,8 @@ class _Call:
         }
 
     def early(self) -> tuple[SafeSummary, tuple[str, ...]] | None:
-        """A refusal that needs no model call, or ``None``.
-
-        Sealed text that reached the boundary could not be opened (no key, another key,
-        changed): the summarizer never reads ciphertext.
-        """
-        if any(is_sealed(doc.page_content) for doc in self.documents):
+        """A refusal that needs no model call (sealed text: not opened, no key), or ``None``."""
+        if any_sealed(self.documents):
             return refused("key_unavailable"), ("sealed_text",)
         if self.model is None:
             return refused("summarizer_error"), ("no_model",)

@@ -9,7 +9,7 @@ through a cache of at most :data:`SETTINGS_TTL` seconds.
 
 from __future__ import annotations
 
-import logging
+import itertools
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,8 +24,6 @@ from langchain_knowledge_inject._store.storage import (
     is_not_found,
 )
 
-logger = logging.getLogger(__name__)
-
 SERVER_WRITE_BATCH = 256
 """Most chunks per write request to a Chroma server, so each request fits in the timeout."""
 SETTINGS_TTL = 1.0
@@ -37,8 +35,7 @@ FINGERPRINT = "kinject_fingerprint"
 PAGE = 1000
 """Records per ``get`` when reading a collection page by page."""
 Fields = Literal["ids", "meta", "all", "stored"]
-"""What a read returns of each chunk: its id, also its metadata, or also its text (``"all"``:
-opened, raising ``SealedKnowledgeError`` without the key; ``"stored"``: as stored, maybe sealed)."""
+"""What a read returns of each chunk: its id, its metadata, its text opened, or as stored."""
 _INCLUDE: dict[str, list[Any]] = {
     "ids": [],
     "meta": ["metadatas"],
@@ -79,9 +76,9 @@ def source_key(metadata: Mapping[str, Any] | None) -> str:
 
 
 def to_chunks(
-    got: Mapping[str, Any], partition: str, opener: Callable[[str], str] = str
+    got: Mapping[str, Any], partition: str, op: Callable[[str], str] = str
 ) -> list[Chunk]:
-    """The records of a Chroma ``get`` result as chunks (``opener`` applied to text; "" unread)."""
+    """The records of a Chroma ``get`` result as chunks (``op`` applied to text; "" unread)."""
     ids = got["ids"]
     texts, metas = got.get("documents") or [""] * len(ids), got.get("metadatas") or [{}] * len(ids)
     out = []
@@ -89,7 +86,7 @@ def to_chunks(
         meta = meta or {}
         own = {k: v for k, v in meta.items() if not str(k).startswith("kinject_")}
         stamp, fingerprint = float(meta.get(STAMP) or 0.0), meta.get(FINGERPRINT)
-        text = opener(text) if isinstance(text, str) else ""
+        text = op(text) if isinstance(text, str) else ""
         out.append(Chunk(cid, partition, source_key(meta), text, own, stamp, fingerprint))
     return out
 
@@ -112,8 +109,7 @@ class ChromaSide:
 
     def __init__(self, client: Any, *, kb_id: str, server: bool, calls: BoundedCalls) -> None:
         self.client, self.kb_id, self.server, self.calls = client, kb_id, server, calls
-        self.sealer: Sealer | None = None
-        """Seals the text of a restricted knowledge base's chunks (the knowledge base sets it)."""
+        self.sealer: Sealer | None = None  # seals a restricted knowledge base's text
         self._collections: dict[str, Any] = {}
         self._settings: tuple[float, dict[str, Any]] | None = None
         self.last: dict[str, Any] = {}
@@ -219,16 +215,12 @@ class ChromaSide:
     ) -> None:
         """Write chunks with their vectors, in batches."""
         collection = self.collection(partition, create=True)
-        stored: Callable[[str], str] = (
-            str  # a restricted knowledge base's text is sealed (read afresh on a server)
-        )
-        if self.sealer is not None and self.settings(fresh=self.server)["restricted"]:
-            stored = self.sealer.seal
+        sealer = self.sealer if self.settings(fresh=self.server)["restricted"] else None
         for part in self._batches(chunks):
             collection.upsert(
                 ids=[c.chunk_id for c in chunks[part]],
                 embeddings=[list(v) for v in vectors[part]],
-                documents=[stored(c.text) for c in chunks[part]],
+                documents=[sealer.seal(c.text) if sealer else c.text for c in chunks[part]],
                 metadatas=[stored_metadata(c) for c in chunks[part]],
             )
 
@@ -240,36 +232,21 @@ class ChromaSide:
             collection.update(ids=ids, metadatas=[stored_metadata(c) for c in chunks[part]])
 
     def reseal(self, sealed: bool) -> int:
-        """Seal (or open) every chunk's stored text in place, page by page; how many changed.
-
-        The vectors are passed back as they were read (Chroma would embed the text
-        again otherwise); metadata and stamps stay, so keyword caches need no catch-up.
-        """
+        """Seal (or open) every chunk's text in place, vectors passed back; how many changed."""
         assert self.sealer is not None
         change, changed = self.sealer.seal if sealed else self.sealer.open, 0
-        for partition in sorted(self.partitions()):
-            collection, offset = self.collection(partition), 0
-            while collection is not None:
-                include = ["documents", "embeddings"]
-                got = collection.get(limit=PAGE, offset=offset, include=include)
-                rows = [
-                    (cid, text, vector)
-                    for cid, text, vector in zip(
-                        got["ids"], got["documents"], got["embeddings"], strict=True
-                    )
-                    if isinstance(text, str) and text.strip() and is_sealed(text) != sealed
-                ]
-                for part in self._batches(rows):
-                    collection.update(
-                        ids=[r[0] for r in rows[part]],
-                        embeddings=[[float(x) for x in r[2]] for r in rows[part]],
-                        documents=[change(r[1]) for r in rows[part]],
-                    )
-                changed += len(rows)
+        for collection in map(self.collection, sorted(self.partitions())):
+            for offset in itertools.count(0, PAGE):
+                got = collection.get(limit=PAGE, offset=offset, include=["documents", "embeddings"])
+                rows = zip(got["ids"], got["documents"], got["embeddings"], strict=True)
+                todo = [r for r in rows if r[1] and is_sealed(r[1]) != sealed]
+                for n in range(0, len(todo), SERVER_WRITE_BATCH):
+                    ids, texts, stored = zip(*todo[n : n + SERVER_WRITE_BATCH], strict=True)
+                    vectors = [[float(x) for x in v] for v in stored]
+                    collection.update(list(ids), vectors, documents=[change(t) for t in texts])
+                changed += len(todo)
                 if len(got["ids"]) < PAGE:
                     break
-                offset += PAGE
-        logger.info("%d chunks %s in Chroma", changed, "sealed" if sealed else "unsealed")
         return changed
 
     def delete(self, partition: str, ids: Sequence[str]) -> None:
@@ -291,7 +268,7 @@ class ChromaSide:
         collection = self.collection(partition)
         if collection is None or (ids is not None and not ids):
             return []
-        include, opener = _INCLUDE[fields], self._opener(fields)
+        include, op = _INCLUDE[fields], self._opener(fields)
         if ids is None:  # page by page: Chroma fails on a large match at once (SQL variables)
             return [c for page in self.pages(partition, fields=fields, where=where) for c in page]
         ids = list(dict.fromkeys(ids))  # Chroma refuses an id given twice
@@ -300,7 +277,7 @@ class ChromaSide:
             c
             for page in pages
             for c in to_chunks(
-                collection.get(ids=page, where=where, include=include), partition, opener
+                collection.get(ids=page, where=where, include=include), partition, op
             )
         ]
 

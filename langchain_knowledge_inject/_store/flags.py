@@ -49,7 +49,6 @@ KEYS = (
     "routing_hint",
     "routing_keywords",
     "key_id",
-    "sealed",
 )
 """The settings kept in every partition collection's metadata (prefixed with :data:`PREFIX`)."""
 _LISTS = ("topics", "routing_keywords")  # stored as JSON strings: metadata values are scalars
@@ -120,6 +119,7 @@ def read_settings(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
             out[key] = value if isinstance(value, int) else 0
         else:
             out[key] = "" if value is None else str(value)
+    out["restricted"] = out["restricted"] or bool(out["key_id"])  # its text sealed: restricted
     return out
 
 

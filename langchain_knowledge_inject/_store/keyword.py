@@ -167,25 +167,16 @@ class KeywordIndex:
                 writer.wait_merging_threads()
             self._index.reload()
 
-    def write(
-        self,
-        rows: Iterable[tuple[str, str, str]],
-        delete: Iterable[str] = (),
-        *,
-        clear: bool = False,
-    ) -> None:
-        """Delete rows by id (``clear``: every row), then add rows, in one commit.
+    def write(self, rows: Iterable[tuple[str, str, str]], delete: Iterable[str] = ()) -> None:
+        """Delete rows by id, then add rows (an id present is replaced), in one commit.
 
         Args:
-            rows: ``(id, text, source)`` triples (an id present is replaced).
+            rows: ``(id, text, source)`` triples.
             delete: Ids to remove (unknown ones are ignored).
-            clear: Remove every row first (a rebuild: readers never see it empty).
         """
         import tantivy
 
         with self._writer() as writer:
-            if clear:
-                writer.delete_all_documents()
             for row_id in delete:
                 writer.delete_documents_by_term("id", row_id)
             for row_id, text, source in rows:
@@ -202,7 +193,8 @@ class KeywordIndex:
 
     def clear(self) -> None:
         """Remove every row."""
-        self.write((), clear=True)
+        with self._writer() as writer:
+            writer.delete_all_documents()
 
     def reload(self) -> None:
         """See the last commit of any writer (another process's too)."""

@@ -81,7 +81,7 @@ class _Partition:
         self.folder, self.lock = folder, threading.RLock()
         self.checked_at: float | None = None
         self.healed_at = -_HEAL_INTERVAL
-        with self._file_lock(wait=True):
+        with self.exclusive(wait=True):  # no process opens or makes files another is making
             self.reopen()
 
     def _read_state(self) -> dict[str, Any] | None:
@@ -89,11 +89,7 @@ class _Partition:
         return dict(json.loads((self.folder / "state.json").read_text("utf-8")))
 
     def reopen(self) -> None:
-        """Open the indexes (the caller holds the partition's file lock); damaged: afresh.
-
-        Indexes without a state are kept: a catch-up under the lock builds them (another
-        process may be building them right now).
-        """
+        """Open the indexes (no state: a catch-up builds them); damaged: start them afresh."""
         self.state: dict[str, Any] | None = None
         if self.folder is not None:
             try:
@@ -124,42 +120,36 @@ class _Partition:
             os.replace(scratch, self.folder / "state.json")
 
     @contextlib.contextmanager
-    def _file_lock(self, *, wait: bool) -> Iterator[bool]:
-        """The partition's ``lock`` file, held exclusively: one process builds or writes at once.
-
-        Every opening, creation, build and write of the partition's files is done under it,
-        so processes starting together never see each other's half-made files.
-        """
-        if self.folder is None:
-            yield True
-            return
-        import fcntl
-
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with (self.folder / "lock").open("a") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-            except BlockingIOError:
-                yield False
-                return
-            yield True
-
-    @contextlib.contextmanager
     def exclusive(self, *, wait: bool) -> Iterator[bool]:
-        """Hold the partition against other threads and processes; False when not waiting."""
+        """Hold the partition against other threads and processes; False when not waiting.
+
+        Its ``lock`` file is held for every opening, build and write of its files.
+        """
         if not self.lock.acquire(blocking=wait):
             yield False
             return
+        handle = None
         try:
-            with self._file_lock(wait=wait) as held:
-                if held and self.folder is not None:
-                    with contextlib.suppress(OSError, ValueError):  # what another process wrote
+            if self.folder is not None:
+                import fcntl
+
+                self.folder.mkdir(parents=True, exist_ok=True)
+                handle = (self.folder / "lock").open("a")
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+                except BlockingIOError:
+                    yield False
+                    return
+                if hasattr(self, "chunks"):  # open: what another process committed
+                    with contextlib.suppress(OSError, ValueError):
                         self.state = None
                         self.state = self._read_state()
                     self.chunks.reload()
                     self.documents.reload()
-                yield held
+            yield True
         finally:
+            if handle is not None:
+                handle.close()
             self.lock.release()
 
 
@@ -327,6 +317,8 @@ class KeywordCache:
     def _rebuild(self, part: _Partition, partition: str) -> int:
         """Build one partition's cache afresh from its collection."""
         started, collection = time.time(), self.chroma.collection(partition)
+        part.chunks.clear()
+        part.documents.clear()
         state = part.state = {"format": FORMAT, "synced": started, "recent": {}, "unexplained": []}
         state["collection"] = None if collection is None else str(collection.id)
         sources: set[str] = set()
@@ -342,8 +334,8 @@ class KeywordCache:
                     sources.add(chunk.source)
                     yield chunk.chunk_id, chunk.text, chunk.source
 
-        part.chunks.write(rows(), clear=True)
-        self._documents(part, partition, sources, {}, clear=True)
+        part.chunks.write(rows())
+        self._documents(part, partition, sources, {})
         part.save()
         if part.chunks.count():
             logger.info(
@@ -412,16 +404,9 @@ class KeywordCache:
         partition: str,
         sources: set[str],
         complete: Mapping[str, Sequence[Chunk]],
-        *,
-        clear: bool = False,
     ) -> None:
-        """Rebuild the document rows of ``sources`` (from ``complete``, else from Chroma).
-
-        ``clear``: the index holds these rows alone afterwards (a rebuild, one commit).
-        """
+        """Rebuild the document rows of ``sources`` (from ``complete``, else from Chroma)."""
         sources = sources - {""}
-        if clear and not (documents.enabled() and sources):
-            part.documents.clear()
         if not documents.enabled() or not sources:
             return
         grouped = {s: list(complete[s]) for s in sources if s in complete}
@@ -433,9 +418,7 @@ class KeywordCache:
             for s in sources
         }
         part.documents.write(
-            ((s, t, s) for s, t in texts.items() if t),
-            [s for s, t in texts.items() if not t],
-            clear=clear,
+            ((s, t, s) for s, t in texts.items() if t), [s for s, t in texts.items() if not t]
         )
 
     # -- checking ------------------------------------------------------------------------

@@ -54,6 +54,7 @@ from langchain_knowledge_inject._store.keyword_cache import (
 )
 from langchain_knowledge_inject._store.metadata import AddResult, KnowledgeBaseInfo
 from langchain_knowledge_inject._store.retriever import KnowledgeBaseRetriever
+from langchain_knowledge_inject._store.sealing import is_sealed
 from langchain_knowledge_inject._store.search import PartitionSearch
 from langchain_knowledge_inject._store.search_args import (
     MAX_QUERY_CHARS,
@@ -75,6 +76,8 @@ T = TypeVar("T")
 DEFAULT_SYNC_INTERVAL = 5.0
 """With a Chroma server: most seconds before other processes' writes reach keyword search."""
 _DEFAULT_SPLITTER: Any = object()
+_PASSED = (errors.RetrievalError, errors.ConfigurationError, errors.KnowledgeBaseOpenError,
+           errors.RestrictedKnowledgeError)  # fmt: skip
 _LOCAL_GRACE_S = 1.0  # asearch with a server: local work (embedding, keyword) past the timeout
 _UNBOUNDED_WRITE_S = 60.0  # how late a write may commit when the knowledge base has no timeout
 
@@ -145,10 +148,7 @@ class KnowledgeBase:
             write batch); past it :class:`StoreTimeoutError`. None: no limit.
         sync_interval: With a server: most seconds before another process's writes
             reach keyword search (dense at once). None: caught up once, when first used.
-        seal_key: The key that seals a restricted knowledge base's text (43 characters
-            of URL-safe base64, or 32 bytes); default: ``KINJECT_SEAL_KEY_<NAME>``, else
-            the key file ``<path>/keys/<id>.key`` that ``restrict()`` creates
-            (:mod:`~.sealing`, docs/restricted-mode.md).
+        seal_key: Its key when restricted (default: ``KINJECT_SEAL_KEY_<NAME>``, a key file).
 
     Used in a child forked after it was opened (Gunicorn ``--preload``,
     ``multiprocessing`` with ``fork``) it raises :class:`ForkedProcessError`: open
@@ -307,43 +307,28 @@ class KnowledgeBase:
             self._chroma.update_settings(changes)
         self._remember({**stored, **changes})
         self._pending = None
-        self._seal_on_open({**stored, **changes}, shared)
+        if stored["key_id"] and flags.PREFIX + "restricted" not in (shared.metadata or {}):
+            logger.warning("Knowledge base %r: restriction flag removed, text sealed", self.name)
+        self._seal_on_open({**stored, **changes})
 
-    def _seal_on_open(self, settings: Mapping[str, Any], shared: Any) -> None:
-        """Seal what its owner must: an earlier version's restricted store, a cut ``restrict()``.
-
-        Sealed chunks under no restriction flag (removed, or the collection recreated)
-        make it restricted again, logged. A process without the key searches it by
-        vector alone, its text sealed (its turns refuse; its owner calls raise).
-        """
-        if not settings["restricted"]:
-            sample = shared.get(limit=1, include=["documents"])["documents"] or [None]
-            found = sealing.sealed_by(sample[0])
-            if found is None or found[0] != self.id:
-                return
-            logger.warning(
-                "Knowledge base %r holds sealed chunks but no restriction flag (removed, or its "
-                "collection recreated): restricted again", self.name,
-            )  # fmt: skip
-            settings = {**settings, "restricted": True, "key_id": found[1]}
-            if not self.read_only:
-                self._chroma.update_settings({"restricted": True, "key_id": found[1]})
-        key, claimed = self._sealer.key, settings["key_id"]
-        self._keyless = bool(claimed) and (key is None or key.id != claimed)
+    def _seal_on_open(self, settings: Mapping[str, Any]) -> None:
+        """Seal an earlier version's restricted store, or what a cut ``restrict()`` left."""
+        claimed = settings["key_id"]
+        self._keyless = bool(claimed) and claimed != self._sealer.key_id
         if self._keyless:
-            logger.warning("Knowledge base %r is sealed with key %s, not held here: %s",
-                           self.name, claimed, self._sealer.error())  # fmt: skip
-        elif not self.read_only and not (claimed and settings["sealed"] == claimed):
-            self._seal_all(key or self._sealer.create())
+            logger.warning("%s", self._sealer.error())
+        elif settings["restricted"] and not claimed and not self.read_only:
+            self._seal_all()
 
-    def _seal_all(self, key: sealing.SealKey, **flags_too: bool) -> None:
-        """Claim ``key`` with the flag (first), seal every chunk, then mark it sealed."""
-        self._chroma.update_settings({"restricted": True, "key_id": key.id, **flags_too})
-        if self._chroma.settings(fresh=True)["key_id"] != key.id:  # another process's key won
-            raise self._sealer.error("wrong_key")
+    def _seal_all(self, **flags_too: bool) -> None:
+        """The flag first, then every chunk sealed, then the key's id (its mark of done)."""
+        claimed = self._chroma.settings(fresh=True)["key_id"]
+        if claimed and claimed != self._sealer.key_id:
+            raise self._sealer.error()
+        key_id = self._sealer.create()
+        self._chroma.update_settings({"restricted": True, **flags_too})
         self._write("sealing its text", self._chroma.reseal, True)
-        self._chroma.update_settings({"sealed": key.id})
-        self._keyless = False
+        self._chroma.update_settings({"key_id": key_id})
 
     def _create(self, create: bool, wanted: dict[str, Any]) -> Any:
         """Create the knowledge base: its shared collection."""
@@ -427,33 +412,14 @@ class KnowledgeBase:
     arestriction = _twin(_restriction)
 
     def restrict(self, *, sensitive_sources: bool = False) -> None:
-        """Turn restricted mode (and ``sensitive_sources``) on and seal every chunk's text.
-
-        The flag is written first, so a crash half way leaves it restricted (its owner's
-        next open seals the rest). The key: ``seal_key``, its environment variable, or
-        the key file, created now when there is none (:mod:`~.sealing`).
-
-        Raises:
-            SealedKnowledgeError: It is sealed already, with a key this process does not hold.
-        """
+        """Turn restricted mode (and ``sensitive_sources``) on, then seal every chunk's text."""
         self._ready()
         self._refuse_if_read_only("restricting")
-        claimed, key = self._chroma.settings(fresh=True)["key_id"], self._sealer.key
-        if claimed and (key is None or key.id != claimed):
-            raise self._sealer.error()
-        self._seal_all(
-            self._sealer.create(), **({"sensitive_sources": True} if sensitive_sources else {})
-        )
+        self._seal_all(**({"sensitive_sources": True} if sensitive_sources else {}))
         self._remember(self._chroma.settings(fresh=True))
 
     def unrestrict(self) -> None:
-        """Turn restricted mode and ``sensitive_sources`` off and unseal the text (logged).
-
-        The one way to do so; the flags go last, so a failure half way leaves it restricted.
-
-        Raises:
-            SealedKnowledgeError: Its text is sealed with a key this process does not hold.
-        """
+        """Unseal the text, then turn restricted mode and ``sensitive_sources`` off (logged)."""
         self._ready()
         self._refuse_if_read_only("unrestricting")
         logger.warning(
@@ -461,7 +427,7 @@ class KnowledgeBase:
             "unsealed", self.name,
         )  # fmt: skip
         self._write("unsealing its text", self._chroma.reseal, False)
-        self._chroma.update_settings({**dict.fromkeys(FLAGS, False), "key_id": "", "sealed": ""})
+        self._chroma.update_settings({**dict.fromkeys(FLAGS, False), "key_id": ""})
         self._remember(self._chroma.settings(fresh=True))
 
     @property
@@ -483,7 +449,7 @@ class KnowledgeBase:
                 self._topics = (
                     count,
                     metadata.derive_topics(
-                        [t for t in sample["documents"] or [] if t and not sealing.is_sealed(t)]
+                        [t for t in sample["documents"] or [] if t and not is_sealed(t)]
                     ),
                 )
             derived = self._topics[1]
@@ -734,9 +700,7 @@ class KnowledgeBase:
         if query is not None and not isinstance(query, str):
             msg = f"query must be a string, got {type(query).__name__}"
             raise errors.ConfigurationError(msg, option="query", value=query)
-        if self._keyless:  # no keyword cache without the text: vectors alone, text sealed
-            if sealing.reading() == "owner":
-                raise self._sealer.error()
+        if self._keyless and sealing.reading() != "owner":  # no keyword cache without the text
             mode, parents = "dense", None
         tenant, where = split_tenant(filter, tenant_id)
         partition, text = writes.partition_of(tenant), (query or "")[:MAX_QUERY_CHARS]
@@ -772,12 +736,7 @@ class KnowledgeBase:
         try:
             with self._chroma.calls.operation():
                 return fn(*args)
-        except (
-            errors.RetrievalError,
-            errors.ConfigurationError,
-            errors.KnowledgeBaseOpenError,
-            errors.RestrictedKnowledgeError,
-        ):
+        except _PASSED:
             raise
         except Exception as exc:
             msg = f"Search of knowledge base {self.name!r} failed: {type(exc).__name__}: {exc}"
@@ -796,11 +755,7 @@ class KnowledgeBase:
     aget_by_ids = _twin(get_by_ids)
 
     def _text_fields(self) -> Literal["all", "stored"]:
-        """Chunk text as this call may have it (:func:`~.sealing.reading`).
-
-        Opened for the owner and inside ``raw_access()`` (sealed there without the key),
-        else as stored.
-        """
+        """Chunk text opened for the owner and in ``raw_access()`` (with the key), else stored."""
         how = sealing.reading()
         return "stored" if how == "surface" or (how == "boundary" and self._keyless) else "all"
 

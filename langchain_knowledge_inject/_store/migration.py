@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_knowledge_inject._store.chroma import PAGE
 from langchain_knowledge_inject._store.flags import FORMAT, merged_metadata
-from langchain_knowledge_inject._store.sealing import open_with_keyring
+from langchain_knowledge_inject._store.sealing import open_sealed
 from langchain_knowledge_inject._store.storage import (
     collection_name,
     is_not_found,
@@ -229,13 +229,9 @@ def check_model(
 
 
 def _plain(text: str, collection: str) -> str:
-    """A record's text, opened when sealed (with the keyring: its knowledge base opened here)."""
-    opened = open_with_keyring(text)
-    if opened is None:
-        msg = (
-            f"Collection {collection!r} holds sealed text whose key this process does not hold: "
-            "open its KnowledgeBase with its key (seal_key=, or its key file) first"
-        )
+    """A record's text, opened with the keyring when sealed (refused without the key)."""
+    if (opened := open_sealed(text)) is None:
+        msg = f"Collection {collection!r} is sealed: open its KnowledgeBase with its key first"
         raise SealedKnowledgeError(msg, kb_name=collection)
     return opened
 

@@ -27,7 +27,6 @@ and async share every step but the I/O, which is written twice.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import hashlib
 import logging
@@ -775,8 +774,9 @@ class KnowledgePipeline:
     ) -> Found:
         """The tool's search: every source, the reranker, what was shown skipped, the boundary."""
         wanted = k or request.settings.top_k
-        spec = self._spec(request, wanted + len(skip), filter)
-        found, request = self._searched(query, request, spec)
+        found, request = self._searched(
+            query, request, self._spec(request, wanted + len(skip), filter)
+        )
         docs = _fresh(found.documents, set(skip), wanted, request.restricted)
         released = None
         if request.restricted:
@@ -840,20 +840,13 @@ class Found:
 
 
 def sealed_turn(request: Request, found: Retrieved) -> Request:
-    """The request of an open turn whose sources returned sealed text: restricted (logged).
-
-    A flag removed, a collection recreated without it, or a store the flag read
-    cannot see into (a plain ``Chroma`` deep in a user's retriever): sealed text is
-    restricted whatever the flags say, and its source names count as sensitive.
-    """
+    """An open turn whose sources returned sealed text: restricted, sources hidden (logged)."""
     logger.warning(
         "knowledge source(s) %s returned sealed text in a turn their flags call open: "
         "the turn is restricted", ", ".join(repr(name) for name in found.sealed),
     )  # fmt: skip
     codes = tuple({"stage": "flags", "error": "sealed_text", "source": n} for n in found.sealed)
-    flags = dataclasses.replace(
-        request.flags, restricted=True, sensitive_sources=True, errors=request.flags.errors + codes
-    )
+    flags = combine([request.flags, SourceFlags(True, True, errors=codes)])
     settings = request.settings.model_copy(update={"restricted": True})
     return Request(settings, request.config, flags, sensitive_sources=True)
 

@@ -55,7 +55,7 @@ from pydantic import ConfigDict
 
 from langchain_knowledge_inject._store.filters import matches
 from langchain_knowledge_inject._store.flags import quiet
-from langchain_knowledge_inject._store.sealing import is_sealed, kept_sealed, opened
+from langchain_knowledge_inject._store.sealing import any_sealed, is_sealed, kept_sealed, opened
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
     ForkedProcessError,
@@ -91,8 +91,7 @@ class Retrieved:
     error: str | None = None
     """The first failure as ``"Class: message"`` (the non-restricted manifest shows it)."""
     sealed: tuple[str, ...] = ()
-    """The sources that returned sealed text (not opened here): restricted, whatever the
-    flags say (outside ``raw_access()``), or unreadable without the key (inside it)."""
+    """The sources that returned sealed text not opened: restricted, or without its key."""
 
 
 # --- the sources ------------------------------------------------------------------------------
@@ -360,16 +359,9 @@ class _TracedSearch(BaseRetriever):
 def _shown(
     found: list[Document], *, redact: Redact, sink: list[Document], **_: Any
 ) -> list[Document]:
-    """Everything found into ``sink`` (sealed text opened inside ``raw_access()``).
-
-    What the run shows: stubs in a restricted turn, and never a sealed document.
-    """
+    """Everything found into ``sink`` (``opened``); the run shows stubs, or no sealed text."""
     sink.extend(opened(found))
-    return (
-        [redact(d) for d in found]
-        if redact
-        else [d for d in found if not is_sealed(d.page_content)]
-    )
+    return [redact(d) if redact else d for d in found if redact or not is_sealed(d.page_content)]
 
 
 Redact = Callable[[Document], Document] | None
@@ -380,7 +372,8 @@ def _one_search(
 ) -> list[Document]:
     sink: list[Document] = []
     traced = _TracedSearch(source=source, name="knowledge_retrieval")
-    traced.invoke(query, config, spec=spec, redact=redact, sink=sink)
+    with kept_sealed():  # knowledge bases give their text as stored: sealed stays sealed
+        traced.invoke(query, config, spec=spec, redact=redact, sink=sink)
     return sink
 
 
@@ -389,7 +382,8 @@ async def _aone_search(
 ) -> list[Document]:
     sink: list[Document] = []
     traced = _TracedSearch(source=source, name="knowledge_retrieval")
-    await traced.ainvoke(query, config, spec=spec, redact=redact, sink=sink)
+    with kept_sealed():
+        await traced.ainvoke(query, config, spec=spec, redact=redact, sink=sink)
     return sink
 
 
@@ -418,11 +412,8 @@ def _outcome(
         logger.warning("knowledge source %r failed, continuing without it: %s", source.name, what)
         errors.append({"stage": "retrieval", "error": type(exc).__name__, "source": source.name})
     first = failed[0][1] if failed else None
-    sealed = [
-        s.name
-        for s, r in zip(sources, results, strict=True)
-        if not isinstance(r, BaseException) and any(is_sealed(d.page_content) for d in r)
-    ]
+    pairs = zip(sources, results, strict=True)
+    sealed = [s.name for s, r in pairs if isinstance(r, list) and any_sealed(r)]
     return Retrieved(
         documents=merge_results(found, k),
         errors=errors,
@@ -453,13 +444,12 @@ def search_sources(
         except Exception as exc:
             return exc
 
-    with kept_sealed():  # knowledge bases return their text as stored (sealed stays sealed)
-        if len(sources) == 1:
-            results = [run(sources[0])]
-        else:  # a slow or frozen store does not delay the others; each thread in this context
-            with ThreadPoolExecutor(len(sources), thread_name_prefix="kinject-search") as pool:
-                futures = [pool.submit(contextvars.copy_context().run, run, s) for s in sources]
-                results = [f.result() for f in futures]
+    if len(sources) == 1:
+        results = [run(sources[0])]
+    else:  # a slow or frozen store does not delay the others; each thread in this context
+        with ThreadPoolExecutor(len(sources), thread_name_prefix="kinject-search") as pool:
+            futures = [pool.submit(contextvars.copy_context().run, run, s) for s in sources]
+            results = [f.result() for f in futures]
     return _outcome(sources, results, spec.k, on_error, redact is not None)
 
 
@@ -473,11 +463,9 @@ async def asearch_sources(
     on_error: str = "degrade",
 ) -> Retrieved:
     """Async twin of :func:`search_sources` (the sources' ``asearch``, concurrently)."""
-    with kept_sealed():  # the tasks gather starts copy this context
-        results = await asyncio.gather(
-            *(_aone_search(s, query, spec, config, redact) for s in sources),
-            return_exceptions=True,
-        )
+    results = await asyncio.gather(
+        *(_aone_search(s, query, spec, config, redact) for s in sources), return_exceptions=True
+    )
     return _outcome(sources, results, spec.k, on_error, redact is not None)
 
 
