@@ -24,15 +24,11 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from langchain_chroma import Chroma
-from langchain_classic.retrievers import EnsembleRetriever
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import RunnableLambda
 
 from langchain_knowledge_inject import (
     ConfigurationError,
@@ -47,7 +43,15 @@ from langchain_knowledge_inject._store.storage import collection_name
 from langchain_knowledge_inject.errors import SealedKnowledgeError
 from tests.unit_tests.fakes import WordHashEmbedding
 from tests.unit_tests.restricted_fixtures import RESTRICTED_DOCUMENTS, make_summarizer
-from tests.unit_tests.restricted_harness import CHANNELS, SURFACES, count_raw, run_surface
+from tests.unit_tests.restricted_harness import (
+    CHANNELS,
+    READERS,
+    SURFACES,
+    UNSEEN,
+    collection_readers,
+    count_raw,
+    run_surface,
+)
 
 QUESTION = "What are the rules on annual leave, support targets and commission?"
 CHUNKS = [d.page_content for d in RESTRICTED_DOCUMENTS]
@@ -73,33 +77,9 @@ def _stored_texts(kb: KnowledgeBase) -> list[str]:
 # --- readers of the collection that are not the package ----------------------------------------
 
 
-class UserRetriever(BaseRetriever):
-    """A user's own retriever: its store sits under a field name no list knows."""
-
-    archive_backend: Any
-
-    def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
-        return self.archive_backend.similarity_search(query, k=8)
-
-
-class RawClientRetriever(BaseRetriever):
-    """A retriever over the raw ``chromadb`` collection (query by vector, as any app would)."""
-
-    raw_collection: Any
-
-    def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
-        got = self.raw_collection.query(
-            query_embeddings=[EMB.embed_query(query)], n_results=8, include=["documents"]
-        )
-        rows = zip(got["ids"][0], got["documents"][0], strict=True)
-        return [Document(text, id=cid) for cid, text in rows]
-
-
 def _plain(kb: KnowledgeBase) -> Chroma:
     return Chroma(
-        client=kb._chroma.client,
-        collection_name=collection_name(kb.id, ""),
-        embedding_function=EMB,
+        client=kb._chroma.client, collection_name=collection_name(kb.id, ""), embedding_function=EMB
     )
 
 
@@ -107,30 +87,12 @@ def _raw(kb: KnowledgeBase) -> Any:
     return kb._chroma.client.get_collection(collection_name(kb.id, ""))
 
 
-def _nested(retriever: Any, depth: int) -> Any:
-    for _ in range(depth):
-        retriever = EnsembleRetriever(retrievers=[retriever])
-    return retriever
+def _source(kb: KnowledgeBase, name: str) -> Any:
+    """The reader ``name`` of :func:`collection_readers` on the knowledge base's collection."""
+    return collection_readers(kb._chroma.client, collection_name(kb.id, ""), EMB)[name]
 
 
-SOURCES: dict[str, Callable[[KnowledgeBase], Any]] = {
-    "plain Chroma": _plain,
-    "Chroma.as_retriever()": lambda kb: _plain(kb).as_retriever(search_kwargs={"k": 8}),
-    "raw chromadb client": lambda kb: RawClientRetriever(raw_collection=_raw(kb)),
-    "ensemble of them": lambda kb: EnsembleRetriever(
-        retrievers=[_plain(kb).as_retriever(), RawClientRetriever(raw_collection=_raw(kb))]
-    ),
-    "ensemble in an ensemble in an ensemble": lambda kb: _nested(_plain(kb).as_retriever(), 3),
-    "a user's retriever, unlisted field": lambda kb: UserRetriever(archive_backend=_plain(kb)),
-    "a RunnableLambda in an ensemble": lambda kb: EnsembleRetriever(
-        retrievers=[RunnableLambda(lambda q: _plain(kb).similarity_search(q, k=8))]
-    ),
-}
-
-
-UNSEEN = ("raw chromadb client", "ensemble in an ensemble in an ensemble",
-          "a user's retriever, unlisted field", "a RunnableLambda in an ensemble")  # fmt: skip
-"""Sources whose store the flag walk of ``_restricted/scope.py`` does not reach."""
+SOURCES = list(READERS)
 
 
 def _read(source: Any) -> list[str]:
@@ -158,9 +120,9 @@ def test_every_stored_chunk_is_an_envelope_bound_to_its_knowledge_base(vault):
     assert count_raw("\n".join(stored), CHUNKS) == 0
 
 
-@pytest.mark.parametrize("reader", list(SOURCES))
+@pytest.mark.parametrize("reader", SOURCES)
 def test_no_reader_outside_the_package_sees_plaintext(vault, reader):
-    texts = _read(SOURCES[reader](vault))
+    texts = _read(_source(vault, reader))
     assert texts, f"{reader} found nothing"
     assert all(sealing.is_sealed(t) for t in texts)
     assert count_raw("\n".join(texts), CHUNKS) == 0
@@ -196,12 +158,12 @@ def _run(surface: str, source: Any, caplog: Any, monkeypatch: Any) -> Any:
 
 
 @pytest.mark.parametrize("surface", SURFACES)
-@pytest.mark.parametrize("source", list(SOURCES))
+@pytest.mark.parametrize("source", SOURCES)
 def test_every_reader_as_a_source_is_restricted_on_every_surface(
     vault, source, surface, caplog, monkeypatch
 ):
     """The copying summarizer read plaintext (inside the boundary); nothing raw got out."""
-    turn = _run(surface, SOURCES[source](vault), caplog, monkeypatch)
+    turn = _run(surface, _source(vault, source), caplog, monkeypatch)
     assert turn.reasons and set(turn.reasons) <= {"leak_detected"}
     raw = {c: count_raw(turn.text(c), CHUNKS) for c in CHANNELS if c in turn.channels}
     assert raw == dict.fromkeys(raw, 0)
@@ -251,7 +213,7 @@ def tampered(request, tmp_path_factory):
 @pytest.mark.parametrize("source", ["kb", "plain Chroma", "a user's retriever, unlisted field"])
 def test_tampered_flags_fail_closed_and_are_logged(tampered, source, surface, caplog, monkeypatch):
     how, kb = tampered
-    chosen = kb if source == "kb" else SOURCES[source](kb)
+    chosen = kb if source == "kb" else _source(kb, source)
     turn = _run(surface, chosen, caplog, monkeypatch)
     assert turn.reasons and set(turn.reasons) <= {"leak_detected"}
     raw = {c: count_raw(turn.text(c), CHUNKS) for c in CHANNELS if c in turn.channels}
