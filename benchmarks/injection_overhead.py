@@ -25,6 +25,10 @@ with the query embedding cached (best of 5 calls per query, minus the bare
 search's best): it does not depend on the embedding model or the machine's
 load. The load average is printed: on a shared machine the medians move a lot.
 
+``--restricted`` restricts the knowledge base (sealed, where the code seals) and gives
+every surface a fake summarizer with a fixed honest reply: a restricted turn, its safe
+summary and leak guard included; ``restricted_turn.py`` runs it beside another tree.
+
 Run: ``python benchmarks/injection_overhead.py [--docs 400] [--queries 60] [--rounds 3]``
 (about two minutes on 2 CPU cores, most of it embedding the knowledge base).
 """
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import statistics
 import sys
 import tempfile
@@ -65,20 +70,29 @@ except ImportError:  # the starting code (PYTHONPATH=/work/baseline)
 TARGETS = {"injector": 1.10, "graph": 1.5}
 
 
-def build_paths(kb, *, top_k: int) -> dict[str, Callable[[str], object]]:
+HONEST = json.dumps({
+    "decision": "answer", "reason": "answerable", "confidence": 0.8,
+    "summary": "The policy sets rules for this; plan ahead and ask the owner.",
+    "answer_guidance": "Give general advice and suggest checking the policy.",
+})  # fmt: skip
+
+
+def build_paths(kb, *, top_k: int, restricted: bool = False) -> dict[str, Callable[[str], object]]:
     from langchain.agents import create_agent
 
-    injector = KnowledgeInjector(kb, top_k=top_k)
+    summarizer = ScriptedReplyModel(record=False, default=HONEST) if restricted else None
+    options = {"top_k": top_k, "summarizer_model": summarizer}
+    injector = KnowledgeInjector(kb, **options)
     settings = injector.settings
     system = SystemMessage(f"{SYSTEM_PROMPT}\n\n{KNOWLEDGE_SYSTEM_PROMPT}")
     graph = create_knowledge_graph(
-        ScriptedReplyModel(record=False), kb, system_prompt=SYSTEM_PROMPT, top_k=top_k
+        ScriptedReplyModel(record=False), kb, system_prompt=SYSTEM_PROMPT, **options
     )
     agent = create_agent(
         ScriptedReplyModel(record=False),
         tools=[],
         system_prompt=SYSTEM_PROMPT,
-        middleware=[KnowledgeInjectionMiddleware(kb, top_k=top_k)],
+        middleware=[KnowledgeInjectionMiddleware(kb, **options)],
     )
 
     def bare(query: str) -> object:
@@ -145,6 +159,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--top-k", type=int, default=4)
+    parser.add_argument("--restricted", action="store_true", help="restricted turns (see above)")
     args = parser.parse_args()
 
     print(f"before: {machine_load()}")
@@ -154,12 +169,14 @@ def main() -> int:
         start = time.perf_counter()
         kb = sample_kb(tmp)
         kb.add_documents(scifact_documents(args.docs))
+        if args.restricted:
+            kb.restrict()
         print(
             f"knowledge base: {kb.info.chunk_count} chunks (sample HR + {args.docs} SciFact "
             f"abstracts), built in {time.perf_counter() - start:.0f} s"
         )
         try:
-            paths = build_paths(kb, top_k=args.top_k)
+            paths = build_paths(kb, top_k=args.top_k, restricted=args.restricted)
             times = measure(kb, paths, queries, args.rounds)
             extra = fixed_costs(kb, paths, queries[:20])
         finally:
@@ -196,6 +213,7 @@ def main() -> int:
         "fixed: time added to the bare search with the query vector cached (best of 5, median)"
     )
     print(f"\noverall: {'PASS' if ok else 'FAIL'}")
+    print("MEDIANS", json.dumps({name: statistics.median(t) for name, t in times.items()}))
     return 0 if ok else 1
 
 
