@@ -27,7 +27,9 @@ one); a source that fails is left out and reported (``on_error="degrade"``) or r
 Each search is a retriever run named ``knowledge_retrieval``, visible to callbacks and
 ``astream_events``; in a restricted turn its output is stubs (a keyed reference and a
 score, never the text). A reranker (any ``BaseDocumentCompressor``, or a callable
-``(query, documents) -> documents``) then reorders the merged candidates.
+``(query, documents) -> documents``) then reorders the merged candidates. Sealed text
+(:mod:`~langchain_knowledge_inject._store.sealing`) is opened inside ``raw_access()`` alone;
+``Retrieved.sealed`` names the sources that returned it unopened.
 """
 
 from __future__ import annotations
