@@ -27,7 +27,7 @@ load. The load average is printed: on a shared machine the medians move a lot.
 
 ``--restricted`` restricts the knowledge base (sealed, where the code seals) and gives
 every surface a fake summarizer with a fixed honest reply: a restricted turn, its safe
-summary and leak guard included; ``restricted_turn.py`` runs it beside another tree.
+summary and leak guard included; ``restricted_turn.py`` times it beside another tree.
 
 Run: ``python benchmarks/injection_overhead.py [--docs 400] [--queries 60] [--rounds 3]``
 (about two minutes on 2 CPU cores, most of it embedding the knowledge base).
@@ -213,7 +213,6 @@ def main() -> int:
         "fixed: time added to the bare search with the query vector cached (best of 5, median)"
     )
     print(f"\noverall: {'PASS' if ok else 'FAIL'}")
-    print("MEDIANS", json.dumps({name: statistics.median(t) for name, t in times.items()}))
     return 0 if ok else 1
 
 
