@@ -36,6 +36,10 @@ with its own copy of the knowledge base. ``--baseline DIR`` adds another tree
 same paths in the same run, round by round alternating with this tree's, so
 both see the same load.
 
+``--restricted`` restricts the knowledge base (sealed, where the code seals) and gives
+every surface a fake summarizer with a fixed honest reply: a restricted turn, its safe
+summary and leak guard included; ``restricted_turn.py`` times it beside another tree.
+
 Run: ``OMP_NUM_THREADS=1 python benchmarks/injection_overhead.py [--docs 400]
 [--queries 60] [--rounds 3] [--baseline DIR]`` (about two minutes per tree on
 2 CPU cores, most of it embedding the knowledge base).
@@ -70,7 +74,14 @@ TARGETS = {"injector": 1.10, "graph": 1.3}
 REPLY = "@@"  # a worker's protocol lines start with this; anything else is its log
 
 
-def build_paths(kb, *, top_k: int) -> dict[str, Callable[[str], object]]:
+HONEST = json.dumps({
+    "decision": "answer", "reason": "answerable", "confidence": 0.8,
+    "summary": "The policy sets rules for this; plan ahead and ask the owner.",
+    "answer_guidance": "Give general advice and suggest checking the policy.",
+})  # fmt: skip
+
+
+def build_paths(kb, *, top_k: int, restricted: bool = False) -> dict[str, Callable[[str], object]]:
     from langchain.agents import create_agent
     from langgraph.graph import START, MessagesState, StateGraph
 
@@ -82,15 +93,17 @@ def build_paths(kb, *, top_k: int) -> dict[str, Callable[[str], object]]:
     )
     from langchain_knowledge_inject._turn.formatting import KNOWLEDGE_SYSTEM_PROMPT
 
-    injector = KnowledgeInjector(kb, top_k=top_k)
+    summarizer = ScriptedReplyModel(record=False, default=HONEST) if restricted else None
+    options = {"top_k": top_k, "summarizer_model": summarizer}
+    injector = KnowledgeInjector(kb, **options)
     settings = injector.settings
     system = SystemMessage(f"{SYSTEM_PROMPT}\n\n{KNOWLEDGE_SYSTEM_PROMPT}")
     graph = create_knowledge_graph(
-        ScriptedReplyModel(record=False), kb, system_prompt=SYSTEM_PROMPT, top_k=top_k
+        ScriptedReplyModel(record=False), kb, system_prompt=SYSTEM_PROMPT, **options
     )
     builder = StateGraph(MessagesState)
     node = create_knowledge_node(
-        ScriptedReplyModel(record=False), kb, system_prompt=SYSTEM_PROMPT, top_k=top_k
+        ScriptedReplyModel(record=False), kb, system_prompt=SYSTEM_PROMPT, **options
     )
     builder.add_node("model", node)
     builder.add_edge(START, "model")
@@ -99,7 +112,7 @@ def build_paths(kb, *, top_k: int) -> dict[str, Callable[[str], object]]:
         ScriptedReplyModel(record=False),
         tools=[],
         system_prompt=SYSTEM_PROMPT,
-        middleware=[KnowledgeInjectionMiddleware(kb, top_k=top_k)],
+        middleware=[KnowledgeInjectionMiddleware(kb, **options)],
     )
 
     def bare(query: str) -> object:
@@ -113,14 +126,14 @@ def build_paths(kb, *, top_k: int) -> dict[str, Callable[[str], object]]:
         'follow the documented approval route.", "answer_guidance": "Give general advice.", '
         '"confidence": 0.8}'
     )
-    restricted = KnowledgeInjector(
+    guarded = KnowledgeInjector(
         kb, top_k=top_k, restricted=True, summarizer_model=ScriptedReplyModel(
             record=False, default=summary),
     )  # fmt: skip
     return {
         "bare": bare,
         "injector": lambda q: injector.invoke([system, HumanMessage(q)]),
-        "restricted": lambda q: restricted.invoke([system, HumanMessage(q)]),
+        "restricted": lambda q: guarded.invoke([system, HumanMessage(q)]),
         "graph": lambda q: graph.invoke({"messages": [HumanMessage(q)]}),
         "node": lambda q: node_graph.invoke({"messages": [HumanMessage(q)]}),
         "middleware": lambda q: agent.invoke({"messages": [HumanMessage(q)]}),
@@ -187,9 +200,11 @@ def worker(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         kb = sample_kb(tmp)
         kb.add_documents(scifact_documents(args.docs))
+        if args.restricted:
+            kb.restrict()
         built = time.perf_counter() - start
         try:
-            paths = build_paths(kb, top_k=args.top_k)
+            paths = build_paths(kb, top_k=args.top_k, restricted=args.restricted)
             for query in queries[:3]:  # warm-up: imports, compiled graphs, Chroma in memory
                 for path in paths.values():
                     clear_query_cache(kb)
@@ -216,7 +231,8 @@ class Tree:
         self.times: dict[str, list[float]] = {}
         self.fixed: dict[str, float] = {}
         command = [sys.executable, __file__, "--worker", "--docs", str(args.docs),
-                   "--queries", str(args.queries), "--top-k", str(args.top_k)]  # fmt: skip
+                   "--queries", str(args.queries), "--top-k", str(args.top_k),
+                   *(["--restricted"] if args.restricted else [])]  # fmt: skip
         env = {**os.environ, "PYTHONPATH": str(path)}
         self.process = subprocess.Popen(
             command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
@@ -275,6 +291,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--top-k", type=int, default=4)
     parser.add_argument("--baseline", type=Path, help="another tree, measured alternately")
+    parser.add_argument("--restricted", action="store_true", help="restricted turns (see above)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:

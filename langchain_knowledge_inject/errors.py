@@ -12,7 +12,8 @@ Every exception the package raises on purpose derives from one base class, so
     │   └── ForkedProcessError                     used in a process forked after opening
     ├── IngestError                                a file or folder cannot be ingested
     ├── RestrictedKnowledgeError                   raw text of a restricted knowledge base
-    │                                              read outside the package's surfaces
+    │   │                                          read outside the package's surfaces
+    │   └── SealedKnowledgeError                   no key here for its sealed text
     ├── RetrievalError                             a search failed (store down, ...)
     │   └── StoreTimeoutError (also a TimeoutError) a Chroma call exceeded the timeout
     └── MemoryWriteError                           episodic memory: recorded turns not written yet
@@ -119,6 +120,18 @@ class RestrictedKnowledgeError(KnowledgeInjectError):
     def __init__(self, message: str, *, kb_name: str | None = None) -> None:
         super().__init__(message)
         self.kb_name = kb_name
+
+
+class SealedKnowledgeError(RestrictedKnowledgeError):
+    """A restricted knowledge base's sealed text cannot be opened or written here.
+
+    Attributes:
+        reason: ``"no_key"``, ``"wrong_key"`` or ``"damaged"`` (it fails authentication).
+    """
+
+    def __init__(self, message: str, *, kb_name: str | None = None, reason: str = "no_key") -> None:
+        super().__init__(message, kb_name=kb_name)
+        self.reason = reason
 
 
 class RetrievalError(KnowledgeInjectError):

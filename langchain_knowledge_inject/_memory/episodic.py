@@ -11,8 +11,9 @@ episode (:mod:`~.episode_recording`), and a search waits for the same user's
 pending writes.
 
 Restricted mode: snippets are the same user's own conversations, injected
-(neutralized, one line each) as usual. Without a user id nothing is read or
-written. Figures: docs/memory.md.
+(neutralized, one line each); kept in a restricted knowledge base, it is refused when
+built and at each search (its episodes would be injected raw). Without a user id
+nothing is read or written. Figures: docs/memory.md.
 """
 
 from __future__ import annotations
@@ -54,12 +55,14 @@ from langchain_knowledge_inject._memory.episodes import (
     visible_texts,
 )
 from langchain_knowledge_inject._store.keyword import STOPWORDS
+from langchain_knowledge_inject._store.sealing import any_sealed, kept_sealed
 from langchain_knowledge_inject._store.search_args import SearchMode
 from langchain_knowledge_inject._turn.blocks import DEFAULT_PRIORITIES, BlockText, config_user_id
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
     KnowledgeBaseOpenError,
     KnowledgeInjectError,
+    RestrictedKnowledgeError,
     RetrievalError,
 )
 
@@ -216,6 +219,9 @@ class EpisodicMemory:
             ("options", options, options is None or isinstance(options, EpisodicOptions),
              "an EpisodicOptions or None"),
         ])  # fmt: skip
+        if knowledge_base is not None and knowledge_base.restriction.restricted:
+            msg = "EpisodicMemory injects its episodes raw: give it an unrestricted knowledge base"
+            raise ConfigurationError(msg, option="knowledge_base", value=knowledge_base.name)
         self.options = options or EpisodicOptions()
         self.k, self.min_score, self.auto_record = k, min_score, auto_record
         self.user_id_key, self.priority, self.max_tokens = user_id_key, priority, max_tokens
@@ -264,12 +270,20 @@ class EpisodicMemory:
         """Chunks of ``user``'s partition read back (a store failure is a ``RetrievalError``)."""
         kb = self._store()
         try:
-            return kb.get_by_ids(chunk_ids, tenant_id=user)
+            with kept_sealed():
+                docs = kb.get_by_ids(chunk_ids, tenant_id=user)
         except KnowledgeInjectError:
             raise
         except Exception as exc:
             msg = f"episodic memory: episodes could not be read back: {type(exc).__name__}: {exc}"
             raise RetrievalError(msg, kb_name=self.collection_prefix) from exc
+        if any_sealed(docs):
+            raise self._restricted(kb.name)
+        return docs
+
+    def _restricted(self, name: str) -> RestrictedKnowledgeError:
+        msg = f"episodic memory: its knowledge base {name!r} is restricted; no episode is shown"
+        return RestrictedKnowledgeError(msg, kb_name=name)
 
     def close(self) -> None:
         """Flush, stop the writer, and close the knowledge base if the memory opened it."""
@@ -464,6 +478,8 @@ class EpisodicMemory:
         found = temporal.resolve(query, now=now) if resolve_dates else None
         text = found.rest if found is not None and found.rest.strip() else query
         self.recorder.wait_for(user)
+        if self._store().restriction.restricted:  # restricted since it was built
+            raise self._restricted(self._store().name)
         known = self._fields.speakers(user) if o.speaker_weight else frozenset()
         names = named(text, known)
         base = self._kb_search(strip_names(text, names), user, filters)

@@ -53,6 +53,7 @@ from langchain_knowledge_inject._restricted.guard import LeakPolicy, StrictConfi
 from langchain_knowledge_inject._restricted.ledger import LEDGER, Ledger
 from langchain_knowledge_inject._restricted.summarizer import ReasonCode, SummarizerFailure
 from langchain_knowledge_inject._store.flags import raw_access
+from langchain_knowledge_inject._store.sealing import any_sealed
 from langchain_knowledge_inject._turn.model_call import call_with_timeout
 from langchain_knowledge_inject._turn.neutralize import neutralize_line
 from langchain_knowledge_inject._turn.tokens import (
@@ -88,10 +89,11 @@ REFUSAL_GUIDANCE: dict[str, str] = {
         "Tell the user the restricted knowledge base could not be consulted right now, and "
         "do not present an answer from memory as if it came from the knowledge base."
     ),
+    "key_unavailable": "Tell the user the restricted knowledge base cannot be read here now.",
 }
 """What the main model is told to say for each refusal reason."""
 
-_FIXED_GUIDANCE = frozenset({"leak_detected", "summarizer_error"})
+_FIXED_GUIDANCE = frozenset({"leak_detected", "summarizer_error", "key_unavailable"})
 _MIN_WORDS = 8
 _PROCESS_KEY = secrets.token_bytes(32)
 
@@ -317,7 +319,9 @@ class _Call:
         }
 
     def early(self) -> tuple[SafeSummary, tuple[str, ...]] | None:
-        """A refusal that needs no model call, or ``None``."""
+        """A refusal that needs no model call (sealed text: not opened, no key), or ``None``."""
+        if any_sealed(self.documents):
+            return refused("key_unavailable"), ("sealed_text",)
         if self.model is None:
             return refused("summarizer_error"), ("no_model",)
         if not self.texts:

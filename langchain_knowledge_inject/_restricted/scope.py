@@ -8,7 +8,8 @@ LangChain wrapper around those (a ``VectorStoreRetriever``, a
 ``ContextualCompressionRetriever``, an ``EnsembleRetriever``, a
 ``MultiQueryRetriever``...), by walking the wrapper's fields. A flag that cannot be
 read counts as restricted, and the error (its class and the knowledge base) is
-reported in the turn's manifest.
+reported in the turn's manifest. The walk lets a restricted turn search once; a
+store it misses still gives sealed text, which restricts the turn (the pipeline).
 
 :func:`resolve_restricted` takes the flags, the surface's own ``restricted`` and
 the request's: any "on" wins, and no request turns it off.

@@ -39,6 +39,7 @@ ReasonCode = Literal[
     "sensitive_content",
     "leak_detected",
     "summarizer_error",
+    "key_unavailable",
 ]
 """Machine-readable reason of a safe summary's decision."""
 

@@ -9,13 +9,15 @@ through a cache of at most :data:`SETTINGS_TTL` seconds.
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_knowledge_inject._store.calls import BoundedCalls, BoundedCollection
 from langchain_knowledge_inject._store.flags import PREFIX, merged_metadata, read_settings
+from langchain_knowledge_inject._store.sealing import Sealer, is_sealed
 from langchain_knowledge_inject._store.storage import (
     chroma_metadata,
     collection_name,
@@ -32,12 +34,13 @@ FINGERPRINT = "kinject_fingerprint"
 """Chunk metadata: the fingerprint of its source given to ``add_documents`` (a file hash)."""
 PAGE = 1000
 """Records per ``get`` when reading a collection page by page."""
-Fields = Literal["ids", "meta", "all"]
-"""What a read returns of each chunk: its id, also its metadata, or also its text."""
+Fields = Literal["ids", "meta", "all", "stored"]
+"""What a read returns of each chunk: its id, its metadata, its text opened, or as stored."""
 _INCLUDE: dict[str, list[Any]] = {
     "ids": [],
     "meta": ["metadatas"],
     "all": ["documents", "metadatas"],
+    "stored": ["documents", "metadatas"],
 }
 SOURCE_PATH_KEY = "source_path"
 """Metadata key of the full path of an ingested file: the identity of its source."""
@@ -72,8 +75,10 @@ def source_key(metadata: Mapping[str, Any] | None) -> str:
     return str(meta.get(SOURCE_PATH_KEY) or meta.get("source") or "")
 
 
-def to_chunks(got: Mapping[str, Any], partition: str) -> list[Chunk]:
-    """The records of a Chroma ``get`` result as chunks (text "" when not asked for)."""
+def to_chunks(
+    got: Mapping[str, Any], partition: str, op: Callable[[str], str] = str
+) -> list[Chunk]:
+    """The records of a Chroma ``get`` result as chunks (``op`` applied to text; "" unread)."""
     ids = got["ids"]
     texts, metas = got.get("documents") or [""] * len(ids), got.get("metadatas") or [{}] * len(ids)
     out = []
@@ -81,7 +86,7 @@ def to_chunks(got: Mapping[str, Any], partition: str) -> list[Chunk]:
         meta = meta or {}
         own = {k: v for k, v in meta.items() if not str(k).startswith("kinject_")}
         stamp, fingerprint = float(meta.get(STAMP) or 0.0), meta.get(FINGERPRINT)
-        text = text if isinstance(text, str) else ""
+        text = op(text) if isinstance(text, str) else ""
         out.append(Chunk(cid, partition, source_key(meta), text, own, stamp, fingerprint))
     return out
 
@@ -104,6 +109,7 @@ class ChromaSide:
 
     def __init__(self, client: Any, *, kb_id: str, server: bool, calls: BoundedCalls) -> None:
         self.client, self.kb_id, self.server, self.calls = client, kb_id, server, calls
+        self.sealer: Sealer | None = None  # seals a restricted knowledge base's text
         self._collections: dict[str, Any] = {}
         self._settings: tuple[float, dict[str, Any]] | None = None
         self.last: dict[str, Any] = {}
@@ -209,11 +215,12 @@ class ChromaSide:
     ) -> None:
         """Write chunks with their vectors, in batches."""
         collection = self.collection(partition, create=True)
+        sealer = self.sealer if self.settings(fresh=self.server)["restricted"] else None
         for part in self._batches(chunks):
             collection.upsert(
                 ids=[c.chunk_id for c in chunks[part]],
                 embeddings=[list(v) for v in vectors[part]],
-                documents=[c.text for c in chunks[part]],
+                documents=[sealer.seal(c.text) if sealer else c.text for c in chunks[part]],
                 metadatas=[stored_metadata(c) for c in chunks[part]],
             )
 
@@ -223,6 +230,24 @@ class ChromaSide:
         for part in self._batches(chunks):
             ids = [c.chunk_id for c in chunks[part]]
             collection.update(ids=ids, metadatas=[stored_metadata(c) for c in chunks[part]])
+
+    def reseal(self, sealed: bool) -> int:
+        """Seal (or open) every chunk's text in place, vectors passed back; how many changed."""
+        assert self.sealer is not None
+        change, changed = self.sealer.seal if sealed else self.sealer.open, 0
+        for collection in map(self.collection, sorted(self.partitions())):
+            for offset in itertools.count(0, PAGE):
+                got = collection.get(limit=PAGE, offset=offset, include=["documents", "embeddings"])
+                rows = zip(got["ids"], got["documents"], got["embeddings"], strict=True)
+                todo = [r for r in rows if r[1] and is_sealed(r[1]) != sealed]
+                for n in range(0, len(todo), SERVER_WRITE_BATCH):
+                    ids, texts, stored = zip(*todo[n : n + SERVER_WRITE_BATCH], strict=True)
+                    vectors = [[float(x) for x in v] for v in stored]
+                    collection.update(list(ids), vectors, documents=[change(t) for t in texts])
+                changed += len(todo)
+                if len(got["ids"]) < PAGE:
+                    break
+        return changed
 
     def delete(self, partition: str, ids: Sequence[str]) -> None:
         """Delete chunks by id (unknown ids are ignored)."""
@@ -243,7 +268,7 @@ class ChromaSide:
         collection = self.collection(partition)
         if collection is None or (ids is not None and not ids):
             return []
-        include = _INCLUDE[fields]
+        include, op = _INCLUDE[fields], self._opener(fields)
         if ids is None:  # page by page: Chroma fails on a large match at once (SQL variables)
             return [c for page in self.pages(partition, fields=fields, where=where) for c in page]
         ids = list(dict.fromkeys(ids))  # Chroma refuses an id given twice
@@ -251,8 +276,14 @@ class ChromaSide:
         return [
             c
             for page in pages
-            for c in to_chunks(collection.get(ids=page, where=where, include=include), partition)
+            for c in to_chunks(
+                collection.get(ids=page, where=where, include=include), partition, op
+            )
         ]
+
+    def _opener(self, fields: Fields) -> Callable[[str], str]:
+        """What a read of ``fields`` does to stored text: opens it (``"all"``) or keeps it."""
+        return self.sealer.open if fields == "all" and self.sealer is not None else str
 
     def pages(
         self, partition: str, *, fields: Fields = "all", where: Mapping[str, Any] | None = None
@@ -262,7 +293,7 @@ class ChromaSide:
         while collection is not None:
             got = collection.get(where=where, limit=PAGE, offset=offset, include=_INCLUDE[fields])
             if got["ids"]:
-                yield to_chunks(got, partition)
+                yield to_chunks(got, partition, self._opener(fields))
             if len(got["ids"]) < PAGE:
                 return
             offset += PAGE

@@ -58,6 +58,7 @@ KEYS = (
     "sensitive_sources",
     "routing_hint",
     "routing_keywords",
+    "key_id",
 )
 """The settings kept in every partition collection's metadata (prefixed with :data:`PREFIX`)."""
 _LISTS = ("topics", "routing_keywords")  # stored as JSON strings: metadata values are scalars
@@ -128,6 +129,7 @@ def read_settings(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
             out[key] = value if isinstance(value, int) else 0
         else:
             out[key] = "" if value is None else str(value)
+    out["restricted"] = out["restricted"] or bool(out["key_id"])  # its text sealed: restricted
     return out
 
 
@@ -267,6 +269,11 @@ def unheard() -> Iterator[None]:
         yield
     finally:
         _UNHEARD.reset(token)
+
+
+def raw_allowed() -> bool:
+    """Whether the running code is inside :func:`raw_access`."""
+    return _RAW.get()
 
 
 def quiet() -> list[Any]:

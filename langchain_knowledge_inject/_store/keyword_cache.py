@@ -81,23 +81,23 @@ class _Partition:
         self.folder, self.lock = folder, threading.RLock()
         self.checked_at: float | None = None
         self.healed_at = -_HEAL_INTERVAL
-        self.reopen()
+        with self.exclusive(wait=True):  # no process opens or makes files another is making
+            self.reopen()
 
     def _read_state(self) -> dict[str, Any] | None:
         assert self.folder is not None
         return dict(json.loads((self.folder / "state.json").read_text("utf-8")))
 
     def reopen(self) -> None:
-        """Open the indexes, or start them afresh when the cache is missing or damaged."""
+        """Open the indexes (no state: a catch-up builds them); damaged: start them afresh."""
         self.state: dict[str, Any] | None = None
         if self.folder is not None:
             try:
-                self.state = self._read_state()
+                with contextlib.suppress(FileNotFoundError):
+                    self.state = self._read_state()
                 self.chunks = KeywordIndex(self.folder / "chunks")
                 self.documents = KeywordIndex(self.folder / "documents")
                 return
-            except FileNotFoundError:
-                pass
             except Exception as exc:
                 logger.warning("keyword cache %s is damaged (%s): rebuilt", self.folder, exc)
             self.wipe()
@@ -121,7 +121,10 @@ class _Partition:
 
     @contextlib.contextmanager
     def exclusive(self, *, wait: bool) -> Iterator[bool]:
-        """Hold the partition against other threads and processes; False when not waiting."""
+        """Hold the partition against other threads and processes; False when not waiting.
+
+        Its ``lock`` file is held for every opening, build and write of its files.
+        """
         if not self.lock.acquire(blocking=wait):
             yield False
             return
@@ -137,11 +140,12 @@ class _Partition:
                 except BlockingIOError:
                     yield False
                     return
-                with contextlib.suppress(OSError, ValueError):  # what another process committed
-                    self.state = None
-                    self.state = self._read_state()
-                self.chunks.reload()
-                self.documents.reload()
+                if hasattr(self, "chunks"):  # open: what another process committed
+                    with contextlib.suppress(OSError, ValueError):
+                        self.state = None
+                        self.state = self._read_state()
+                    self.chunks.reload()
+                    self.documents.reload()
             yield True
         finally:
             if handle is not None:
@@ -432,7 +436,7 @@ class KeywordCache:
             with part.exclusive(wait=True):
                 texts = {
                     c.chunk_id: bool(c.text.strip())
-                    for page in self.chroma.pages(partition)
+                    for page in self.chroma.pages(partition, fields="stored")
                     for c in page
                 }
                 searchable = {cid for cid, has_text in texts.items() if has_text}

@@ -34,6 +34,7 @@ from langchain_knowledge_inject._store import (
     fusion,
     metadata,
     migration,
+    sealing,
     storage,
     writes,
 )
@@ -53,6 +54,7 @@ from langchain_knowledge_inject._store.keyword_cache import (
 )
 from langchain_knowledge_inject._store.metadata import AddResult, KnowledgeBaseInfo
 from langchain_knowledge_inject._store.retriever import KnowledgeBaseRetriever
+from langchain_knowledge_inject._store.sealing import is_sealed
 from langchain_knowledge_inject._store.search import PartitionSearch
 from langchain_knowledge_inject._store.search_args import (
     MAX_QUERY_CHARS,
@@ -74,6 +76,8 @@ T = TypeVar("T")
 DEFAULT_SYNC_INTERVAL = 5.0
 """With a Chroma server: most seconds before other processes' writes reach keyword search."""
 _DEFAULT_SPLITTER: Any = object()
+_PASSED = (errors.RetrievalError, errors.ConfigurationError, errors.KnowledgeBaseOpenError,
+           errors.RestrictedKnowledgeError)  # fmt: skip
 _LOCAL_GRACE_S = 1.0  # asearch with a server: local work (embedding, keyword) past the timeout
 _UNBOUNDED_WRITE_S = 60.0  # how late a write may commit when the knowledge base has no timeout
 
@@ -144,6 +148,7 @@ class KnowledgeBase:
             write batch); past it :class:`StoreTimeoutError`. None: no limit.
         sync_interval: With a server: most seconds before another process's writes
             reach keyword search (dense at once). None: caught up once, when first used.
+        seal_key: Its key when restricted (default: ``KINJECT_SEAL_KEY_<NAME>``, a key file).
 
     Used in a child forked after it was opened (Gunicorn ``--preload``,
     ``multiprocessing`` with ``fork``) it raises :class:`ForkedProcessError`: open
@@ -167,6 +172,7 @@ class KnowledgeBase:
         restricted: bool | RestrictionFlags | None = None,
         timeout: float | None = calls.DEFAULT_TIMEOUT,
         sync_interval: float | None = DEFAULT_SYNC_INTERVAL,
+        seal_key: str | bytes | None = None,
     ) -> None:
         calls.check_seconds("timeout", timeout)
         calls.check_seconds("sync_interval", sync_interval, zero=True)
@@ -205,6 +211,8 @@ class KnowledgeBase:
                 calls.apply_http_timeout(client, timeout)
             bounded = calls.BoundedCalls(self.timeout, kb_name=name)
             self._chroma = ChromaSide(client, kb_id=self.id, server=server, calls=bounded)
+            self._sealer = self._chroma.sealer = sealing.Sealer(name, self.id, self.path, seal_key)
+            self._keyless = False  # sealed with a key this process does not hold
             self._async_pool = calls.worker_pool(32, f"kinject-{name}-search") if server else None
             self._pending: dict[str, Any] | None = None
             self._open(create=create, description=description, topics=topics, given=given)
@@ -299,6 +307,28 @@ class KnowledgeBase:
             self._chroma.update_settings(changes)
         self._remember({**stored, **changes})
         self._pending = None
+        if stored["key_id"] and flags.PREFIX + "restricted" not in (shared.metadata or {}):
+            logger.warning("Knowledge base %r: restriction flag removed, text sealed", self.name)
+        self._seal_on_open({**stored, **changes})
+
+    def _seal_on_open(self, settings: Mapping[str, Any]) -> None:
+        """Seal an earlier version's restricted store, or what a cut ``restrict()`` left."""
+        claimed = settings["key_id"]
+        self._keyless = bool(claimed) and claimed != self._sealer.key_id
+        if self._keyless:
+            logger.warning("%s", self._sealer.error())
+        elif settings["restricted"] and not claimed and not self.read_only:
+            self._seal_all()
+
+    def _seal_all(self, **flags_too: bool) -> None:
+        """The flag first, then every chunk sealed, then the key's id (its mark of done)."""
+        claimed = self._chroma.settings(fresh=True)["key_id"]
+        if claimed and claimed != self._sealer.key_id:
+            raise self._sealer.error()
+        key_id = self._sealer.create()
+        self._chroma.update_settings({"restricted": True, **flags_too})
+        self._write("sealing its text", self._chroma.reseal, True)
+        self._chroma.update_settings({"key_id": key_id})
 
     def _create(self, create: bool, wanted: dict[str, Any]) -> Any:
         """Create the knowledge base: its shared collection."""
@@ -382,22 +412,22 @@ class KnowledgeBase:
     arestriction = _twin(_restriction)
 
     def restrict(self, *, sensitive_sources: bool = False) -> None:
-        """Turn restricted mode (and ``sensitive_sources``) on, in every partition collection."""
+        """Turn restricted mode (and ``sensitive_sources``) on, then seal every chunk's text."""
         self._ready()
         self._refuse_if_read_only("restricting")
-        self._chroma.update_settings(
-            {"restricted": True, **({"sensitive_sources": True} if sensitive_sources else {})}
-        )
+        self._seal_all(**({"sensitive_sources": True} if sensitive_sources else {}))
         self._remember(self._chroma.settings(fresh=True))
 
     def unrestrict(self) -> None:
-        """Turn restricted mode and ``sensitive_sources`` off: the one way to do so (logged)."""
+        """Unseal the text, then turn restricted mode and ``sensitive_sources`` off (logged)."""
         self._ready()
         self._refuse_if_read_only("unrestricting")
         logger.warning(
-            "Knowledge base %r: restricted mode turned off by kb.unrestrict()", self.name
-        )
-        self._chroma.update_settings(dict.fromkeys(FLAGS, False))
+            "Knowledge base %r: restricted mode turned off by kb.unrestrict(), its text "
+            "unsealed", self.name,
+        )  # fmt: skip
+        self._write("unsealing its text", self._chroma.reseal, False)
+        self._chroma.update_settings({**dict.fromkeys(FLAGS, False), "key_id": ""})
         self._remember(self._chroma.settings(fresh=True))
 
     @property
@@ -418,7 +448,9 @@ class KnowledgeBase:
                 sample = self._chroma.collection("").get(limit=500, include=["documents"])
                 self._topics = (
                     count,
-                    metadata.derive_topics([t for t in sample["documents"] or [] if t]),
+                    metadata.derive_topics(
+                        [t for t in sample["documents"] or [] if t and not is_sealed(t)]
+                    ),
                 )
             derived = self._topics[1]
         return metadata.info_of(settings, chunk_count=count, derived=derived)
@@ -598,8 +630,8 @@ class KnowledgeBase:
         )
         if not ranked:
             return []
-        merged = self._searcher.merged
-        return self._searching(merged, self.name, self.id, partitions, ranked, parents, k)
+        merged, fields = self._searcher.merged, self._text_fields()
+        return self._searching(merged, self.name, self.id, partitions, ranked, parents, k, fields)
 
     asearch = _twin(search)
 
@@ -673,6 +705,8 @@ class KnowledgeBase:
         if query is not None and not isinstance(query, str):
             msg = f"query must be a string, got {type(query).__name__}"
             raise errors.ConfigurationError(msg, option="query", value=query)
+        if self._keyless and sealing.reading() != "owner":  # no keyword cache without the text
+            mode, parents = "dense", None
         tenant, where = split_tenant(filter, tenant_id)
         if not isinstance(shared, bool):
             msg = f"include_shared must be True or False, got {shared!r}"
@@ -711,7 +745,7 @@ class KnowledgeBase:
         try:
             with self._chroma.calls.operation():
                 return fn(*args)
-        except (errors.RetrievalError, errors.ConfigurationError, errors.KnowledgeBaseOpenError):
+        except _PASSED:
             raise
         except Exception as exc:
             msg = f"Search of knowledge base {self.name!r} failed: {type(exc).__name__}: {exc}"
@@ -720,13 +754,19 @@ class KnowledgeBase:
     def get_by_ids(self, ids: Sequence[str], *, tenant_id: str | None = None) -> list[Document]:
         """Stored chunks by id, with the metadata they were stored with (missing ids left out)."""
         self._ready()
-        found = {c.chunk_id: c for c in self._chroma.get(writes.partition_of(tenant_id), list(ids))}
+        partition, fields = writes.partition_of(tenant_id), self._text_fields()
+        found = {c.chunk_id: c for c in self._chroma.get(partition, list(ids), fields=fields)}
         chunks = [found[cid] for cid in dict.fromkeys(ids) if cid in found]
         return [
             Document(id=c.chunk_id, page_content=c.text, metadata=dict(c.metadata)) for c in chunks
         ]
 
     aget_by_ids = _twin(get_by_ids)
+
+    def _text_fields(self) -> Literal["all", "stored"]:
+        """Chunk text opened for the owner and in ``raw_access()`` (with the key), else stored."""
+        how = sealing.reading()
+        return "stored" if how == "surface" or (how == "boundary" and self._keyless) else "all"
 
     def check(self, *, repair: bool = False) -> ConsistencyReport:
         """Whether the keyword cache holds exactly Chroma's chunks; ``repair`` rebuilds it else."""

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_knowledge_inject._store.chroma import PAGE
 from langchain_knowledge_inject._store.flags import FORMAT, merged_metadata
+from langchain_knowledge_inject._store.sealing import open_sealed
 from langchain_knowledge_inject._store.storage import (
     collection_name,
     is_not_found,
@@ -38,6 +39,7 @@ from langchain_knowledge_inject.errors import (
     ConfigurationError,
     KnowledgeBaseNotFoundError,
     KnowledgeBaseOpenError,
+    SealedKnowledgeError,
 )
 
 if TYPE_CHECKING:
@@ -226,6 +228,14 @@ def check_model(
             raise KnowledgeBaseOpenError(msg)
 
 
+def _plain(text: str, collection: str) -> str:
+    """A record's text, opened with the keyring when sealed (refused without the key)."""
+    if (opened := open_sealed(text)) is None:
+        msg = f"Collection {collection!r} is sealed: open its KnowledgeBase with its key first"
+        raise SealedKnowledgeError(msg, kb_name=collection)
+    return opened
+
+
 def copy_collection(writes: Writes, source: Any, partition: str) -> None:
     """Copy a collection into ``partition`` of a knowledge base, without re-embedding.
 
@@ -241,7 +251,11 @@ def copy_collection(writes: Writes, source: Any, partition: str) -> None:
         if not ids:
             break
         records = list(zip(ids, got["documents"], got["metadatas"], got["embeddings"], strict=True))
-        kept = [r for r in records if isinstance(r[1], str) and r[1].strip()]
+        kept = [
+            (r[0], _plain(r[1], source.name), *r[2:])
+            for r in records
+            if isinstance(r[1], str) and r[1].strip()
+        ]
         unexplained += len(records) - len(kept)
         if not adopted and kept:
             sample = [(r[1], r[3]) for r in kept[:MODEL_CHECK_SAMPLES]]

@@ -18,6 +18,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, model_validator
 
+from langchain_knowledge_inject._store.sealing import kept_sealed
 from langchain_knowledge_inject._store.search_args import SearchMode, check_search_args
 from langchain_knowledge_inject.errors import ConfigurationError
 
@@ -93,11 +94,13 @@ class KnowledgeBaseRetriever(BaseRetriever):
     ) -> list[Document]:
         options = self._options(kwargs)
         self.knowledge_base.check_raw_read(_VIA)
-        return self.knowledge_base.search(query, **options)
+        with kept_sealed():  # sealed text stays sealed outside raw_access()
+            return self.knowledge_base.search(query, **options)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         options = self._options(kwargs)
         await asyncio.to_thread(self.knowledge_base.check_raw_read, _VIA)
-        return await self.knowledge_base.asearch(query, **options)
+        with kept_sealed():
+            return await self.knowledge_base.asearch(query, **options)

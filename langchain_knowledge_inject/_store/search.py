@@ -25,7 +25,7 @@ from langchain_knowledge_inject._store.filters import matches, to_chroma
 from langchain_knowledge_inject._store.storage import is_not_found
 
 if TYPE_CHECKING:
-    from langchain_knowledge_inject._store.chroma import ChromaSide
+    from langchain_knowledge_inject._store.chroma import ChromaSide, Fields
     from langchain_knowledge_inject._store.keyword_cache import KeywordCache
     from langchain_knowledge_inject._store.search_args import SearchMode
 
@@ -159,20 +159,22 @@ class PartitionSearch:
     def merged(
         self, kb_name: str, kb_id: str, partitions: Sequence[str],
         ranked: Sequence[tuple[str, float]], parents: dict[str, str], k: int,
+        fields: Fields = "all",
     ) -> list[Document]:  # fmt: skip
         """The ``k`` best documents of the ranking, each one result of its best chunks."""
         groups = fusion.group_by_document(ranked, parents, k)
         wanted = [(c, s) for s, ids in groups for c in ids]
-        chunks = {d.id: d for d in self.documents(kb_name, kb_id, partitions, wanted)}
+        chunks = {d.id: d for d in self.documents(kb_name, kb_id, partitions, wanted, fields)}
         found = [(score, [chunks[c] for c in ids if c in chunks]) for score, ids in groups]
         return [fusion.merge_chunks(docs, score) for score, docs in found if docs]
 
     def documents(
-        self, kb_name: str, kb_id: str, partitions: Sequence[str], ranked: Hits
-    ) -> list[Document]:
-        """The ranked chunks, read from Chroma in one call a partition, with score and origin."""
+        self, kb_name: str, kb_id: str, partitions: Sequence[str], ranked: Hits,
+        fields: Fields = "all",
+    ) -> list[Document]:  # fmt: skip
+        """The ranked chunks, read from Chroma in one call a partition (text as ``fields`` says)."""
         ids = [cid for cid, _ in ranked]
-        found = {c.chunk_id: c for p in partitions for c in self.chroma.get(p, ids)}
+        found = {c.chunk_id: c for p in partitions for c in self.chroma.get(p, ids, fields=fields)}
         docs = []
         for cid, score in ranked:
             chunk = found.get(cid)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from langchain_chroma import Chroma
 from langchain_core.documents import Document
 
+from langchain_knowledge_inject._store.sealing import kept_sealed, unsealed
 from langchain_knowledge_inject.errors import ConfigurationError, KnowledgeBaseError
 
 if TYPE_CHECKING:
@@ -114,7 +115,8 @@ class KnowledgeBaseVectorStore(Chroma):
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """Stored documents by id (missing ids are left out)."""
         self._knowledge_base.check_raw_read(_VIA)
-        return self._knowledge_base.get_by_ids(ids, tenant_id=self._tenant_id)
+        with kept_sealed():  # sealed text stays sealed outside raw_access(), as Chroma's reads
+            return self._knowledge_base.get_by_ids(ids, tenant_id=self._tenant_id)
 
     def add_images(self, *args: Any, **kwargs: Any) -> list[str]:
         """Refused: a knowledge base stores text."""
@@ -151,6 +153,12 @@ class _GuardedCollection:
         def guarded(*args: Any, **kwargs: Any) -> Any:
             self._knowledge_base.check_raw_read(_VIA)
             result = attr(*args, **kwargs)
+            texts = result.get("documents") if isinstance(result, dict) else None
+            if texts:  # opened inside raw_access() (a list per query for query())
+                result["documents"] = [
+                    [unsealed(t) for t in row] if isinstance(row, list) else unsealed(row)
+                    for row in texts
+                ]
             metadatas = result.get("metadatas") if isinstance(result, dict) else None
             for row in metadatas or []:  # a list per query for query(), one list for get()
                 for meta in row if isinstance(row, list) else [row]:

@@ -245,6 +245,13 @@ def _top(got: Retrieval, found: Retrieved) -> Retrieval:
     return replace(got, found=found)
 
 
+def _opened(got: Retrieval, found: Retrieved) -> Retrieval:
+    """An open turn's search: cut to ``top_k``; sealed text found restricts the turn, keeps none."""
+    if not found.sealed:
+        return _top(got, found)
+    return replace(got, found=Retrieved(), request=sealed_turn(got.request, found))
+
+
 def _remember(clean: list[BaseMessage], got: Retrieval, found: Retrieved) -> str | None:
     """Remember a restricted turn's chunks (the tool skips them); the thread, for the ledger."""
     remember_shown(got.request.config, clean, sorted(shown_keys(found.documents, restricted=True)))
@@ -530,6 +537,26 @@ class KnowledgePipeline:
             _rerank_failed(failure, found, settings.on_error, restricted=request.restricted)
         return found
 
+    def _searched(
+        self, query: str, request: Request, spec: SearchSpec
+    ) -> tuple[Retrieved, Request]:
+        """:meth:`_search`; an open turn that found sealed text is restricted, searched again."""
+        found = self._search(query, request, spec)
+        if not found.sealed or request.restricted:
+            return found, request
+        request = sealed_turn(request, found)
+        return self._search(query, request, spec), request
+
+    async def _asearched(
+        self, query: str, request: Request, spec: SearchSpec
+    ) -> tuple[Retrieved, Request]:
+        """Async twin of :meth:`_searched`."""
+        found = await self._asearch(query, request, spec)
+        if not found.sealed or request.restricted:
+            return found, request
+        request = sealed_turn(request, found)
+        return await self._asearch(query, request, spec), request
+
     def _released_args(self, request: Request, thread: str | None) -> dict[str, Any]:
         host = current_host()
         model = self.summarizer_model or (host.summarizer_model if host else None)
@@ -563,7 +590,7 @@ class KnowledgePipeline:
         got = Retrieval(self._query(clean, request), Retrieved(), request, started=started)
         if request.restricted or not _searches(got):
             return got
-        return _top(got, self._search(got.query.query or "", request, self._spec(request)))
+        return _opened(got, self._search(got.query.query or "", request, self._spec(request)))
 
     async def aretrieve(self, clean: list[BaseMessage], request: Request) -> Retrieval:
         """Async twin of :meth:`retrieve`."""
@@ -572,7 +599,7 @@ class KnowledgePipeline:
         got = Retrieval(how, Retrieved(), request, started=started)
         if request.restricted or not _searches(got):
             return got
-        return _top(got, await self._asearch(how.query or "", request, self._spec(request)))
+        return _opened(got, await self._asearch(how.query or "", request, self._spec(request)))
 
     def summarize(self, clean: list[BaseMessage], got: Retrieval) -> Retrieval:
         """A restricted turn: search, then release the chunks through the boundary, in one step.
@@ -849,7 +876,9 @@ class KnowledgePipeline:
     ) -> Found:
         """The tool's search: every source, the reranker, what was shown skipped, the boundary."""
         wanted = k or request.settings.top_k
-        found = self._search(query, request, self._spec(request, wanted + len(skip), filter))
+        found, request = self._searched(
+            query, request, self._spec(request, wanted + len(skip), filter)
+        )
         docs = _fresh(found.documents, set(skip), wanted, request.restricted)
         released = self._release(query, docs, request, thread) if request.restricted else None
         return Found(docs, released, found)
@@ -866,7 +895,8 @@ class KnowledgePipeline:
     ) -> Found:
         """Async twin of :meth:`search`."""
         wanted = k or request.settings.top_k
-        found = await self._asearch(query, request, self._spec(request, wanted + len(skip), filter))
+        spec = self._spec(request, wanted + len(skip), filter)
+        found, request = await self._asearched(query, request, spec)
         docs = _fresh(found.documents, set(skip), wanted, request.restricted)
         released = (
             await self._arelease(query, docs, request, thread) if request.restricted else None
@@ -905,6 +935,18 @@ class Found:
     documents: list[Document]
     released: Released | None
     retrieved: Retrieved
+
+
+def sealed_turn(request: Request, found: Retrieved) -> Request:
+    """An open turn whose sources returned sealed text: restricted, sources hidden (logged)."""
+    logger.warning(
+        "knowledge source(s) %s returned sealed text in a turn their flags call open: "
+        "the turn is restricted", ", ".join(repr(name) for name in found.sealed),
+    )  # fmt: skip
+    codes = tuple({"stage": "flags", "error": "sealed_text", "source": n} for n in found.sealed)
+    flags = combine([request.flags, SourceFlags(True, True, errors=codes)])
+    settings = request.settings.model_copy(update={"restricted": True})
+    return Request(settings, request.config, flags, sensitive_sources=True)
 
 
 def shown_keys(docs: Sequence[Document], restricted: bool) -> set[str]:

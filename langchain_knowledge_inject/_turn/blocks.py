@@ -31,6 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
+from langchain_knowledge_inject._store.sealing import kept_sealed
 from langchain_knowledge_inject._turn.tokens import TokenCounter, approximate_token_count
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
@@ -275,7 +276,8 @@ def render_blocks(
     errors: list[dict[str, Any]] = []
     for block in blocks:
         try:
-            text = block.render(query=query, messages=messages, config=config)
+            with kept_sealed():  # a block reads knowledge bases as a surface: sealed stays sealed
+                text = block.render(query=query, messages=messages, config=config)
         except Exception as exc:
             errors.append(_block_failed(block.name, exc, on_error))
             text = None
@@ -292,10 +294,11 @@ async def arender_blocks(
     on_error: str,
 ) -> tuple[list[tuple[str, str | None]], list[dict[str, Any]]]:
     """Async twin of :func:`render_blocks`: the blocks render concurrently."""
-    results = await asyncio.gather(
-        *(b.arender(query=query, messages=messages, config=config) for b in blocks),
-        return_exceptions=True,
-    )
+    with kept_sealed():  # the tasks gather starts copy this context
+        results = await asyncio.gather(
+            *(b.arender(query=query, messages=messages, config=config) for b in blocks),
+            return_exceptions=True,
+        )
     parts: list[tuple[str, str | None]] = []
     errors: list[dict[str, Any]] = []
     for block, result in zip(blocks, results, strict=True):

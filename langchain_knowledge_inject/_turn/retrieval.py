@@ -32,7 +32,9 @@ one); a source that fails is left out and reported (``on_error="degrade"``) or r
 Each search is a retriever run named ``knowledge_retrieval``, visible to callbacks and
 ``astream_events``; in a restricted turn its output is stubs (a keyed reference and a
 score, never the text). A reranker (any ``BaseDocumentCompressor``, or a callable
-``(query, documents) -> documents``) then reorders the merged candidates.
+``(query, documents) -> documents``) then reorders the merged candidates. Sealed text
+(:mod:`~langchain_knowledge_inject._store.sealing`) is opened inside ``raw_access()`` alone;
+``Retrieved.sealed`` names the sources that returned it unopened.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from pydantic import ConfigDict
 
 from langchain_knowledge_inject._store.filters import matches
 from langchain_knowledge_inject._store.flags import ainside, inside, quiet, unheard
+from langchain_knowledge_inject._store.sealing import any_sealed, is_sealed, kept_sealed, opened
 from langchain_knowledge_inject.errors import (
     ConfigurationError,
     ForkedProcessError,
@@ -96,6 +99,8 @@ class Retrieved:
     """One ``{"stage": "retrieval", "error": <class>, "source": <name>}`` per failed source."""
     error: str | None = None
     """The first failure as ``"Class: message"`` (the non-restricted manifest shows it)."""
+    sealed: tuple[str, ...] = ()
+    """The sources that returned sealed text not opened: restricted, or without its key."""
 
 
 # --- the sources ------------------------------------------------------------------------------
@@ -400,21 +405,32 @@ class _TracedSearch(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         search = functools.partial(self.source.search, query, *self._args(run_manager, kwargs))
-        return _shown(inside(search) if kwargs["redact"] else search(), **kwargs)
+        return _shown(inside(_opening, search) if kwargs["redact"] else search(), **kwargs)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         search = functools.partial(self.source.asearch, query, *self._args(run_manager, kwargs))
-        return _shown(await (ainside(search) if kwargs["redact"] else search()), **kwargs)
+        return _shown(
+            await (ainside(_aopening, search) if kwargs["redact"] else search()), **kwargs
+        )
+
+
+def _opening(search: Callable[[], list[Document]]) -> list[Document]:
+    """``search()`` with its sealed text opened (inside the boundary's context only)."""
+    return opened(search())
+
+
+async def _aopening(search: Callable[[], Awaitable[list[Document]]]) -> list[Document]:
+    return opened(await search())
 
 
 def _shown(
     found: list[Document], *, redact: Redact, sink: list[Document], **_: Any
 ) -> list[Document]:
-    """Everything found into ``sink``; what the run shows: stubs in a restricted turn."""
-    sink.extend(found)
-    return [redact(d) for d in found] if redact else list(found)
+    """Everything found into ``sink`` (``opened``); the run shows stubs, or no sealed text."""
+    sink.extend(opened(found))
+    return [redact(d) if redact else d for d in found if redact or not is_sealed(d.page_content)]
 
 
 Redact = Callable[[Document], Document] | None
@@ -425,7 +441,8 @@ def _one_search(
 ) -> list[Document]:
     sink: list[Document] = []
     traced = _TracedSearch(source=source, name="knowledge_retrieval")
-    traced.invoke(query, config, spec=spec, redact=redact, sink=sink)
+    with kept_sealed():  # knowledge bases give their text as stored: sealed stays sealed
+        traced.invoke(query, config, spec=spec, redact=redact, sink=sink)
     return sink
 
 
@@ -434,7 +451,8 @@ async def _aone_search(
 ) -> list[Document]:
     sink: list[Document] = []
     traced = _TracedSearch(source=source, name="knowledge_retrieval")
-    await traced.ainvoke(query, config, spec=spec, redact=redact, sink=sink)
+    with kept_sealed():
+        await traced.ainvoke(query, config, spec=spec, redact=redact, sink=sink)
     return sink
 
 
@@ -463,10 +481,13 @@ def _outcome(
         logger.warning("knowledge source %r failed, continuing without it: %s", source.name, what)
         errors.append({"stage": "retrieval", "error": type(exc).__name__, "source": source.name})
     first = failed[0][1] if failed else None
+    pairs = zip(sources, results, strict=True)
+    sealed = [s.name for s, r in pairs if isinstance(r, list) and any_sealed(r)]
     return Retrieved(
         documents=merge_results(found, k),
         errors=errors,
         error=f"{type(first).__name__}: {first}" if first is not None else None,
+        sealed=tuple(sealed),
     )
 
 

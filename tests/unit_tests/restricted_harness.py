@@ -16,6 +16,8 @@ A turn's *channels* are every place a caller or an end user can read:
 - ``logs``: every log record (DEBUG and up, ``KINJECT_LOG_MODEL_IO=1``).
 
 :func:`count_secret` and :func:`count_raw` count what leaked into a channel's text.
+:func:`collection_readers` builds every way of reading a restricted collection without
+the package (``test_restricted_sealed.py`` and its integration twin).
 """
 
 from __future__ import annotations
@@ -29,9 +31,13 @@ from types import SimpleNamespace
 from typing import Any
 
 from langchain.agents import create_agent
+from langchain_chroma import Chroma
+from langchain_classic.retrievers import EnsembleRetriever
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from pydantic import BaseModel
@@ -367,3 +373,69 @@ def run_surface(
     turn.channels["main_model"] = texts
     turn.reasons = _reasons(texts)
     return turn
+
+
+# --- readers of a restricted collection that are not the package -------------------------------
+
+
+class UserRetriever(BaseRetriever):
+    """A user's own retriever: its store sits under a field name no list knows."""
+
+    archive_backend: Any
+
+    def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+        return self.archive_backend.similarity_search(query, k=8)
+
+
+class RawClientRetriever(BaseRetriever):
+    """A retriever over a raw ``chromadb`` collection, queried by vector as any app would."""
+
+    raw_collection: Any
+    embeddings: Any
+
+    def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+        got = self.raw_collection.query(
+            query_embeddings=[self.embeddings.embed_query(query)], n_results=8,
+            include=["documents"],
+        )  # fmt: skip
+        rows = zip(got["ids"][0], got["documents"][0], strict=True)
+        return [Document(text, id=cid) for cid, text in rows]
+
+
+def collection_readers(client: Any, name: str, embeddings: Any) -> dict[str, Any]:
+    """Every way of :data:`READERS` to read the collection ``name`` without the package."""
+
+    def plain() -> Chroma:
+        return Chroma(client=client, collection_name=name, embedding_function=embeddings)
+
+    def raw() -> RawClientRetriever:
+        return RawClientRetriever(raw_collection=client.get_collection(name), embeddings=embeddings)
+
+    nested: Any = plain().as_retriever()
+    for _ in range(3):
+        nested = EnsembleRetriever(retrievers=[nested])
+    return {
+        "plain Chroma": plain(),
+        "Chroma.as_retriever()": plain().as_retriever(search_kwargs={"k": 8}),
+        "raw chromadb client": raw(),
+        "ensemble of them": EnsembleRetriever(retrievers=[plain().as_retriever(), raw()]),
+        "ensemble in an ensemble in an ensemble": nested,
+        "a user's retriever, unlisted field": UserRetriever(archive_backend=plain()),
+        "a RunnableLambda in an ensemble": EnsembleRetriever(
+            retrievers=[RunnableLambda(lambda q: plain().similarity_search(q, k=8))]
+        ),
+    }
+
+
+READERS = (
+    "plain Chroma",
+    "Chroma.as_retriever()",
+    "raw chromadb client",
+    "ensemble of them",
+    "ensemble in an ensemble in an ensemble",
+    "a user's retriever, unlisted field",
+    "a RunnableLambda in an ensemble",
+)
+"""The readers of :func:`collection_readers`, by name."""
+UNSEEN = READERS[2:3] + READERS[4:]
+"""Readers whose store the flag walk of ``_restricted/scope.py`` does not reach."""

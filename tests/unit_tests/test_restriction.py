@@ -404,7 +404,7 @@ def test_format_refusal_blocks(reason: str) -> None:
     assert f"Decision: refuse (reason: {reason})" in shown
     assert "What to tell the user:" in shown
     assert "leftover text" not in shown
-    if reason in {"leak_detected", "summarizer_error"}:  # fixed guidance, never model-written
+    if reason in {"leak_detected", "summarizer_error", "key_unavailable"}:  # fixed guidance
         assert REFUSAL_GUIDANCE[reason] in shown
         assert "4.2" not in shown
     else:

@@ -162,6 +162,7 @@ def test_unreadable_flags_raise_naming_the_cause(tmp_path, emb, monkeypatch):
 
 async def test_the_flag_read_of_the_async_path_leaves_the_event_loop(tmp_path, emb, monkeypatch):
     kb = KnowledgeBase("flags", path=tmp_path, embeddings=emb)
+    kb.add_documents(DOCS)  # sync, on this thread (a write reads whether to seal)
     loop_thread = threading.get_ident()
     threads: list[int] = []
     real = kb._chroma.settings
@@ -169,7 +170,6 @@ async def test_the_flag_read_of_the_async_path_leaves_the_event_loop(tmp_path, e
         kb._chroma, "settings", lambda **kw: threads.append(threading.get_ident()) or real(**kw)
     )
     assert (await kb.arestriction()).restricted is False
-    kb.add_documents(DOCS)
     assert await kb.asearch("annual leave", min_score=0.0)
     await kb.ainfo()
     assert threads and loop_thread not in threads
