@@ -10,9 +10,11 @@ resolved path, the source's identity), ``file_name``, ``file_type``,
 ``chunk_index``, ``page`` (PDF), ``headers`` (Markdown, HTML), ``title`` (HTML),
 ``category`` and ``tenant_id``. A source's fingerprint is ``sha256:<file
 hash>;settings:<hash of splitter, category, tenant>;chunks:<count>``: an
-unchanged file is skipped unparsed. Files are split whole before anything is
-written, so a bad file is reported and leaves nothing behind; files gone from a
-folder keep their chunks (``KnowledgeBase.delete_source`` removes them).
+unchanged file is skipped unparsed. A file is read whole (a bad one is reported,
+nothing written), then split a window at a time and committed batch by batch
+(``add_documents(unfinished=...)``): memory stays bounded, a stopped ingest keeps
+every committed batch, and the next run embeds only what is missing. Files gone
+from a folder keep their chunks (``KnowledgeBase.delete_source`` removes them).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,7 +41,8 @@ from langchain_text_splitters import Language, RecursiveCharacterTextSplitter, T
 from langchain_knowledge_inject._ingest.folders import FileType, collect_files
 from langchain_knowledge_inject._ingest.html_text import html_to_text
 from langchain_knowledge_inject._ingest.text_decoding import decode_bytes
-from langchain_knowledge_inject._store.chroma import SOURCE_PATH_KEY
+from langchain_knowledge_inject._store.calls import check_seconds
+from langchain_knowledge_inject._store.chroma import SOURCE_PATH_KEY, source_key
 from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -50,9 +53,16 @@ logger = logging.getLogger(__name__)
 DEFAULT_CHUNK_SIZE = 1000
 DEFAULT_CHUNK_OVERLAP = 150
 
+LARGE_FILE_MB = 10.0
+"""Files larger than this (MB) are reported before an ingest starts (``large_file_mb``)."""
+BATCH_CHUNKS = 256
+"""Most chunks embedded and committed at a time (a batch is sized to take about 3 s)."""
+
 _PIPELINE_VERSION = 3  # bump when loading or splitting changes, to re-ingest everything
 _PROGRESS_MIN_FILES = 5
-_BATCH_CHUNKS = 256
+_PROGRESS_MIN_BYTES = 1 << 20
+_WINDOW_CHARS = 100_000  # a longer section is split a window at a time, each cut at a break
+_COMMIT_S, _MIN_BATCH = 3.0, 32  # the progress moves every few seconds, on any machine
 _ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _TITLE_LINE = re.compile(r"\s*([^\n]+)\n[ \t]*\n")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -154,39 +164,59 @@ def split_documents(
         ['Leave']
     """
     splitter = ingest_splitter(None, chunk_size, chunk_overlap) if splitter is None else splitter
+    return [chunk for chunk, _ in _chunks(documents, file_type, splitter)]
+
+
+def _chunks(
+    documents: Iterable[Document], file_type: FileType, splitter: TextSplitter
+) -> Iterator[tuple[Document, float]]:
+    """The chunks of :func:`split_documents`, a window at a time, with the share of text read."""
     markdown = file_type in ("markdown", "html")
+    documents = list(documents)
+    total, read = sum(len(doc.page_content) for doc in documents) or 1, 0
     counters: dict[object, int] = {}
-    chunks: list[Document] = []
     for doc in documents:
-        if markdown:
-            sections = _markdown_sections(doc.page_content)
-        else:
-            sections = [([], "", doc.page_content)]
-        for headers, head, body in sections:
-            for piece in _split_section(head, body, markdown, splitter):
-                metadata = dict(doc.metadata)
-                if headers:
-                    metadata["headers"] = " > ".join(headers)
-                source = metadata.get("source")
-                metadata["chunk_index"] = counters.get(source, 0)
-                counters[source] = metadata["chunk_index"] + 1
-                chunks.append(Document(page_content=piece, metadata=metadata))
-    return chunks
+        text = doc.page_content
+        for headers, head, body in _markdown_sections(text) if markdown else [([], "", text)]:
+            for window, first in _windows(body):
+                read += len(window) + len(head) * first
+                for piece in _split_section(head * first, window, markdown, splitter, title=first):
+                    metadata = dict(doc.metadata)
+                    if headers:
+                        metadata["headers"] = " > ".join(headers)
+                    source = metadata.get("source")
+                    metadata["chunk_index"] = counters.get(source, 0)
+                    counters[source] = metadata["chunk_index"] + 1
+                    yield Document(page_content=piece, metadata=metadata), read / total
 
 
-def _split_section(head: str, body: str, markdown: bool, splitter: TextSplitter) -> list[str]:
+def _windows(text: str) -> Iterator[tuple[str, bool]]:
+    """``text`` in windows of at most ``_WINDOW_CHARS``, cut after a paragraph, line or word."""
+    start = 0
+    while len(text) - start > _WINDOW_CHARS:
+        end, half = start + _WINDOW_CHARS, start + _WINDOW_CHARS // 2
+        cuts = (text.rfind(sep, half, end) + len(sep) for sep in ("\n\n", "\n", " "))
+        cut = next((at for at in cuts if at > half), end)
+        yield text[start:cut], start == 0
+        start = cut
+    yield text[start:], start == 0
+
+
+def _split_section(
+    head: str, body: str, markdown: bool, splitter: TextSplitter, *, title: bool = True
+) -> list[str]:
     """Split one section; its heading lines (or a short title line) open the first chunk.
 
     The first chunk is cut with room left for the head (else a long first paragraph
     would leave a heading-only chunk), the rest of the body at full size, in the
-    splitter's own lengths.
+    splitter's own lengths. ``title``: a short first line may be the title.
     """
     if not isinstance(splitter, RecursiveCharacterTextSplitter):
         return [piece for piece in splitter.split_text(head + body) if piece.strip()]
     size, length = splitter._chunk_size, splitter._length_function
-    title = _TITLE_LINE.match(body)
-    if not head.strip() and title and length(title.group(1)) < size // 2:
-        head, body = body[: title.end()], body[title.end() :]
+    line = _TITLE_LINE.match(body) if title else None
+    if not head.strip() and line and length(line.group(1)) < size // 2:
+        head, body = body[: line.end()], body[line.end() :]
     room = size - length(head)
     if room < size // 2:
         head, body, room = "", head + body, size
@@ -239,15 +269,19 @@ def ingest(
     recursive: bool = True,
     chunk_size: int | None = None,
     chunk_overlap: int | None = None,
+    large_file_mb: float = LARGE_FILE_MB,
+    skip_large: bool = False,
 ) -> IngestReport:
     """Load, split and add files and folders to a knowledge base.
 
     Supported: ``.txt``, ``.md``/``.markdown``, ``.html``/``.htm``, ``.pdf``, each
     file cut along its structure and each part once into the knowledge base's own
-    chunks (module docstring). A file whose fingerprint matches the stored one is
-    skipped unparsed; a changed file replaces all its chunks; a file that cannot be
-    ingested is listed in ``files_skipped`` and never aborts the run. Every path is
-    checked before anything is written.
+    chunks, committed :data:`BATCH_CHUNKS` at a time (module docstring). A file
+    whose fingerprint matches the stored one is skipped unparsed; a changed file
+    replaces all its chunks; a file that cannot be ingested is listed in
+    ``files_skipped`` and never aborts the run. Every path is checked before
+    anything is written. Stopped (or killed) half way, the chunks committed stay
+    searchable, and running it again resumes: nothing stored is embedded again.
 
     Args:
         kb: The knowledge base.
@@ -262,10 +296,14 @@ def ingest(
             after, so open it with ``text_splitter=None`` to keep larger ones.
         chunk_overlap: Characters shared by consecutive chunks (default 150, at
             most half of ``chunk_size``).
+        large_file_mb: Files larger than this many MB are named before any work
+            starts (a WARNING log line, and ``warnings`` in the report).
+        skip_large: Refuse those files instead (listed in ``files_skipped``).
 
     Raises:
         IngestError: A path does not exist, no path is given, or a folder holds no files.
-        ConfigurationError: ``chunk_size`` or ``chunk_overlap`` is out of range.
+        ConfigurationError: ``chunk_size``, ``chunk_overlap`` or ``large_file_mb`` is
+            out of range.
 
     Example:
         >>> from langchain_knowledge_inject import KnowledgeBase, ingest
@@ -274,34 +312,41 @@ def ingest(
         Read 12 files in 4.1 s: 96 chunks added, 0 unchanged, 0 replaced; 0 files unchanged.
     """
     splitter = ingest_splitter(kb, chunk_size, chunk_overlap)
+    check_seconds("large_file_mb", large_file_mb)  # a number > 0, as seconds are
     start = time.perf_counter()
     report = IngestReport()
     names: dict[Path, str] = {}
     files = collect_files(paths, recursive=recursive, report=report, names=names)
+    sized = _screen(files, large_file_mb, skip_large, report)
     settings = json.dumps(
         [_PIPELINE_VERSION, _splitter_settings(splitter), category, tenant_id], default=str
     )
     settings_hash = hashlib.sha256(settings.encode()).hexdigest()[:16]
     given = {"category": category, "tenant_id": tenant_id}
     extra = {key: value for key, value in given.items() if value is not None}
-    batch: list[Document] = []
-    fingerprints: dict[str, str] = {}
-    with _progress_bar(len(files), progress) as bar:
-        for path, file_type in files:
-            prepared = _prepare_file(
+    batch, done = _Batch(kb, tenant_id, report), 0
+    with _progress_bar(sized, progress) as bar:
+        for path, file_type, size in sized:
+            opened = _open_file(
                 kb, path, file_type, extra, settings_hash, splitter, report,
                 name=names.get(path, path.name),
             )  # fmt: skip
-            bar.update()
-            if prepared is None:
-                continue
-            chunks, fingerprint = prepared
-            batch.extend(chunks)
-            fingerprints[str(path)] = fingerprint
-            report.files_read += 1
-            if len(batch) >= _BATCH_CHUNKS:
-                _flush(kb, batch, fingerprints, tenant_id, report)
-        _flush(kb, batch, fingerprints, tenant_id, report)
+            chunks, prefix = opened or ((), "")
+            count = 0
+            for chunk, read in chunks:
+                count += 1
+                if batch.add(chunk):  # a batch was committed: the bar moves
+                    bar.set_postfix_str(f"{batch.stored} chunks", refresh=False)
+                    bar.update(max(0, done + int(read * size) - bar.n))
+            if opened is not None:
+                batch.finish(str(path), f"{prefix}chunks:{count}")
+                report.files_read += 1
+            done += size
+            if not batch.docs:
+                bar.update(done - bar.n)
+        batch.commit()
+        bar.set_postfix_str(f"{batch.stored} chunks", refresh=False)
+        bar.update(done - bar.n)
     report.seconds = time.perf_counter() - start
     return report
 
@@ -316,6 +361,8 @@ async def aingest(
     recursive: bool = True,
     chunk_size: int | None = None,
     chunk_overlap: int | None = None,
+    large_file_mb: float = LARGE_FILE_MB,
+    skip_large: bool = False,
 ) -> IngestReport:
     """Async twin of ``ingest``, run in a worker thread: the event loop stays free.
 
@@ -362,12 +409,38 @@ def _check_chunking(chunk_size: int, chunk_overlap: int) -> None:
         raise ConfigurationError(msg, option="chunk_overlap", value=chunk_overlap)
 
 
-def _progress_bar(total: int, progress: bool | None) -> Any:
+def _progress_bar(files: Sequence[tuple[Path, FileType, int]], progress: bool | None) -> Any:
+    """A bar in bytes of the files (its rate gives the time left), the chunks stored beside it."""
     from tqdm.auto import tqdm
 
+    total = sum(size for *_, size in files)
     if progress is None:
-        progress = total > _PROGRESS_MIN_FILES and sys.stderr.isatty()
-    return tqdm(total=total, unit="file", desc="Ingesting", file=sys.stderr, disable=not progress)
+        many = len(files) > _PROGRESS_MIN_FILES or total > _PROGRESS_MIN_BYTES
+        progress = many and sys.stderr.isatty()
+    return tqdm(
+        total=total, unit="B", unit_scale=True, unit_divisor=1024, desc="Ingesting",
+        file=sys.stderr, disable=not progress,
+    )  # fmt: skip
+
+
+def _screen(
+    files: Sequence[tuple[Path, FileType]], large_mb: float, skip: bool, report: IngestReport
+) -> list[tuple[Path, FileType, int]]:
+    """The files with their sizes; those over ``large_mb`` named now (refused with ``skip``)."""
+    sized = []
+    for path, file_type in files:
+        try:
+            size = path.stat().st_size
+        except OSError:  # reported when it is read
+            size = 0
+        if size > large_mb * 1e6:
+            why = f"large file: {size / 1e6:.1f} MB, over large_file_mb={large_mb:g}"
+            logger.warning("%s: %s", path, why + (" (skip_large)" if skip else ", read first"))
+            (report.files_skipped if skip else report.warnings).append((str(path), why))
+            if skip:
+                continue
+        sized.append((path, file_type, size))
+    return sized
 
 
 def _stored_chunk_count(fingerprint: str) -> int:
@@ -375,25 +448,51 @@ def _stored_chunk_count(fingerprint: str) -> int:
     return int(count) if count.isdigit() else 0
 
 
-def _flush(
-    kb: KnowledgeBase,
-    batch: list[Document],
-    fingerprints: dict[str, str],
-    tenant_id: str | None,
-    report: IngestReport,
-) -> None:
-    if not fingerprints:
-        return
-    result = kb.add_documents(list(batch), tenant_id=tenant_id, fingerprints=dict(fingerprints))
-    report.chunks_added += result.added
-    report.chunks_unchanged += result.unchanged
-    report.chunks_updated += result.updated
-    report.chunks_replaced += result.replaced
-    batch.clear()
-    fingerprints.clear()
+class _Batch:
+    """Chunks on their way in, committed when the next one comes (sized to take ``_COMMIT_S``).
+
+    A file stays ``unfinished`` until :meth:`finish`; the batch that finishes it
+    holds its last chunks and stores its fingerprint.
+    """
+
+    def __init__(self, kb: KnowledgeBase, tenant_id: str | None, report: IngestReport) -> None:
+        self.kb, self.tenant_id, self.report = kb, tenant_id, report
+        self.docs: list[Document] = []
+        self.unfinished: set[str] = set()
+        self.fingerprints: dict[str, str] = {}
+        self.stored, self.size = 0, _MIN_BATCH
+
+    def add(self, chunk: Document) -> bool:
+        """Take a chunk (the full batch committed first); True when a batch was committed."""
+        committed = len(self.docs) >= self.size and self.commit()
+        self.docs.append(chunk)
+        self.unfinished.add(source_key(chunk.metadata))
+        return committed
+
+    def finish(self, source: str, fingerprint: str) -> None:
+        self.unfinished.discard(source)
+        self.fingerprints[source] = fingerprint
+
+    def commit(self) -> bool:
+        if not self.docs:
+            return False
+        start = time.perf_counter()
+        result = self.kb.add_documents(
+            self.docs, tenant_id=self.tenant_id, fingerprints=self.fingerprints,
+            unfinished=frozenset(self.unfinished),
+        )  # fmt: skip
+        self.report.chunks_added += result.added
+        self.report.chunks_unchanged += result.unchanged
+        self.report.chunks_updated += result.updated
+        self.report.chunks_replaced += result.replaced
+        self.stored += len(self.docs)
+        rate = len(self.docs) / max(time.perf_counter() - start, 1e-3)
+        self.size = max(_MIN_BATCH, min(BATCH_CHUNKS, int(rate * _COMMIT_S)))
+        self.docs, self.fingerprints = [], {}
+        return True
 
 
-def _prepare_file(
+def _open_file(
     kb: KnowledgeBase,
     path: Path,
     file_type: FileType,
@@ -403,8 +502,8 @@ def _prepare_file(
     report: IngestReport,
     *,
     name: str,
-) -> tuple[list[Document], str] | None:
-    """Chunks and fingerprint of a new or changed file (its ``source`` is ``name``); else None."""
+) -> tuple[Iterator[tuple[Document, float]], str] | None:
+    """A new or changed file's chunks (split lazily) and fingerprint prefix; else None."""
     source = str(path)
     try:
         data = path.read_bytes()
@@ -424,7 +523,7 @@ def _prepare_file(
         report.files_skipped.append((source, str(exc)))
         return None
     report.warnings.extend((source, note) for note in notes)
-    return chunks, f"{prefix}chunks:{len(chunks)}"
+    return chunks, prefix
 
 
 def _load_and_split(
@@ -436,8 +535,8 @@ def _load_and_split(
     *,
     name: str,
     notes: list[str],
-) -> list[Document]:
-    """One file's bytes as chunks, or ``_SkipFile`` with the reason; caveats go to ``notes``."""
+) -> Iterator[tuple[Document, float]]:
+    """One file's bytes as chunks (split lazily), or ``_SkipFile``; caveats go to ``notes``."""
     if not data:
         raise _SkipFile("empty file")
     base: dict[str, Any] = {
@@ -458,7 +557,7 @@ def _load_and_split(
     docs = [doc for doc in docs if doc.page_content.strip()]
     if not docs:
         raise _SkipFile("no text found" + (" (scanned PDF?)" if file_type == "pdf" else ""))
-    return split_documents(docs, file_type=file_type, splitter=splitter)
+    return _chunks(docs, file_type, splitter)
 
 
 def _decode(data: bytes, notes: list[str], *, html: bool = False) -> str:
@@ -497,13 +596,12 @@ def _pdf_pages(data: bytes) -> list[tuple[int, str]]:
         raise _SkipFile(msg) from exc
 
 
-def _markdown_sections(text: str) -> list[tuple[list[str], str, str]]:
+def _markdown_sections(text: str) -> Iterator[tuple[list[str], str, str]]:
     """Cut Markdown at ATX headings (not inside code fences), keeping text verbatim.
 
-    Returns ``(heading path, heading lines, body)`` per section. A heading
+    Yields ``(heading path, heading lines, body)`` per section. A heading
     directly followed by another heading joins the next section's heading lines.
     """
-    sections: list[tuple[list[str], str, str]] = []
     stack: list[tuple[int, str]] = []
     head: list[str] = []
     body: list[str] = []
@@ -517,7 +615,7 @@ def _markdown_sections(text: str) -> list[tuple[list[str], str, str]]:
             (body if body or line.strip() else head).append(line)
             continue
         if body:
-            sections.append(([title for _, title in stack], "".join(head), "".join(body)))
+            yield [title for _, title in stack], "".join(head), "".join(body)
             head, body = [], []
         level = len(heading.group(1))
         while stack and stack[-1][0] >= level:
@@ -525,5 +623,4 @@ def _markdown_sections(text: str) -> list[tuple[list[str], str, str]]:
         stack.append((level, heading.group(2).strip()))
         head.append(line)
     if body:
-        sections.append(([title for _, title in stack], "".join(head), "".join(body)))
-    return sections
+        yield [title for _, title in stack], "".join(head), "".join(body)

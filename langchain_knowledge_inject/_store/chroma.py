@@ -269,12 +269,18 @@ class ChromaSide:
 
     def of_sources(self, partition: str, sources: Sequence[str], *, fields: Fields) -> list[Chunk]:
         """Every stored chunk of ``sources`` (by source identity)."""
-        wanted, out = sorted(set(sources) - {""}), []
+        return [c for page in self.source_pages(partition, sources, fields=fields) for c in page]
+
+    def source_pages(
+        self, partition: str, sources: Sequence[str], *, fields: Fields
+    ) -> Iterator[list[Chunk]]:
+        """The stored chunks of ``sources``, a page at a time (a large source never at once)."""
+        wanted = sorted(set(sources) - {""})
         for start in range(0, len(wanted), 100):
             part = wanted[start : start + 100]
             where = {"$or": [{"source_path": {"$in": part}}, {"source": {"$in": part}}]}
-            out += [c for c in self.get(partition, where=where, fields=fields) if c.source in part]
-        return out
+            for page in self.pages(partition, fields=fields, where=where):
+                yield [c for c in page if c.source in part]
 
     def count(self, partition: str) -> int:
         """How many chunks the partition holds (0 when it has no collection)."""

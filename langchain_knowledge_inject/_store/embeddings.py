@@ -170,12 +170,23 @@ def model_window(
 
 
 def _counter(tokenizer: Any) -> Callable[[str], int]:
+    """Count word pieces; with BERT's pre-tokenizer, each word once (cached), the text their sum.
+
+    BERT cuts at whitespace before anything else, so a text's count is the sum of
+    its words' (a control character Python takes for a space counts one more): a
+    large text is counted in linear time, and a splitter's pieces cost lookups.
+    """
+    from tokenizers.pre_tokenizers import BertPreTokenizer
+
     @functools.lru_cache(maxsize=65_536)
     def count(text: str) -> int:
         encoded = tokenizer.encode(text, add_special_tokens=False)
         return len(getattr(encoded, "ids", encoded))
 
-    return count
+    backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+    if not isinstance(getattr(backend, "pre_tokenizer", None), BertPreTokenizer):
+        return count
+    return functools.lru_cache(maxsize=65_536)(lambda text: sum(map(count, text.split())))
 
 
 def default_token_counter() -> Callable[[str], int]:

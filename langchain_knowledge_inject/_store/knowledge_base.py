@@ -438,8 +438,8 @@ class KnowledgeBase:
     def get_source_fingerprint(self, source: str, *, tenant_id: str | None = None) -> str | None:
         """The fingerprint stored with ``source`` by the last ``add_documents``, or None."""
         self._ready()
-        chunks = self._chroma.of_sources(writes.partition_of(tenant_id), [source], fields="meta")
-        return next((c.fingerprint for c in chunks if c.fingerprint is not None), None)
+        pages = self._chroma.source_pages(writes.partition_of(tenant_id), [source], fields="meta")
+        return next((c.fingerprint for p in pages for c in p if c.fingerprint is not None), None)
 
     # -- writes -------------------------------------------------------------------------
     def _refuse_if_read_only(self, action: str) -> None:
@@ -470,6 +470,7 @@ class KnowledgeBase:
         *,
         tenant_id: str | None = None,
         fingerprints: Mapping[str, str] | None = None,
+        unfinished: AbstractSet[str] = frozenset(),
     ) -> AddResult:
         """Add documents, idempotently: split, embedded only when new (see :mod:`~.writes`).
 
@@ -479,6 +480,9 @@ class KnowledgeBase:
                 ``metadata["tenant_id"]`` puts it in a tenant partition.
             tenant_id: Tenant of every document (must agree with their metadata).
             fingerprints: ``{source identity: fingerprint}`` to store (a file hash).
+            unfinished: Sources that continue in a later call (a large file, batch
+                by batch): their chunks are stored now, and the first call that names
+                the source without it here replaces what none of these calls gave.
 
         Raises:
             StoreTimeoutError: A Chroma server was slower than ``timeout`` (running
@@ -486,7 +490,9 @@ class KnowledgeBase:
         """
         self._ready()
         chunks = writes.split_documents(documents, tenant_id, self.text_splitter)
-        plan = self._write("adding documents", self._writes.add, chunks, fingerprints or {})
+        plan = self._write(
+            "adding documents", self._writes.add, chunks, fingerprints or {}, unfinished
+        )
         replaced = sum(len(v) for v in plan.stale.values())
         return AddResult(
             len(plan.to_embed), plan.unchanged, plan.updated, replaced, plan.skipped, plan.ids

@@ -4,9 +4,14 @@ Chunk ids derive from the tenant partition, the source and the content, so the
 same chunk always gets the same id. Against what Chroma holds, each chunk of a
 call is new (embed it), known with other metadata (update it) or unchanged
 (skip it); every source named in the call keeps exactly the chunks given now,
-so its other chunks are stale and removed. A write goes to Chroma, the record,
-and then to the keyword cache: a crash in between leaves the cache behind, and
-it catches up from Chroma the next time it is used (:mod:`~.keyword_cache`).
+so its other chunks are stale and removed. A source may also come in several
+calls (``unfinished``: a large file, batch by batch): its chunks are stored as
+they come, and the call that finishes it removes what none of its calls gave.
+A source's fingerprint is stored on its last chunk, written after its stale
+chunks are gone, so a source stopped half way never looks finished. A write
+goes to Chroma, the record, and then to the keyword cache: a crash in between
+leaves the cache behind, and it catches up from Chroma the next time it is used
+(:mod:`~.keyword_cache`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -145,19 +151,29 @@ class WritePlan:
     updated: int = 0
     unchanged: int = 0
     skipped: int = 0
+    marks: set[str] = field(default_factory=set)
+    """Chunks that carry their source's fingerprint: written after the stale ones are removed."""
 
 
 def plan_writes(
-    chroma: ChromaSide, chunks: Sequence[Chunk], fingerprints: Mapping[str, str]
+    chroma: ChromaSide,
+    chunks: Sequence[Chunk],
+    fingerprints: Mapping[str, str],
+    unfinished: AbstractSet[str] = frozenset(),
+    given: dict[tuple[str, str], set[str]] | None = None,
 ) -> WritePlan:
-    """Decide, against what Chroma holds, what a call of ``add_documents`` must write."""
-    plan = WritePlan()
+    """Decide, against what Chroma holds, what a call of ``add_documents`` must write.
+
+    ``given`` holds the ids each ``unfinished`` source got in earlier calls (updated here).
+    """
+    plan, given = WritePlan(), {} if given is None else given
     for partition in dict.fromkeys(c.partition for c in chunks):
         rows = [c for c in chunks if c.partition == partition]
         stored = {
             c.chunk_id: c for c in chroma.get(partition, [r.chunk_id for r in rows], fields="meta")
         }
         complete = plan.complete.setdefault(partition, {r.source: [] for r in rows})
+        last = {r.source: r.chunk_id for r in rows if r.text.strip() and r.source not in unfinished}
         seen: set[str] = set()
         for row in rows:
             if not row.text.strip():
@@ -167,7 +183,9 @@ def plan_writes(
             if row.chunk_id in seen:
                 continue
             seen.add(row.chunk_id)
-            row = dataclasses.replace(row, fingerprint=fingerprints.get(row.source))
+            mark = last.get(row.source) == row.chunk_id and row.source in fingerprints
+            row = dataclasses.replace(row, fingerprint=fingerprints[row.source] if mark else None)
+            plan.marks |= {row.chunk_id} if mark else set()
             complete[row.source].append(row)
             old = stored.get(row.chunk_id)
             if old is None:
@@ -179,9 +197,19 @@ def plan_writes(
                 plan.updated += old.metadata != chroma_metadata(row.metadata)
             else:
                 plan.unchanged += 1
-        fresh = {r.chunk_id for r in rows}
-        old_ids = {c.chunk_id for c in chroma.of_sources(partition, list(complete), fields="meta")}
-        if stale := sorted(old_ids - fresh):
+        kept: dict[str, set[str]] = {}
+        for source, mine in list(complete.items()):
+            earlier = given.pop((partition, source), None)
+            ids = {r.chunk_id for r in mine} | (earlier or set())
+            if source in unfinished:  # its document row is written once it is whole
+                given[partition, source], complete[source] = ids, []
+                continue
+            kept[source] = ids
+            if earlier is not None:  # the rest came in earlier calls: its row is read from Chroma
+                del complete[source]
+        pages = chroma.source_pages(partition, list(kept), fields="meta")
+        held = (c for page in pages for c in page)
+        if stale := sorted(c.chunk_id for c in held if c.chunk_id not in kept[c.source]):
             plan.stale[partition] = stale
     return plan
 
@@ -208,6 +236,8 @@ class Writes:
     ) -> None:
         self.chroma, self.cache, self.embeddings = chroma, cache, embeddings
         self.path, self.kb_name = path, kb_name
+        self.given: dict[tuple[str, str], set[str]] = {}
+        """The ids each unfinished source got so far, by partition and source."""
 
     def _write(self, partition: str, chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]],
                updated: Sequence[Chunk] = (), stale: Sequence[str] = ()) -> None:  # fmt: skip
@@ -226,11 +256,19 @@ class Writes:
         needed = estimated_write_bytes(texts, len(vectors[0]) if vectors else 0)
         ensure_room(self.path, needed, action="adding documents", kb_name=self.kb_name)
 
-    def add(self, chunks: Sequence[Chunk], fingerprints: Mapping[str, str]) -> WritePlan:
-        """Store chunks idempotently: embed only new ones, replace each source's stale chunks."""
+    def add(
+        self,
+        chunks: Sequence[Chunk],
+        fingerprints: Mapping[str, str],
+        unfinished: AbstractSet[str] = frozenset(),
+    ) -> WritePlan:
+        """Store chunks idempotently: embed only new ones, replace each source's stale chunks.
+
+        Sources in ``unfinished`` continue in a later call (module docstring).
+        """
         for partition in dict.fromkeys(c.partition for c in chunks):
             self.cache.ensure(partition)
-        plan = plan_writes(self.chroma, chunks, fingerprints)
+        plan = plan_writes(self.chroma, chunks, fingerprints, unfinished, self.given)
         with model_errors(self.kb_name):
             vectors = embed_distinct(self.embeddings, [c.text for c in plan.to_embed])
         self._room([c.text for c in plan.to_embed], vectors)
@@ -238,9 +276,16 @@ class Writes:
         new = [dataclasses.replace(c, stamp=stamp) for c in plan.to_embed]
         updated = [dataclasses.replace(c, stamp=stamp) for c in plan.to_update]
         for partition, stale in {p: plan.stale.get(p, []) for p in plan.complete}.items():
-            picked = [(c, v) for c, v in zip(new, vectors, strict=True) if c.partition == partition]
-            mine = [c for c in updated if c.partition == partition]
-            self._write(partition, [c for c, _ in picked], [v for _, v in picked], mine, stale)
+            for marks in (False, True):  # the fingerprints last, once the stale chunks are gone
+
+                def mine(c: Chunk, marks: bool = marks, partition: str = partition) -> bool:
+                    return c.partition == partition and (c.chunk_id in plan.marks) == marks
+
+                picked = [(c, v) for c, v in zip(new, vectors, strict=True) if mine(c)]
+                changed = [c for c in updated if mine(c)]
+                if picked or changed or not marks:
+                    chunks_, vectors_ = [c for c, _ in picked], [v for _, v in picked]
+                    self._write(partition, chunks_, vectors_, changed, () if marks else stale)
         for partition, complete in plan.complete.items():
             upserted = [c for c in [*new, *updated] if c.partition == partition]
             deleted = plan.stale.get(partition, [])
