@@ -10,11 +10,9 @@ resolved path, the source's identity), ``file_name``, ``file_type``,
 ``chunk_index``, ``page`` (PDF), ``headers`` (Markdown, HTML), ``title`` (HTML),
 ``category`` and ``tenant_id``. A source's fingerprint is ``sha256:<file
 hash>;settings:<hash of splitter, category, tenant>;chunks:<count>``: an
-unchanged file is skipped unparsed. A file is read whole (a bad one is reported,
-nothing written), then split a window at a time and committed batch by batch
-(``add_documents(unfinished=...)``): memory stays bounded, a stopped ingest keeps
-every committed batch, and the next run embeds only what is missing. Files gone
-from a folder keep their chunks (``KnowledgeBase.delete_source`` removes them).
+unchanged file is skipped unparsed. A file is read whole (a bad one is reported),
+then split a window at a time and committed batch by batch: a stopped ingest keeps
+every batch, the next run embeds only what is missing (``add_documents(unfinished=)``).
 """
 
 from __future__ import annotations
@@ -49,18 +47,15 @@ if TYPE_CHECKING:
     from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
 logger = logging.getLogger(__name__)
+logging.getLogger("pypdf").addHandler(logging.NullHandler())  # its warnings: to the log alone
 
 DEFAULT_CHUNK_SIZE = 1000
 DEFAULT_CHUNK_OVERLAP = 150
 
-LARGE_FILE_MB = 10.0
-"""Files larger than this (MB) are reported before an ingest starts (``large_file_mb``)."""
-BATCH_CHUNKS = 256
-"""Most chunks embedded and committed at a time (a batch is sized to take about 3 s)."""
-
+LARGE_FILE_MB = 10.0  # files larger than this (MB) are named before an ingest starts
+BATCH_CHUNKS = 256  # most chunks embedded and committed at a time (sized to take ~3 s)
 _PIPELINE_VERSION = 3  # bump when loading or splitting changes, to re-ingest everything
 _PROGRESS_MIN_FILES = 5
-_PROGRESS_MIN_BYTES = 1 << 20
 _WINDOW_CHARS = 100_000  # a longer section is split a window at a time, each cut at a break
 _COMMIT_S, _MIN_BATCH = 3.0, 32  # the progress moves every few seconds, on any machine
 _ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
@@ -104,16 +99,12 @@ class IngestReport:
             >>> IngestReport(files_read=2, chunks_added=7, seconds=1.3).summary()
             'Read 2 files in 1.3 s: 7 chunks added, 0 unchanged, 0 replaced; 0 files unchanged.'
         """
-        chunks = [
-            f"{_plural(self.chunks_added, 'chunk')} added",
-            f"{self.chunks_unchanged} unchanged",
-        ]
-        if self.chunks_updated:
-            chunks.append(f"{self.chunks_updated} relabelled")
-        chunks.append(f"{self.chunks_replaced} replaced")
+        relabelled = f", {self.chunks_updated} relabelled" if self.chunks_updated else ""
         lines = [
             f"Read {_plural(self.files_read, 'file')} in {self.seconds:.1f} s: "
-            f"{', '.join(chunks)}; {_plural(self.files_unchanged, 'file')} unchanged."
+            f"{_plural(self.chunks_added, 'chunk')} added, {self.chunks_unchanged} unchanged"
+            f"{relabelled}, {self.chunks_replaced} replaced; "
+            f"{_plural(self.files_unchanged, 'file')} unchanged."
         ]
         for title, rows in (
             (f"Skipped {len(self.files_skipped)}", self.files_skipped),
@@ -164,15 +155,14 @@ def split_documents(
         ['Leave']
     """
     splitter = ingest_splitter(None, chunk_size, chunk_overlap) if splitter is None else splitter
-    return [chunk for chunk, _ in _chunks(documents, file_type, splitter)]
+    return [chunk for chunk, _ in _chunks(list(documents), file_type, splitter)]
 
 
 def _chunks(
-    documents: Iterable[Document], file_type: FileType, splitter: TextSplitter
+    documents: Sequence[Document], file_type: FileType, splitter: TextSplitter
 ) -> Iterator[tuple[Document, float]]:
     """The chunks of :func:`split_documents`, a window at a time, with the share of text read."""
     markdown = file_type in ("markdown", "html")
-    documents = list(documents)
     total, read = sum(len(doc.page_content) for doc in documents) or 1, 0
     counters: dict[object, int] = {}
     for doc in documents:
@@ -180,7 +170,7 @@ def _chunks(
         for headers, head, body in _markdown_sections(text) if markdown else [([], "", text)]:
             for window, first in _windows(body):
                 read += len(window) + len(head) * first
-                for piece in _split_section(head * first, window, markdown, splitter, title=first):
+                for piece in _split_section(head * first, window, markdown, splitter):
                     metadata = dict(doc.metadata)
                     if headers:
                         metadata["headers"] = " > ".join(headers)
@@ -202,21 +192,19 @@ def _windows(text: str) -> Iterator[tuple[str, bool]]:
     yield text[start:], start == 0
 
 
-def _split_section(
-    head: str, body: str, markdown: bool, splitter: TextSplitter, *, title: bool = True
-) -> list[str]:
+def _split_section(head: str, body: str, markdown: bool, splitter: TextSplitter) -> list[str]:
     """Split one section; its heading lines (or a short title line) open the first chunk.
 
     The first chunk is cut with room left for the head (else a long first paragraph
     would leave a heading-only chunk), the rest of the body at full size, in the
-    splitter's own lengths. ``title``: a short first line may be the title.
+    splitter's own lengths.
     """
     if not isinstance(splitter, RecursiveCharacterTextSplitter):
         return [piece for piece in splitter.split_text(head + body) if piece.strip()]
     size, length = splitter._chunk_size, splitter._length_function
-    line = _TITLE_LINE.match(body) if title else None
-    if not head.strip() and line and length(line.group(1)) < size // 2:
-        head, body = body[: line.end()], body[line.end() :]
+    title = _TITLE_LINE.match(body)
+    if not head.strip() and title and length(title.group(1)) < size // 2:
+        head, body = body[: title.end()], body[title.end() :]
     room = size - length(head)
     if room < size // 2:
         head, body, room = "", head + body, size
@@ -276,12 +264,10 @@ def ingest(
 
     Supported: ``.txt``, ``.md``/``.markdown``, ``.html``/``.htm``, ``.pdf``, each
     file cut along its structure and each part once into the knowledge base's own
-    chunks, committed :data:`BATCH_CHUNKS` at a time (module docstring). A file
+    chunks, committed batch by batch (module docstring: stopped, it resumes). A file
     whose fingerprint matches the stored one is skipped unparsed; a changed file
     replaces all its chunks; a file that cannot be ingested is listed in
-    ``files_skipped`` and never aborts the run. Every path is checked before
-    anything is written. Stopped (or killed) half way, the chunks committed stay
-    searchable, and running it again resumes: nothing stored is embedded again.
+    ``files_skipped`` and never aborts the run. Every path is checked first.
 
     Args:
         kb: The knowledge base.
@@ -296,14 +282,13 @@ def ingest(
             after, so open it with ``text_splitter=None`` to keep larger ones.
         chunk_overlap: Characters shared by consecutive chunks (default 150, at
             most half of ``chunk_size``).
-        large_file_mb: Files larger than this many MB are named before any work
-            starts (a WARNING log line, and ``warnings`` in the report).
-        skip_large: Refuse those files instead (listed in ``files_skipped``).
+        large_file_mb: Files over this many MB are named before the work starts
+            (logged, and in ``warnings``).
+        skip_large: Refuse those files instead (in ``files_skipped``).
 
     Raises:
         IngestError: A path does not exist, no path is given, or a folder holds no files.
-        ConfigurationError: ``chunk_size``, ``chunk_overlap`` or ``large_file_mb`` is
-            out of range.
+        ConfigurationError: ``chunk_size``, ``chunk_overlap``, ``large_file_mb`` out of range.
 
     Example:
         >>> from langchain_knowledge_inject import KnowledgeBase, ingest
@@ -324,29 +309,22 @@ def ingest(
     settings_hash = hashlib.sha256(settings.encode()).hexdigest()[:16]
     given = {"category": category, "tenant_id": tenant_id}
     extra = {key: value for key, value in given.items() if value is not None}
-    batch, done = _Batch(kb, tenant_id, report), 0
     with _progress_bar(sized, progress) as bar:
+        batch, done = _Batch(kb, tenant_id, report, bar), 0
         for path, file_type, size in sized:
             opened = _open_file(
                 kb, path, file_type, extra, settings_hash, splitter, report,
                 name=names.get(path, path.name),
             )  # fmt: skip
-            chunks, prefix = opened or ((), "")
             count = 0
-            for chunk, read in chunks:
+            for chunk, read in opened[0] if opened else ():
                 count += 1
-                if batch.add(chunk):  # a batch was committed: the bar moves
-                    bar.set_postfix_str(f"{batch.stored} chunks", refresh=False)
-                    bar.update(max(0, done + int(read * size) - bar.n))
+                batch.add(chunk, done + int(read * size))
             if opened is not None:
-                batch.finish(str(path), f"{prefix}chunks:{count}")
-                report.files_read += 1
-            done += size
-            if not batch.docs:
-                bar.update(done - bar.n)
+                batch.finish(str(path), f"{opened[1]}chunks:{count}")
+            batch.read, done = done + size, done + size
+            batch.commit(full=False)  # commits only a full batch; the bar moves
         batch.commit()
-        bar.set_postfix_str(f"{batch.stored} chunks", refresh=False)
-        bar.update(done - bar.n)
     report.seconds = time.perf_counter() - start
     return report
 
@@ -410,17 +388,14 @@ def _check_chunking(chunk_size: int, chunk_overlap: int) -> None:
 
 
 def _progress_bar(files: Sequence[tuple[Path, FileType, int]], progress: bool | None) -> Any:
-    """A bar in bytes of the files (its rate gives the time left), the chunks stored beside it."""
+    """A bar in bytes of the files (with the time left), the chunks stored beside it."""
     from tqdm.auto import tqdm
 
     total = sum(size for *_, size in files)
     if progress is None:
-        many = len(files) > _PROGRESS_MIN_FILES or total > _PROGRESS_MIN_BYTES
-        progress = many and sys.stderr.isatty()
-    return tqdm(
-        total=total, unit="B", unit_scale=True, unit_divisor=1024, desc="Ingesting",
-        file=sys.stderr, disable=not progress,
-    )  # fmt: skip
+        progress = sys.stderr.isatty() and (len(files) > _PROGRESS_MIN_FILES or total > 1 << 20)
+    bar = {"unit": "B", "unit_scale": True, "unit_divisor": 1024, "desc": "Ingesting"}
+    return tqdm(total=total, file=sys.stderr, disable=not progress, **bar)
 
 
 def _screen(
@@ -429,10 +404,7 @@ def _screen(
     """The files with their sizes; those over ``large_mb`` named now (refused with ``skip``)."""
     sized = []
     for path, file_type in files:
-        try:
-            size = path.stat().st_size
-        except OSError:  # reported when it is read
-            size = 0
+        size = path.stat().st_size if path.is_file() else 0  # gone: reported when read
         if size > large_mb * 1e6:
             why = f"large file: {size / 1e6:.1f} MB, over large_file_mb={large_mb:g}"
             logger.warning("%s: %s", path, why + (" (skip_large)" if skip else ", read first"))
@@ -449,47 +421,48 @@ def _stored_chunk_count(fingerprint: str) -> int:
 
 
 class _Batch:
-    """Chunks on their way in, committed when the next one comes (sized to take ``_COMMIT_S``).
+    """Chunks on their way in, committed when full (sized to take ``_COMMIT_S``); the bar.
 
-    A file stays ``unfinished`` until :meth:`finish`; the batch that finishes it
-    holds its last chunks and stores its fingerprint.
+    A file is ``unfinished`` until :meth:`finish`; the batch finishing it stores its fingerprint.
     """
 
-    def __init__(self, kb: KnowledgeBase, tenant_id: str | None, report: IngestReport) -> None:
-        self.kb, self.tenant_id, self.report = kb, tenant_id, report
+    def __init__(
+        self, kb: KnowledgeBase, tenant_id: str | None, report: IngestReport, bar: Any
+    ) -> None:
+        self.kb, self.tenant_id, self.report, self.bar = kb, tenant_id, report, bar
         self.docs: list[Document] = []
         self.unfinished: set[str] = set()
         self.fingerprints: dict[str, str] = {}
-        self.stored, self.size = 0, _MIN_BATCH
+        self.stored, self.size, self.read = 0, _MIN_BATCH, 0  # read: bytes the docs reach
 
-    def add(self, chunk: Document) -> bool:
-        """Take a chunk (the full batch committed first); True when a batch was committed."""
-        committed = len(self.docs) >= self.size and self.commit()
+    def add(self, chunk: Document, read: int) -> None:
+        self.commit(full=False)
         self.docs.append(chunk)
         self.unfinished.add(source_key(chunk.metadata))
-        return committed
+        self.read = read
 
     def finish(self, source: str, fingerprint: str) -> None:
         self.unfinished.discard(source)
         self.fingerprints[source] = fingerprint
+        self.report.files_read += 1
 
-    def commit(self) -> bool:
-        if not self.docs:
-            return False
-        start = time.perf_counter()
-        result = self.kb.add_documents(
-            self.docs, tenant_id=self.tenant_id, fingerprints=self.fingerprints,
-            unfinished=frozenset(self.unfinished),
-        )  # fmt: skip
-        self.report.chunks_added += result.added
-        self.report.chunks_unchanged += result.unchanged
-        self.report.chunks_updated += result.updated
-        self.report.chunks_replaced += result.replaced
-        self.stored += len(self.docs)
-        rate = len(self.docs) / max(time.perf_counter() - start, 1e-3)
-        self.size = max(_MIN_BATCH, min(BATCH_CHUNKS, int(rate * _COMMIT_S)))
-        self.docs, self.fingerprints = [], {}
-        return True
+    def commit(self, *, full: bool = True) -> None:
+        if self.docs and (full or len(self.docs) >= self.size):
+            start, docs, report = time.perf_counter(), self.docs, self.report
+            result = self.kb.add_documents(
+                docs, tenant_id=self.tenant_id, fingerprints=self.fingerprints,
+                unfinished=frozenset(self.unfinished),
+            )  # fmt: skip
+            report.chunks_added += result.added
+            report.chunks_unchanged += result.unchanged
+            report.chunks_updated += result.updated
+            report.chunks_replaced += result.replaced
+            self.stored, self.docs, self.fingerprints = self.stored + len(docs), [], {}
+            rate = len(docs) / max(time.perf_counter() - start, 1e-3)
+            self.size = max(_MIN_BATCH, min(BATCH_CHUNKS, int(rate * _COMMIT_S)))
+        if not self.docs:  # all read so far is stored
+            self.bar.set_postfix_str(f"{self.stored} chunks", refresh=False)
+            self.bar.update(max(0, self.read - self.bar.n))
 
 
 def _open_file(

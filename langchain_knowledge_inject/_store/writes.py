@@ -4,14 +4,9 @@ Chunk ids derive from the tenant partition, the source and the content, so the
 same chunk always gets the same id. Against what Chroma holds, each chunk of a
 call is new (embed it), known with other metadata (update it) or unchanged
 (skip it); every source named in the call keeps exactly the chunks given now,
-so its other chunks are stale and removed. A source may also come in several
-calls (``unfinished``: a large file, batch by batch): its chunks are stored as
-they come, and the call that finishes it removes what none of its calls gave.
-A source's fingerprint is stored on its last chunk, written after its stale
-chunks are gone, so a source stopped half way never looks finished. A write
-goes to Chroma, the record, and then to the keyword cache: a crash in between
-leaves the cache behind, and it catches up from Chroma the next time it is used
-(:mod:`~.keyword_cache`).
+so its other chunks are stale and removed, unless it continues in a later call
+(``unfinished``); its fingerprint goes on its last chunk, once they are gone. A write
+goes to Chroma, then to the keyword cache, which catches up from Chroma after a crash.
 """
 
 from __future__ import annotations
@@ -151,22 +146,17 @@ class WritePlan:
     updated: int = 0
     unchanged: int = 0
     skipped: int = 0
-    marks: set[str] = field(default_factory=set)
-    """Chunks that carry their source's fingerprint: written after the stale ones are removed."""
 
 
 def plan_writes(
-    chroma: ChromaSide,
-    chunks: Sequence[Chunk],
-    fingerprints: Mapping[str, str],
-    unfinished: AbstractSet[str] = frozenset(),
-    given: dict[tuple[str, str], set[str]] | None = None,
-) -> WritePlan:
+    chroma: ChromaSide, chunks: Sequence[Chunk], fingerprints: Mapping[str, str],
+    unfinished: AbstractSet[str], given: dict[tuple[str, str], set[str]],
+) -> WritePlan:  # fmt: skip
     """Decide, against what Chroma holds, what a call of ``add_documents`` must write.
 
-    ``given`` holds the ids each ``unfinished`` source got in earlier calls (updated here).
+    ``given``: the ids of each unfinished source in earlier calls (kept up to date).
     """
-    plan, given = WritePlan(), {} if given is None else given
+    plan = WritePlan()
     for partition in dict.fromkeys(c.partition for c in chunks):
         rows = [c for c in chunks if c.partition == partition]
         stored = {
@@ -183,9 +173,8 @@ def plan_writes(
             if row.chunk_id in seen:
                 continue
             seen.add(row.chunk_id)
-            mark = last.get(row.source) == row.chunk_id and row.source in fingerprints
-            row = dataclasses.replace(row, fingerprint=fingerprints[row.source] if mark else None)
-            plan.marks |= {row.chunk_id} if mark else set()
+            mark = fingerprints.get(row.source) if last.get(row.source) == row.chunk_id else None
+            row = dataclasses.replace(row, fingerprint=mark)
             complete[row.source].append(row)
             old = stored.get(row.chunk_id)
             if old is None:
@@ -236,18 +225,20 @@ class Writes:
     ) -> None:
         self.chroma, self.cache, self.embeddings = chroma, cache, embeddings
         self.path, self.kb_name = path, kb_name
-        self.given: dict[tuple[str, str], set[str]] = {}
-        """The ids each unfinished source got so far, by partition and source."""
+        self.given: dict[tuple[str, str], set[str]] = {}  # the unfinished sources' ids so far
 
     def _write(self, partition: str, chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]],
                updated: Sequence[Chunk] = (), stale: Sequence[str] = ()) -> None:  # fmt: skip
-        """Chroma first (the cache is caught up again if that fails half way)."""
+        """Chroma first (the cache catches up if that fails half way); fingerprints last."""
         try:
-            if chunks:
-                self.chroma.upsert(partition, chunks, vectors)
-            if updated:
-                self.chroma.update(partition, updated)
-            self.chroma.delete(partition, stale)
+            for marked in (False, True):  # a chunk with its source's fingerprint: stale ones gone
+                new = [(c, v) for c, v in zip(chunks, vectors, strict=True)
+                       if (c.fingerprint is not None) == marked]  # fmt: skip
+                if new:
+                    self.chroma.upsert(partition, [c for c, _ in new], [v for _, v in new])
+                if mine := [c for c in updated if (c.fingerprint is not None) == marked]:
+                    self.chroma.update(partition, mine)
+                self.chroma.delete(partition, () if marked else stale)
         except BaseException:
             self.cache.invalidate(partition)
             raise
@@ -257,15 +248,9 @@ class Writes:
         ensure_room(self.path, needed, action="adding documents", kb_name=self.kb_name)
 
     def add(
-        self,
-        chunks: Sequence[Chunk],
-        fingerprints: Mapping[str, str],
-        unfinished: AbstractSet[str] = frozenset(),
+        self, chunks: Sequence[Chunk], fingerprints: Mapping[str, str], unfinished: AbstractSet[str]
     ) -> WritePlan:
-        """Store chunks idempotently: embed only new ones, replace each source's stale chunks.
-
-        Sources in ``unfinished`` continue in a later call (module docstring).
-        """
+        """Store chunks idempotently: embed only new ones, replace each source's stale chunks."""
         for partition in dict.fromkeys(c.partition for c in chunks):
             self.cache.ensure(partition)
         plan = plan_writes(self.chroma, chunks, fingerprints, unfinished, self.given)
@@ -276,16 +261,9 @@ class Writes:
         new = [dataclasses.replace(c, stamp=stamp) for c in plan.to_embed]
         updated = [dataclasses.replace(c, stamp=stamp) for c in plan.to_update]
         for partition, stale in {p: plan.stale.get(p, []) for p in plan.complete}.items():
-            for marks in (False, True):  # the fingerprints last, once the stale chunks are gone
-
-                def mine(c: Chunk, marks: bool = marks, partition: str = partition) -> bool:
-                    return c.partition == partition and (c.chunk_id in plan.marks) == marks
-
-                picked = [(c, v) for c, v in zip(new, vectors, strict=True) if mine(c)]
-                changed = [c for c in updated if mine(c)]
-                if picked or changed or not marks:
-                    chunks_, vectors_ = [c for c, _ in picked], [v for _, v in picked]
-                    self._write(partition, chunks_, vectors_, changed, () if marks else stale)
+            picked = [(c, v) for c, v in zip(new, vectors, strict=True) if c.partition == partition]
+            mine = [c for c in updated if c.partition == partition]
+            self._write(partition, [c for c, _ in picked], [v for _, v in picked], mine, stale)
         for partition, complete in plan.complete.items():
             upserted = [c for c in [*new, *updated] if c.partition == partition]
             deleted = plan.stale.get(partition, [])

@@ -21,7 +21,7 @@ and runs one turn in a fixed order, each step once:
    (:func:`~langchain_knowledge_inject._turn.conversation.shape_turn`), and the manifest.
 
 The ``knowledge_base_search`` tool runs steps 1, 3 and 4 through :meth:`search`. Sync
-and async share every step but the I/O, which is written twice.
+and async share every step but the I/O, which is written twice; one store deadline a turn.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +57,7 @@ from langchain_knowledge_inject._restricted.scope import (
     safe_kb_meta,
     source_flags,
 )
+from langchain_knowledge_inject._store.calls import Deadline, within
 from langchain_knowledge_inject._store.flags import raw_access
 from langchain_knowledge_inject._turn.assemble import (
     AssembledContext,
@@ -148,6 +149,8 @@ class Request:
     """What the sources' stored flags say (and which could not be read)."""
     sensitive_sources: bool = False
     """Whether source names are hidden from the main model."""
+    deadline: Deadline | None = None
+    """The turn's one deadline on the store, started by its flag reads."""
 
     @property
     def restricted(self) -> bool:
@@ -358,6 +361,8 @@ class KnowledgePipeline:
         header = self.template.header.strip()
         self.strip_headers: tuple[str, ...] = (header,) if custom and header else ()
         self._kb_meta: dict[bool, str] = {}
+        timeouts = [getattr(kb, "timeout", None) for kb in self.knowledge_bases]
+        self.timeout = max((t for t in timeouts if isinstance(t, (int, float))), default=None)
 
     def __repr__(self) -> str:
         names = ", ".join(str(getattr(s, "name", s)) for s in self.sources)
@@ -367,7 +372,7 @@ class KnowledgePipeline:
     def _flags(self) -> SourceFlags:
         return combine([source_flags(kb) for kb in self.knowledge_bases])
 
-    def _request(self, config: RunnableConfig | None, context: Any, flags: SourceFlags) -> Request:
+    def _request(self, config: Any, context: Any, flags: SourceFlags, deadline: Any) -> Request:
         values = context_values(context if context is not None else _runtime_context())
         settings = self.settings.with_overrides(config, values)
         host = current_host()
@@ -377,7 +382,7 @@ class KnowledgePipeline:
         if restricted != settings.restricted:
             settings = settings.model_copy(update={"restricted": restricted})
         sensitive = flags.sensitive_sources or bool(host and host.sensitive_sources)
-        return Request(settings, _with_user(config, values), flags, sensitive)
+        return Request(settings, _with_user(config, values), flags, sensitive, deadline)
 
     def request(self, config: RunnableConfig | None = None, *, context: Any = None) -> Request:
         """Resolve one request: settings, and whether it is restricted (reads stored flags).
@@ -389,7 +394,9 @@ class KnowledgePipeline:
         Raises:
             ConfigurationError: An override is not allowed.
         """
-        return self._request(config, context, self._flags())
+        deadline = None if self.timeout is None else Deadline(self.timeout)
+        with within(deadline):
+            return self._request(config, context, self._flags(), deadline)
 
     async def arequest(
         self, config: RunnableConfig | None = None, *, context: Any = None
@@ -397,7 +404,13 @@ class KnowledgePipeline:
         """Async twin of :meth:`request`: the stored flags are read in a worker thread."""
         if context is None:
             context = _runtime_context()  # read here: the worker thread has no runtime
-        return self._request(config, context, await asyncio.to_thread(self._flags))
+        deadline = None if self.timeout is None else Deadline(self.timeout)
+        with within(deadline):
+            return self._request(config, context, await asyncio.to_thread(self._flags), deadline)
+
+    def turn_deadline(self, request: Request) -> AbstractContextManager[Deadline | None]:
+        """The turn's one deadline (the largest ``timeout``): enter it in each step on the store."""
+        return within(request.deadline)
 
     # -- steps 2-5 -----------------------------------------------------------------------------
     def clean(self, messages: Sequence[BaseMessage], request: Request) -> list[BaseMessage]:
@@ -718,7 +731,8 @@ class KnowledgePipeline:
         """Run one turn: query, search, release, blocks, placement, manifest (emitted, logged)."""
         start = time.perf_counter()
         clean = self.clean(messages, request)
-        turn = self._turn(clean, self._context(clean, request))
+        with self.turn_deadline(request):
+            turn = self._turn(clean, self._context(clean, request))
         if emit:
             emit_manifest(turn.manifest, request.config)
         log_turn(turn.manifest, surface=surface, seconds=time.perf_counter() - start)
@@ -735,7 +749,8 @@ class KnowledgePipeline:
         """Async twin of :meth:`prepare`."""
         start = time.perf_counter()
         clean = self.clean(messages, request)
-        turn = self._turn(clean, await self._acontext(clean, request))
+        with self.turn_deadline(request):
+            turn = self._turn(clean, await self._acontext(clean, request))
         if emit:
             await aemit_manifest(turn.manifest, request.config)
         log_turn(turn.manifest, surface=surface, seconds=time.perf_counter() - start)
@@ -754,7 +769,8 @@ class KnowledgePipeline:
     ) -> Found:
         """The tool's search: every source, the reranker, what was shown skipped, the boundary."""
         wanted = k or request.settings.top_k
-        found = self._search(query, request, self._spec(request, wanted + len(skip), filter))
+        with self.turn_deadline(request):
+            found = self._search(query, request, self._spec(request, wanted + len(skip), filter))
         docs = _fresh(found.documents, set(skip), wanted, request.restricted)
         released = None
         if request.restricted:
@@ -774,7 +790,9 @@ class KnowledgePipeline:
     ) -> Found:
         """Async twin of :meth:`search`."""
         wanted = k or request.settings.top_k
-        found = await self._asearch(query, request, self._spec(request, wanted + len(skip), filter))
+        with self.turn_deadline(request):
+            spec = self._spec(request, wanted + len(skip), filter)
+            found = await self._asearch(query, request, spec)
         docs = _fresh(found.documents, set(skip), wanted, request.restricted)
         released = None
         if request.restricted:
