@@ -169,11 +169,11 @@ class BoundedCalls:
         with (_DEADLINE.get() or Deadline(self.timeout)).waiting() as left:
             if left > 0:
                 future = submit(self._pool, fn, *args, **kwargs)
-                try:
-                    with server_errors(self._kb_name, operation):
+                with server_errors(self._kb_name, operation):
+                    try:
                         return future.result(timeout=left)
-                except FutureTimeout:
-                    future.cancel()  # still queued behind stuck calls: never runs
+                    except FutureTimeout:
+                        future.cancel()  # still queued behind stuck calls: never runs
         msg = (
             f"The Chroma server did not answer {operation!r} for knowledge base "
             f"{self._kb_name!r} within {self.timeout:g} s (the knowledge base's timeout=; "

@@ -700,7 +700,7 @@ class KnowledgeBase:
         text = (query or "")[:MAX_QUERY_CHARS]
         if mode != "keyword" and text.strip():
             if self._chroma.server and getattr(self.embeddings, "loaded", True) is False:
-                self._chroma.calls.call("heartbeat", self._chroma.client.heartbeat)
+                self._searching(self._chroma.calls.call, "heartbeat", self._chroma.client.heartbeat)
             self._searching(self._query_vector, text)
 
     def warm(self) -> None:
