@@ -460,9 +460,9 @@ class _Batch:
             self.stored, self.docs, self.fingerprints = self.stored + len(docs), [], {}
             rate = len(docs) / max(time.perf_counter() - start, 1e-3)
             self.size = max(_MIN_BATCH, min(BATCH_CHUNKS, int(rate * _COMMIT_S)))
-        if not self.docs:  # all read so far is stored
-            self.bar.set_postfix_str(f"{self.stored} chunks", refresh=False)
+        if not self.docs:  # all read so far is stored: shown at once
             self.bar.update(max(0, self.read - self.bar.n))
+            self.bar.set_postfix_str(f"{self.stored} chunks")
 
 
 def _open_file(
