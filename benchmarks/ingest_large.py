@@ -30,6 +30,7 @@ Run: ``OMP_NUM_THREADS=1 python benchmarks/ingest_large.py [--mb 50] [--baseline
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -126,7 +127,7 @@ class Run:
 
     def describe(self) -> str:
         times = [t for t, _ in self.moves] + [self.seconds]
-        longest = max(b - a for a, b in zip(times, times[1:], strict=False))
+        longest = max(b - a for a, b in itertools.pairwise(times))
         first = self.moves[1][0] if len(self.moves) > 1 else float("nan")
         return (
             f"peak RSS {max(self.rss, default=0) / 2**20:6.0f} MiB; bar moved "
@@ -215,8 +216,9 @@ def main() -> None:
             print(f"{label}: resume, {'to the end' if args.finish else 'killed'} after "
                   f"{run.seconds:.0f} s: {run.describe()}")  # fmt: skip
             if passed is not None and then:
-                print(f"  passed the {stored} chunks stored before in {passed:.1f} s (the killed "
-                      f"runs took {then:.1f} s to store them: {then / passed:.1f}x faster)")  # fmt: skip
+                print(f"  passed the {stored} chunks stored before in {passed:.1f} s (the "
+                      f"killed runs took {then:.1f} s to store them: {then / passed:.1f}x "
+                      "faster)")  # fmt: skip
             print(f"  {run.stdout.decode().strip() or 'no report (killed)'}")
             print(f"  after it: {check(tree, store, markers, before_large=False)}")
         print(f"load average after: {os.getloadavg()}")

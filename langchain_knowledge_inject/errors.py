@@ -76,8 +76,7 @@ class StoreError(KnowledgeBaseError):
 
     Attributes:
         kb_name: Name of the knowledge base concerned.
-        reason: ``"disk_full"``, ``"read_only"``, ``"damaged"``, ``"unreachable"`` (a
-            Chroma server refused or dropped the connection: raised at once) or ``"io"``.
+        reason: ``"disk_full"``, ``"read_only"``, ``"damaged"``, ``"unreachable"`` or ``"io"``.
         path: The store directory concerned, when known.
     """
 

@@ -53,11 +53,9 @@ DEFAULT_CHUNK_SIZE = 1000
 DEFAULT_CHUNK_OVERLAP = 150
 
 LARGE_FILE_MB = 10.0  # files larger than this (MB) are named before an ingest starts
-BATCH_CHUNKS = 256  # most chunks embedded and committed at a time (sized to take ~3 s)
 _PIPELINE_VERSION = 3  # bump when loading or splitting changes, to re-ingest everything
-_PROGRESS_MIN_FILES = 5
 _WINDOW_CHARS = 100_000  # a longer section is split a window at a time, each cut at a break
-_COMMIT_S, _MIN_BATCH = 3.0, 32  # the progress moves every few seconds, on any machine
+_COMMIT_S, _MIN_BATCH, _MAX_BATCH = 3.0, 32, 256  # a batch commits in ~3 s: the bar moves
 _ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _TITLE_LINE = re.compile(r"\s*([^\n]+)\n[ \t]*\n")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -393,7 +391,7 @@ def _progress_bar(files: Sequence[tuple[Path, FileType, int]], progress: bool | 
 
     total = sum(size for *_, size in files)
     if progress is None:
-        progress = sys.stderr.isatty() and (len(files) > _PROGRESS_MIN_FILES or total > 1 << 20)
+        progress = sys.stderr.isatty() and (len(files) > 5 or total > 1 << 20)  # files, MiB
     bar = {"unit": "B", "unit_scale": True, "unit_divisor": 1024, "desc": "Ingesting"}
     return tqdm(total=total, file=sys.stderr, disable=not progress, **bar)
 
@@ -421,15 +419,10 @@ def _stored_chunk_count(fingerprint: str) -> int:
 
 
 class _Batch:
-    """Chunks on their way in, committed when full (sized to take ``_COMMIT_S``); the bar.
+    """Chunks on their way in, committed when full; a file's last batch stores its fingerprint."""
 
-    A file is ``unfinished`` until :meth:`finish`; the batch finishing it stores its fingerprint.
-    """
-
-    def __init__(
-        self, kb: KnowledgeBase, tenant_id: str | None, report: IngestReport, bar: Any
-    ) -> None:
-        self.kb, self.tenant_id, self.report, self.bar = kb, tenant_id, report, bar
+    def __init__(self, kb: KnowledgeBase, tenant: Any, report: IngestReport, bar: Any) -> None:
+        self.kb, self.tenant_id, self.report, self.bar = kb, tenant, report, bar
         self.docs: list[Document] = []
         self.unfinished: set[str] = set()
         self.fingerprints: dict[str, str] = {}
@@ -459,7 +452,7 @@ class _Batch:
             report.chunks_replaced += result.replaced
             self.stored, self.docs, self.fingerprints = self.stored + len(docs), [], {}
             rate = len(docs) / max(time.perf_counter() - start, 1e-3)
-            self.size = max(_MIN_BATCH, min(BATCH_CHUNKS, int(rate * _COMMIT_S)))
+            self.size = max(_MIN_BATCH, min(_MAX_BATCH, int(rate * _COMMIT_S)))
         if not self.docs:  # all read so far is stored: shown at once
             self.bar.update(max(0, self.read - self.bar.n))
             self.bar.set_postfix_str(f"{self.stored} chunks")

@@ -43,23 +43,18 @@ _DEADLINE: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar(
 
 
 class Deadline:
-    """Seconds a piece of work (a search, a turn) may wait on the store, all calls together.
-
-    Counted while a call is in flight (side by side: once; local work between: not at all).
-    """
+    """Seconds a search or a turn waits on the store: while calls are in flight (counted once)."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds, self._spent, self._since, self._open = seconds, 0.0, 0.0, 0
         self._lock = threading.Lock()
 
-    def left(self) -> float:
-        """Seconds still to wait (<= 0: spent)."""
+    def left(self) -> float:  # seconds still to wait (<= 0: spent)
         with self._lock:
             return self.seconds - self._spent - (time.monotonic() - self._since) * bool(self._open)
 
     @contextmanager
-    def waiting(self) -> Iterator[float]:
-        """Count one call's time; yields what it may wait."""
+    def waiting(self) -> Iterator[float]:  # one call's time, counted; it may wait what it yields
         with self._lock:
             self._since = self._since if self._open else time.monotonic()
             self._open += 1

@@ -89,11 +89,12 @@ class DefaultEmbeddings(Embeddings):
     def __init__(self) -> None:
         self._model: Embeddings | None = None
         self._lock = threading.Lock()
+        self.loaded = False  # whether the weights are loaded (the first embedding loads them)
 
     def _loaded(self) -> Embeddings:
         with self._lock:
-            if self._model is None:
-                self._model = self._load()
+            self._model = self._model or self._load()
+            self.loaded = True
             return self._model
 
     def _load(self) -> Embeddings:
@@ -107,11 +108,8 @@ class DefaultEmbeddings(Embeddings):
             shown = transformers_logging.is_progress_bar_enabled()
             transformers_logging.disable_progress_bar()  # "Loading weights": this log says it
             try:
-                return HuggingFaceEmbeddings(
-                    model_name=str(where),
-                    model_kwargs={"device": "cpu"},
-                    encode_kwargs={"normalize_embeddings": True, "batch_size": 32},
-                )
+                return HuggingFaceEmbeddings(model_name=str(where), model_kwargs={"device": "cpu"},
+                    encode_kwargs={"normalize_embeddings": True, "batch_size": 32})  # fmt: skip
             finally:
                 if shown:
                     transformers_logging.enable_progress_bar()
@@ -122,10 +120,6 @@ class DefaultEmbeddings(Embeddings):
         except Exception as exc:
             msg = f"Could not load the default embedding model from {where}: {exc}"
             raise KnowledgeBaseOpenError(msg) from exc
-
-    @property
-    def loaded(self) -> bool:
-        return self._model is not None
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed documents (loads the model first when needed)."""
@@ -180,15 +174,19 @@ def _counter(tokenizer: Any) -> Callable[[str], int]:
     """Count word pieces; BERT's, which cut at spaces first, word by word (linear, cached)."""
     from tokenizers.pre_tokenizers import BertPreTokenizer
 
+    backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+    by_word = isinstance(getattr(backend, "pre_tokenizer", None), BertPreTokenizer)
+
     @functools.lru_cache(maxsize=65_536)
-    def count(text: str) -> int:
+    def pieces(text: str) -> int:
         encoded = tokenizer.encode(text, add_special_tokens=False)
         return len(getattr(encoded, "ids", encoded))
 
-    backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
-    if not isinstance(getattr(backend, "pre_tokenizer", None), BertPreTokenizer):
-        return count
-    return functools.lru_cache(maxsize=65_536)(lambda text: sum(map(count, text.split())))
+    @functools.lru_cache(maxsize=65_536)
+    def count(text: str) -> int:  # its name is in ingest's fingerprints: kept
+        return sum(map(pieces, text.split())) if by_word else pieces(text)
+
+    return count
 
 
 def default_token_counter() -> Callable[[str], int]:

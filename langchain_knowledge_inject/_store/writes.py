@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 
+from langchain_knowledge_inject._store import documents
 from langchain_knowledge_inject._store.chroma import Chunk, source_key
 from langchain_knowledge_inject._store.embeddings import model_errors, model_window
 from langchain_knowledge_inject._store.storage import (
@@ -150,12 +151,9 @@ class WritePlan:
 
 def plan_writes(
     chroma: ChromaSide, chunks: Sequence[Chunk], fingerprints: Mapping[str, str],
-    unfinished: AbstractSet[str], given: dict[tuple[str, str], set[str]],
+    unfinished: AbstractSet[str], given: dict[tuple[str, str], tuple[set[str], list[Chunk]]],
 ) -> WritePlan:  # fmt: skip
-    """Decide, against what Chroma holds, what a call of ``add_documents`` must write.
-
-    ``given``: the ids of each unfinished source in earlier calls (kept up to date).
-    """
+    """Decide what a call of ``add_documents`` must write; ``given``: unfinished sources' so far."""
     plan = WritePlan()
     for partition in dict.fromkeys(c.partition for c in chunks):
         rows = [c for c in chunks if c.partition == partition]
@@ -170,7 +168,7 @@ def plan_writes(
                 plan.skipped += 1
                 continue
             plan.ids.append(row.chunk_id)
-            if row.chunk_id in seen:
+            if row.chunk_id in seen or row.chunk_id in given.get((partition, row.source), ((),))[0]:
                 continue
             seen.add(row.chunk_id)
             mark = fingerprints.get(row.source) if last.get(row.source) == row.chunk_id else None
@@ -188,14 +186,13 @@ def plan_writes(
                 plan.unchanged += 1
         kept: dict[str, set[str]] = {}
         for source, mine in list(complete.items()):
-            earlier = given.pop((partition, source), None)
-            ids = {r.chunk_id for r in mine} | (earlier or set())
-            if source in unfinished:  # its document row is written once it is whole
-                given[partition, source], complete[source] = ids, []
+            ids, first = given.pop((partition, source), (set(), []))
+            ids.update(r.chunk_id for r in mine)
+            first = documents.head([*first, *mine])  # its document row: written once it is whole
+            if source in unfinished:
+                given[partition, source], complete[source] = (ids, first), []
                 continue
-            kept[source] = ids
-            if earlier is not None:  # the rest came in earlier calls: its row is read from Chroma
-                del complete[source]
+            kept[source], complete[source] = ids, first
         pages = chroma.source_pages(partition, list(kept), fields="meta")
         held = (c for page in pages for c in page)
         if stale := sorted(c.chunk_id for c in held if c.chunk_id not in kept[c.source]):
@@ -225,7 +222,7 @@ class Writes:
     ) -> None:
         self.chroma, self.cache, self.embeddings = chroma, cache, embeddings
         self.path, self.kb_name = path, kb_name
-        self.given: dict[tuple[str, str], set[str]] = {}  # the unfinished sources' ids so far
+        self.given: dict[tuple[str, str], tuple[set[str], list[Chunk]]] = {}  # unfinished sources
 
     def _write(self, partition: str, chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]],
                updated: Sequence[Chunk] = (), stale: Sequence[str] = ()) -> None:  # fmt: skip

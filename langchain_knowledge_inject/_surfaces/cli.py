@@ -49,8 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error already printed
         return exc.code if isinstance(exc.code, int) else 2
-    if args.verbose:
-        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    shown = logging.StreamHandler()  # quiet: the package's warnings; -v: every library's log
+    shown.addFilter(lambda r: args.verbose or r.name.startswith("langchain_knowledge_inject"))
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[shown])
     try:
         code: int = args.handler(args)
     except KnowledgeBaseNotFoundError as exc:

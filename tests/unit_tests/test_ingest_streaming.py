@@ -21,6 +21,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from langchain_knowledge_inject import KnowledgeBase, ingest
 from langchain_knowledge_inject._ingest import loading
 from langchain_knowledge_inject._ingest.loading import split_documents
+from langchain_knowledge_inject._store import documents
 from langchain_knowledge_inject._store.embeddings import default_embeddings, default_token_counter
 from langchain_knowledge_inject.errors import ConfigurationError
 from tests.unit_tests.fakes import CountingEmbedding
@@ -200,3 +201,16 @@ def test_the_default_splitter_counts_word_pieces_as_the_tokenizer_does() -> None
     count, tokenizer = default_token_counter(), default_embeddings().tokenizer  # files only
     for text in [paragraphs(4, 3), "naïve café 東京タワー, 25 days!", "x\u00a0y\tz\n\nw"]:
         assert count(text) == len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def test_a_large_documents_row_holds_its_start_written_once_it_is_whole(kb, tmp_path, monkeypatch):
+    monkeypatch.setattr(documents, "MAX_CHARS", 5000)
+    docs = tmp_path / "long"
+    docs.mkdir()
+    (docs / "long.txt").write_text(f"openingword {paragraphs(5, 300)} closingword\n")
+    report = ingest(kb, docs, **SIZES)
+    assert report.chunks_added > 3 * loading._MIN_BATCH  # several batches
+    source = str((docs / "long.txt").resolve())
+    assert [s for s, _ in kb._cache.search_documents("", "openingword", k=5)] == [source]
+    assert kb._cache.search_documents("", "closingword", k=5) == []  # past the row's start
+    assert search_sources(kb, "closingword") == ["long.txt"]  # every chunk is searchable
