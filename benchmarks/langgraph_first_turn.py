@@ -5,7 +5,8 @@ A real ``chroma run`` server holds the sample HR knowledge base (the default mod
 offline scripted model); once it answers ``/ok``, the ``langgraph_sdk`` client runs
 one turn on the ``knowledge`` graph (the first), then ``--turns`` more (warm), each
 a new thread with another sample question. Printed: the seconds from start to
-``/ok``, the graph import time the server logs, the first turn, the median warm
+``/ok``, the slowest graph import the server warns about (none: under its 3 s
+threshold), the first turn, the median warm
 turn and their ratio (target: first <= 2x warm). With ``--baseline DIR`` the
 example and package of the tree in ``DIR`` run the same, side by side, first.
 ``--restricted`` serves a restricted knowledge base (the scripted summarizer).
@@ -89,11 +90,10 @@ def serve(tree: Path, work: Path, port: int, restricted: bool) -> dict[str, floa
             )
             times.append(time.perf_counter() - began)
             assert result["messages"][-1]["content"], result
-        imported = re.findall(
-            r"[Ii]mport(?:ing)?[^\n]*?([\d.]+)\s*s", log.read_text(errors="replace")
-        )
+        text = log.read_text(errors="replace")
+        imported = re.findall(r"Graph import exceeded[^\n]*?elapsed=([\d.]+)", text)
         return {"ready": ready, "first": times[0], "warm": statistics.median(times[1:]),
-                "import": max(map(float, imported), default=float("nan"))}  # fmt: skip
+                "import": max(map(float, imported), default=0.0)}  # fmt: skip
     finally:
         process.terminate()
         process.wait(timeout=60)
@@ -128,7 +128,8 @@ def main() -> None:
     print(f"{'':<12}{'to /ok':>9}{'import':>9}{'first turn':>12}{'warm turn':>11}{'ratio':>8}")
     for label, row in rows.items():
         ratio = row["first"] / row["warm"]
-        print(f"{label:<12}{row['ready']:>8.1f}s{row['import']:>8.1f}s{row['first']:>11.2f}s"
+        imported = f"{row['import']:>8.1f}s" if row["import"] else "    < 3s"
+        print(f"{label:<12}{row['ready']:>8.1f}s{imported}{row['first']:>11.2f}s"
               f"{row['warm']:>10.2f}s{ratio:>7.1f}x  (target <= 2x)")  # fmt: skip
 
 

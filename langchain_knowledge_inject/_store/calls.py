@@ -107,11 +107,13 @@ def apply_http_timeout(client: Any, seconds: float) -> bool:
 @contextmanager
 def server_errors(kb_name: str | None, operation: str) -> Iterator[None]:
     """A connection to the server refused, dropped or timed out, as this package's error."""
-    import httpx
-
     try:
         yield
-    except httpx.TransportError as exc:
+    except Exception as exc:
+        import httpx  # only once something failed: the embedded store's commands never need it
+
+        if not isinstance(exc, httpx.TransportError):
+            raise
         msg = f"The Chroma server did not answer {operation!r} ({type(exc).__name__})"
         if isinstance(exc, httpx.TimeoutException):
             raise StoreTimeoutError(msg, kb_name=kb_name, operation=operation) from exc

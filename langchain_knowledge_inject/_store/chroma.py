@@ -255,13 +255,12 @@ class ChromaSide:
         ]
 
     def pages(
-        self, partition: str, *, fields: Fields = "all", where: Mapping[str, Any] | None = None,
-        newest: bool = False,
-    ) -> Iterator[list[Chunk]]:  # fmt: skip
-        """Every chunk of a partition (matching ``where``: ids first), :data:`PAGE` at a time."""
+        self, partition: str, *, fields: Fields = "all", where: Mapping[str, Any] | None = None
+    ) -> Iterator[list[Chunk]]:
+        """Every chunk of a partition, :data:`PAGE` at a time (matching ``where``: newest first)."""
         collection, offset = self.collection(partition), 0
         if collection is not None and where is not None:  # an offset would scan the match again
-            ids = collection.get(where=where, include=[])["ids"][:: -1 if newest else 1]
+            ids = collection.get(where=where, include=[])["ids"][::-1]
             yield from (self.get(partition, ids[i : i + PAGE], fields=fields)
                         for i in range(0, len(ids), PAGE))  # fmt: skip
             return
@@ -278,14 +277,14 @@ class ChromaSide:
         return [c for page in self.source_pages(partition, sources, fields=fields) for c in page]
 
     def source_pages(
-        self, partition: str, sources: Sequence[str], *, fields: Fields, newest: bool = False
+        self, partition: str, sources: Sequence[str], *, fields: Fields
     ) -> Iterator[list[Chunk]]:
         """The stored chunks of ``sources``, a page at a time (a large source never at once)."""
         wanted = sorted(set(sources) - {""})
         for start in range(0, len(wanted), 100):
             part = wanted[start : start + 100]
             where = {"$or": [{"source_path": {"$in": part}}, {"source": {"$in": part}}]}
-            for page in self.pages(partition, fields=fields, where=where, newest=newest):
+            for page in self.pages(partition, fields=fields, where=where):
                 yield [c for c in page if c.source in part]
 
     def count(self, partition: str) -> int:

@@ -438,8 +438,8 @@ class KnowledgeBase:
     def get_source_fingerprint(self, source: str, *, tenant_id: str | None = None) -> str | None:
         """The fingerprint stored with ``source`` by the last ``add_documents``, or None."""
         self._ready()
-        partition = writes.partition_of(tenant_id)  # the fingerprint is on the newest chunk
-        pages = self._chroma.source_pages(partition, [source], fields="meta", newest=True)
+        # newest first: the chunk written last carries the fingerprint (``writes``)
+        pages = self._chroma.source_pages(writes.partition_of(tenant_id), [source], fields="meta")
         return next((c.fingerprint for p in pages for c in p if c.fingerprint is not None), None)
 
     # -- writes -------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -49,6 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error already printed
         return exc.code if isinstance(exc.code, int) else 2
+    import logging
+
     shown = logging.StreamHandler()  # quiet: the package's warnings; -v: every library's log
     shown.addFilter(lambda r: args.verbose or r.name.startswith("langchain_knowledge_inject"))
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[shown])
