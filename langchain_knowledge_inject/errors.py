@@ -8,7 +8,7 @@ Every exception the package raises on purpose derives from one base class, so
     ├── KnowledgeBaseError                         a knowledge base cannot be used
     │   ├── KnowledgeBaseNotFoundError (also a LookupError)
     │   ├── KnowledgeBaseOpenError                 corrupt store, embedding model failure
-    │   ├── StoreError                             disk full, read-only or damaged store
+    │   ├── StoreError                             disk full, read-only, damaged, unreachable
     │   └── ForkedProcessError                     used in a process forked after opening
     ├── IngestError                                a file or folder cannot be ingested
     ├── RestrictedKnowledgeError                   raw text of a restricted knowledge base
@@ -77,7 +77,7 @@ class StoreError(KnowledgeBaseError):
 
     Attributes:
         kb_name: Name of the knowledge base concerned.
-        reason: ``"disk_full"``, ``"read_only"``, ``"damaged"`` or ``"io"``.
+        reason: ``"disk_full"``, ``"read_only"``, ``"damaged"``, ``"unreachable"`` or ``"io"``.
         path: The store directory concerned, when known.
     """
 

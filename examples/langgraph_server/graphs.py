@@ -5,28 +5,24 @@
 - ``agent``: ``langchain.agents.create_agent`` with :class:`KnowledgeInjectionMiddleware`.
 
 The LangGraph server gives both their checkpointer and store, so neither is set here.
-Everything comes from the environment (see ``README.md``): the Chroma server
-(``CHROMA_HOST``, ``CHROMA_PORT``), the knowledge base (``KINJECT_EXAMPLE_KB``, which
-must exist: build it with ``ingest``), the main model (``KINJECT_EXAMPLE_MODEL``) and
-restricted mode's summarizer (``KINJECT_EXAMPLE_SUMMARIZER_MODEL``, default: the main
-model). A restricted knowledge base is served restricted: the flag is the store's.
+Everything comes from the environment (see ``README.md``): the knowledge base
+(``shared_kb.py``, warmed when the server starts by ``webapp.py``), the main model
+(``KINJECT_EXAMPLE_MODEL``) and restricted mode's summarizer
+(``KINJECT_EXAMPLE_SUMMARIZER_MODEL``, default: the main model). A restricted
+knowledge base is served restricted: the flag is the store's.
 """
 
 from __future__ import annotations
 
 import os
 
-import chromadb
 from langchain.agents import create_agent
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
 from scripted_models import ScriptedChatModel, scripted_summarizer
+from shared_kb import knowledge_base
 
-from langchain_knowledge_inject import (
-    KnowledgeBase,
-    KnowledgeInjectionMiddleware,
-    create_knowledge_graph,
-)
+from langchain_knowledge_inject import KnowledgeInjectionMiddleware, create_knowledge_graph
 
 SYSTEM_PROMPT = "You are the HR assistant. Answer from the knowledge you are given."
 
@@ -48,15 +44,6 @@ def _chat_model(
     return init_chat_model(name)
 
 
-def _knowledge_base() -> KnowledgeBase:
-    client = chromadb.HttpClient(
-        host=os.environ.get("CHROMA_HOST", "127.0.0.1"),
-        port=int(os.environ.get("CHROMA_PORT", "8000")),
-    )
-    return KnowledgeBase(os.environ.get("KINJECT_EXAMPLE_KB", "hr"), client=client, create=False)
-
-
-knowledge_base = _knowledge_base()
 model = _chat_model("KINJECT_EXAMPLE_MODEL")
 summarizer = _chat_model(
     "KINJECT_EXAMPLE_SUMMARIZER_MODEL",

@@ -10,9 +10,9 @@ resolved path, the source's identity), ``file_name``, ``file_type``,
 ``chunk_index``, ``page`` (PDF), ``headers`` (Markdown, HTML), ``title`` (HTML),
 ``category`` and ``tenant_id``. A source's fingerprint is ``sha256:<file
 hash>;settings:<hash of splitter, category, tenant>;chunks:<count>``: an
-unchanged file is skipped unparsed. Files are split whole before anything is
-written, so a bad file is reported and leaves nothing behind; files gone from a
-folder keep their chunks (``KnowledgeBase.delete_source`` removes them).
+unchanged file is skipped unparsed. A file is read whole (a bad one is reported),
+then split a window at a time and committed batch by batch: a stopped ingest keeps
+every batch, the next run embeds only what is missing (``add_documents(unfinished=)``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,20 +39,23 @@ from langchain_text_splitters import Language, RecursiveCharacterTextSplitter, T
 from langchain_knowledge_inject._ingest.folders import FileType, collect_files
 from langchain_knowledge_inject._ingest.html_text import html_to_text
 from langchain_knowledge_inject._ingest.text_decoding import decode_bytes
-from langchain_knowledge_inject._store.chroma import SOURCE_PATH_KEY
+from langchain_knowledge_inject._store.calls import check_seconds
+from langchain_knowledge_inject._store.chroma import SOURCE_PATH_KEY, source_key
 from langchain_knowledge_inject.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
 logger = logging.getLogger(__name__)
+logging.getLogger("pypdf").addHandler(logging.NullHandler())  # its warnings: to the log alone
 
 DEFAULT_CHUNK_SIZE = 1000
 DEFAULT_CHUNK_OVERLAP = 150
 
+LARGE_FILE_MB = 10.0  # files larger than this (MB) are named before an ingest starts
 _PIPELINE_VERSION = 3  # bump when loading or splitting changes, to re-ingest everything
-_PROGRESS_MIN_FILES = 5
-_BATCH_CHUNKS = 256
+_WINDOW_CHARS = 100_000  # a longer section is split a window at a time, each cut at a break
+_COMMIT_S, _MIN_BATCH, _MAX_BATCH = 3.0, 32, 256  # a batch commits in ~3 s: the bar moves
 _ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _TITLE_LINE = re.compile(r"\s*([^\n]+)\n[ \t]*\n")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -94,16 +97,12 @@ class IngestReport:
             >>> IngestReport(files_read=2, chunks_added=7, seconds=1.3).summary()
             'Read 2 files in 1.3 s: 7 chunks added, 0 unchanged, 0 replaced; 0 files unchanged.'
         """
-        chunks = [
-            f"{_plural(self.chunks_added, 'chunk')} added",
-            f"{self.chunks_unchanged} unchanged",
-        ]
-        if self.chunks_updated:
-            chunks.append(f"{self.chunks_updated} relabelled")
-        chunks.append(f"{self.chunks_replaced} replaced")
+        relabelled = f", {self.chunks_updated} relabelled" if self.chunks_updated else ""
         lines = [
             f"Read {_plural(self.files_read, 'file')} in {self.seconds:.1f} s: "
-            f"{', '.join(chunks)}; {_plural(self.files_unchanged, 'file')} unchanged."
+            f"{_plural(self.chunks_added, 'chunk')} added, {self.chunks_unchanged} unchanged"
+            f"{relabelled}, {self.chunks_replaced} replaced; "
+            f"{_plural(self.files_unchanged, 'file')} unchanged."
         ]
         for title, rows in (
             (f"Skipped {len(self.files_skipped)}", self.files_skipped),
@@ -154,24 +153,41 @@ def split_documents(
         ['Leave']
     """
     splitter = ingest_splitter(None, chunk_size, chunk_overlap) if splitter is None else splitter
+    return [chunk for chunk, _ in _chunks(list(documents), file_type, splitter)]
+
+
+def _chunks(
+    documents: Sequence[Document], file_type: FileType, splitter: TextSplitter
+) -> Iterator[tuple[Document, float]]:
+    """The chunks of :func:`split_documents`, a window at a time, with the share of text read."""
     markdown = file_type in ("markdown", "html")
+    total, read = sum(len(doc.page_content) for doc in documents) or 1, 0
     counters: dict[object, int] = {}
-    chunks: list[Document] = []
     for doc in documents:
-        if markdown:
-            sections = _markdown_sections(doc.page_content)
-        else:
-            sections = [([], "", doc.page_content)]
-        for headers, head, body in sections:
-            for piece in _split_section(head, body, markdown, splitter):
-                metadata = dict(doc.metadata)
-                if headers:
-                    metadata["headers"] = " > ".join(headers)
-                source = metadata.get("source")
-                metadata["chunk_index"] = counters.get(source, 0)
-                counters[source] = metadata["chunk_index"] + 1
-                chunks.append(Document(page_content=piece, metadata=metadata))
-    return chunks
+        text = doc.page_content
+        for headers, head, body in _markdown_sections(text) if markdown else [([], "", text)]:
+            for window, first in _windows(body):
+                read += len(window) + len(head) * first
+                for piece in _split_section(head * first, window, markdown, splitter):
+                    metadata = dict(doc.metadata)
+                    if headers:
+                        metadata["headers"] = " > ".join(headers)
+                    source = metadata.get("source")
+                    metadata["chunk_index"] = counters.get(source, 0)
+                    counters[source] = metadata["chunk_index"] + 1
+                    yield Document(page_content=piece, metadata=metadata), read / total
+
+
+def _windows(text: str) -> Iterator[tuple[str, bool]]:
+    """``text`` in windows of at most ``_WINDOW_CHARS``, cut after a paragraph, line or word."""
+    start = 0
+    while len(text) - start > _WINDOW_CHARS:
+        end, half = start + _WINDOW_CHARS, start + _WINDOW_CHARS // 2
+        cuts = (text.rfind(sep, half, end) + len(sep) for sep in ("\n\n", "\n", " "))
+        cut = next((at for at in cuts if at > half), end)
+        yield text[start:cut], start == 0
+        start = cut
+    yield text[start:], start == 0
 
 
 def _split_section(head: str, body: str, markdown: bool, splitter: TextSplitter) -> list[str]:
@@ -239,15 +255,17 @@ def ingest(
     recursive: bool = True,
     chunk_size: int | None = None,
     chunk_overlap: int | None = None,
+    large_file_mb: float = LARGE_FILE_MB,
+    skip_large: bool = False,
 ) -> IngestReport:
     """Load, split and add files and folders to a knowledge base.
 
     Supported: ``.txt``, ``.md``/``.markdown``, ``.html``/``.htm``, ``.pdf``, each
     file cut along its structure and each part once into the knowledge base's own
-    chunks (module docstring). A file whose fingerprint matches the stored one is
-    skipped unparsed; a changed file replaces all its chunks; a file that cannot be
-    ingested is listed in ``files_skipped`` and never aborts the run. Every path is
-    checked before anything is written.
+    chunks, committed batch by batch (module docstring: stopped, it resumes). A file
+    whose fingerprint matches the stored one is skipped unparsed; a changed file
+    replaces all its chunks; a file that cannot be ingested is listed in
+    ``files_skipped`` and never aborts the run. Every path is checked first.
 
     Args:
         kb: The knowledge base.
@@ -262,10 +280,13 @@ def ingest(
             after, so open it with ``text_splitter=None`` to keep larger ones.
         chunk_overlap: Characters shared by consecutive chunks (default 150, at
             most half of ``chunk_size``).
+        large_file_mb: Files over this many MB are named before the work starts
+            (logged, and in ``warnings``).
+        skip_large: Refuse those files instead (in ``files_skipped``).
 
     Raises:
         IngestError: A path does not exist, no path is given, or a folder holds no files.
-        ConfigurationError: ``chunk_size`` or ``chunk_overlap`` is out of range.
+        ConfigurationError: ``chunk_size``, ``chunk_overlap``, ``large_file_mb`` out of range.
 
     Example:
         >>> from langchain_knowledge_inject import KnowledgeBase, ingest
@@ -274,34 +295,34 @@ def ingest(
         Read 12 files in 4.1 s: 96 chunks added, 0 unchanged, 0 replaced; 0 files unchanged.
     """
     splitter = ingest_splitter(kb, chunk_size, chunk_overlap)
+    check_seconds("large_file_mb", large_file_mb)  # a number > 0, as seconds are
     start = time.perf_counter()
     report = IngestReport()
     names: dict[Path, str] = {}
     files = collect_files(paths, recursive=recursive, report=report, names=names)
+    sized = _screen(files, large_file_mb, skip_large, report)
     settings = json.dumps(
         [_PIPELINE_VERSION, _splitter_settings(splitter), category, tenant_id], default=str
     )
     settings_hash = hashlib.sha256(settings.encode()).hexdigest()[:16]
     given = {"category": category, "tenant_id": tenant_id}
     extra = {key: value for key, value in given.items() if value is not None}
-    batch: list[Document] = []
-    fingerprints: dict[str, str] = {}
-    with _progress_bar(len(files), progress) as bar:
-        for path, file_type in files:
-            prepared = _prepare_file(
+    with _progress_bar(sized, progress) as bar:
+        batch, done = _Batch(kb, tenant_id, report, bar), 0
+        for path, file_type, size in sized:
+            opened = _open_file(
                 kb, path, file_type, extra, settings_hash, splitter, report,
                 name=names.get(path, path.name),
             )  # fmt: skip
-            bar.update()
-            if prepared is None:
-                continue
-            chunks, fingerprint = prepared
-            batch.extend(chunks)
-            fingerprints[str(path)] = fingerprint
-            report.files_read += 1
-            if len(batch) >= _BATCH_CHUNKS:
-                _flush(kb, batch, fingerprints, tenant_id, report)
-        _flush(kb, batch, fingerprints, tenant_id, report)
+            count = 0
+            for chunk, read in opened[0] if opened else ():
+                count += 1
+                batch.add(chunk, done + int(read * size))
+            if opened is not None:
+                batch.finish(str(path), f"{opened[1]}chunks:{count}")
+            batch.read, done = done + size, done + size
+            batch.commit(full=False)  # commits only a full batch; the bar moves
+        batch.commit()
     report.seconds = time.perf_counter() - start
     return report
 
@@ -316,6 +337,8 @@ async def aingest(
     recursive: bool = True,
     chunk_size: int | None = None,
     chunk_overlap: int | None = None,
+    large_file_mb: float = LARGE_FILE_MB,
+    skip_large: bool = False,
 ) -> IngestReport:
     """Async twin of ``ingest``, run in a worker thread: the event loop stays free.
 
@@ -362,12 +385,32 @@ def _check_chunking(chunk_size: int, chunk_overlap: int) -> None:
         raise ConfigurationError(msg, option="chunk_overlap", value=chunk_overlap)
 
 
-def _progress_bar(total: int, progress: bool | None) -> Any:
+def _progress_bar(files: Sequence[tuple[Path, FileType, int]], progress: bool | None) -> Any:
+    """A bar in bytes of the files (with the time left), the chunks stored beside it."""
     from tqdm.auto import tqdm
 
+    total = sum(size for *_, size in files)
     if progress is None:
-        progress = total > _PROGRESS_MIN_FILES and sys.stderr.isatty()
-    return tqdm(total=total, unit="file", desc="Ingesting", file=sys.stderr, disable=not progress)
+        progress = sys.stderr.isatty() and (len(files) > 5 or total > 1 << 20)  # files, MiB
+    bar = {"unit": "B", "unit_scale": True, "unit_divisor": 1024, "desc": "Ingesting"}
+    return tqdm(total=total, file=sys.stderr, disable=not progress, **bar)
+
+
+def _screen(
+    files: Sequence[tuple[Path, FileType]], large_mb: float, skip: bool, report: IngestReport
+) -> list[tuple[Path, FileType, int]]:
+    """The files with their sizes; those over ``large_mb`` named now (refused with ``skip``)."""
+    sized = []
+    for path, file_type in files:
+        size = path.stat().st_size if path.is_file() else 0  # gone: reported when read
+        if size > large_mb * 1e6:
+            why = f"large file: {size / 1e6:.1f} MB, over large_file_mb={large_mb:g}"
+            logger.warning("%s: %s", path, why + (" (skip_large)" if skip else ", read first"))
+            (report.files_skipped if skip else report.warnings).append((str(path), why))
+            if skip:
+                continue
+        sized.append((path, file_type, size))
+    return sized
 
 
 def _stored_chunk_count(fingerprint: str) -> int:
@@ -375,25 +418,47 @@ def _stored_chunk_count(fingerprint: str) -> int:
     return int(count) if count.isdigit() else 0
 
 
-def _flush(
-    kb: KnowledgeBase,
-    batch: list[Document],
-    fingerprints: dict[str, str],
-    tenant_id: str | None,
-    report: IngestReport,
-) -> None:
-    if not fingerprints:
-        return
-    result = kb.add_documents(list(batch), tenant_id=tenant_id, fingerprints=dict(fingerprints))
-    report.chunks_added += result.added
-    report.chunks_unchanged += result.unchanged
-    report.chunks_updated += result.updated
-    report.chunks_replaced += result.replaced
-    batch.clear()
-    fingerprints.clear()
+class _Batch:
+    """Chunks on their way in, committed when full; a file's last batch stores its fingerprint."""
+
+    def __init__(self, kb: KnowledgeBase, tenant: Any, report: IngestReport, bar: Any) -> None:
+        self.kb, self.tenant_id, self.report, self.bar = kb, tenant, report, bar
+        self.docs: list[Document] = []
+        self.unfinished: set[str] = set()
+        self.fingerprints: dict[str, str] = {}
+        self.stored, self.size, self.read = 0, _MIN_BATCH, 0  # read: bytes the docs reach
+
+    def add(self, chunk: Document, read: int) -> None:
+        self.commit(full=False)
+        self.docs.append(chunk)
+        self.unfinished.add(source_key(chunk.metadata))
+        self.read = read
+
+    def finish(self, source: str, fingerprint: str) -> None:
+        self.unfinished.discard(source)
+        self.fingerprints[source] = fingerprint
+        self.report.files_read += 1
+
+    def commit(self, *, full: bool = True) -> None:
+        if self.docs and (full or len(self.docs) >= self.size):
+            start, docs, report = time.perf_counter(), self.docs, self.report
+            result = self.kb.add_documents(
+                docs, tenant_id=self.tenant_id, fingerprints=self.fingerprints,
+                unfinished=frozenset(self.unfinished),
+            )  # fmt: skip
+            report.chunks_added += result.added
+            report.chunks_unchanged += result.unchanged
+            report.chunks_updated += result.updated
+            report.chunks_replaced += result.replaced
+            self.stored, self.docs, self.fingerprints = self.stored + len(docs), [], {}
+            rate = len(docs) / max(time.perf_counter() - start, 1e-3)
+            self.size = max(_MIN_BATCH, min(_MAX_BATCH, int(rate * _COMMIT_S)))
+        if not self.docs:  # all read so far is stored: shown at once
+            self.bar.update(max(0, self.read - self.bar.n))
+            self.bar.set_postfix_str(f"{self.stored} chunks")
 
 
-def _prepare_file(
+def _open_file(
     kb: KnowledgeBase,
     path: Path,
     file_type: FileType,
@@ -403,8 +468,8 @@ def _prepare_file(
     report: IngestReport,
     *,
     name: str,
-) -> tuple[list[Document], str] | None:
-    """Chunks and fingerprint of a new or changed file (its ``source`` is ``name``); else None."""
+) -> tuple[Iterator[tuple[Document, float]], str] | None:
+    """A new or changed file's chunks (split lazily) and fingerprint prefix; else None."""
     source = str(path)
     try:
         data = path.read_bytes()
@@ -424,7 +489,7 @@ def _prepare_file(
         report.files_skipped.append((source, str(exc)))
         return None
     report.warnings.extend((source, note) for note in notes)
-    return chunks, f"{prefix}chunks:{len(chunks)}"
+    return chunks, prefix
 
 
 def _load_and_split(
@@ -436,8 +501,8 @@ def _load_and_split(
     *,
     name: str,
     notes: list[str],
-) -> list[Document]:
-    """One file's bytes as chunks, or ``_SkipFile`` with the reason; caveats go to ``notes``."""
+) -> Iterator[tuple[Document, float]]:
+    """One file's bytes as chunks (split lazily), or ``_SkipFile``; caveats go to ``notes``."""
     if not data:
         raise _SkipFile("empty file")
     base: dict[str, Any] = {
@@ -458,7 +523,7 @@ def _load_and_split(
     docs = [doc for doc in docs if doc.page_content.strip()]
     if not docs:
         raise _SkipFile("no text found" + (" (scanned PDF?)" if file_type == "pdf" else ""))
-    return split_documents(docs, file_type=file_type, splitter=splitter)
+    return _chunks(docs, file_type, splitter)
 
 
 def _decode(data: bytes, notes: list[str], *, html: bool = False) -> str:
@@ -497,13 +562,12 @@ def _pdf_pages(data: bytes) -> list[tuple[int, str]]:
         raise _SkipFile(msg) from exc
 
 
-def _markdown_sections(text: str) -> list[tuple[list[str], str, str]]:
+def _markdown_sections(text: str) -> Iterator[tuple[list[str], str, str]]:
     """Cut Markdown at ATX headings (not inside code fences), keeping text verbatim.
 
-    Returns ``(heading path, heading lines, body)`` per section. A heading
+    Yields ``(heading path, heading lines, body)`` per section. A heading
     directly followed by another heading joins the next section's heading lines.
     """
-    sections: list[tuple[list[str], str, str]] = []
     stack: list[tuple[int, str]] = []
     head: list[str] = []
     body: list[str] = []
@@ -517,7 +581,7 @@ def _markdown_sections(text: str) -> list[tuple[list[str], str, str]]:
             (body if body or line.strip() else head).append(line)
             continue
         if body:
-            sections.append(([title for _, title in stack], "".join(head), "".join(body)))
+            yield [title for _, title in stack], "".join(head), "".join(body)
             head, body = [], []
         level = len(heading.group(1))
         while stack and stack[-1][0] >= level:
@@ -525,5 +589,4 @@ def _markdown_sections(text: str) -> list[tuple[list[str], str, str]]:
         stack.append((level, heading.group(2).strip()))
         head.append(line)
     if body:
-        sections.append(([title for _, title in stack], "".join(head), "".join(body)))
-    return sections
+        yield [title for _, title in stack], "".join(head), "".join(body)

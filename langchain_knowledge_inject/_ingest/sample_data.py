@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 
@@ -69,12 +69,13 @@ def build_sample_knowledge_base(
     path: str | Path | None = None,
     name: str = "hr-demo",
     embeddings: Embeddings | None = None,
+    client: Any = None,
 ) -> KnowledgeBase:
     """Create (or reopen) the sample HR knowledge base holding ``SAMPLE_DOCUMENTS``' chunks.
 
     Idempotent: chunk ids derive from source and content, so calling it again adds
-    nothing. ``path`` is the store (default: the per-user one), ``embeddings`` the
-    model (default: the package's offline default).
+    nothing. ``path`` is the store (default: the per-user one), ``client`` a
+    ``chromadb`` client (a server), ``embeddings`` the model (default: the offline one).
 
     Example:
         >>> kb = build_sample_knowledge_base(path=tmp_path)  # doctest: +SKIP
@@ -86,6 +87,7 @@ def build_sample_knowledge_base(
     kb = KnowledgeBase(
         name,
         path=path,
+        client=client,
         embeddings=embeddings,
         description="Sample HR policies of a fictional company: leave, sick leave, "
         "expenses, remote work, travel, parental leave and equipment.",

@@ -10,35 +10,71 @@ and the embedded store has none):
   it has none (``client._server._session``: there is no public setting), so a
   thread waiting on a frozen server frees itself;
 * :class:`BoundedCalls` runs each call on the knowledge base's own threads and
-  waits at most until the operation's deadline; past it the caller gets
-  :class:`~langchain_knowledge_inject.errors.StoreTimeoutError` and the stuck thread
-  stays in this pool (freed by the session timeout), never in another's.
+  waits at most what is left of the operation's :class:`Deadline`; past it the
+  caller gets :class:`~langchain_knowledge_inject.errors.StoreTimeoutError` and the
+  stuck thread stays in this pool (freed by the session timeout), never in another's.
 
-The embedded store has no network between the caller and the data: its calls
-run inline.
+A refused connection is a ``StoreError`` at once. The embedded store has no network
+between the caller and the data: its calls run inline.
 """
 
 from __future__ import annotations
 
 import contextvars
 import math
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
 
-from langchain_knowledge_inject.errors import ConfigurationError, StoreTimeoutError
+from langchain_knowledge_inject.errors import ConfigurationError, StoreError, StoreTimeoutError
 
 T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 5.0
 """Seconds a call to a Chroma server may take by default (search and write)."""
 
-_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+_DEADLINE: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar(
     "kinject_store_deadline", default=None
 )
+
+
+class Deadline:
+    """Seconds a search or a turn waits on the store: while calls are in flight (counted once)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self._spent, self._since, self._open = seconds, 0.0, 0.0, 0
+        self._lock = threading.Lock()
+
+    def left(self) -> float:  # seconds still to wait (<= 0: spent)
+        with self._lock:
+            return self.seconds - self._spent - (time.monotonic() - self._since) * bool(self._open)
+
+    @contextmanager
+    def waiting(self) -> Iterator[float]:  # one call's time, counted; it may wait what it yields
+        with self._lock:
+            self._since = self._since if self._open else time.monotonic()
+            self._open += 1
+        try:
+            yield self.left()
+        finally:
+            with self._lock:
+                self._open -= 1
+                self._spent += 0.0 if self._open else time.monotonic() - self._since
+
+
+@contextmanager
+def within(deadline: Deadline | None) -> Iterator[Deadline | None]:
+    """Make ``deadline`` the one every bounded call inside waits on (an outer one stays)."""
+    token = _DEADLINE.set(deadline) if deadline and _DEADLINE.get() is None else None
+    try:
+        yield _DEADLINE.get()
+    finally:
+        if token is not None:
+            _DEADLINE.reset(token)
 
 
 def check_seconds(option: str, value: Any, *, zero: bool = False) -> None:
@@ -68,6 +104,23 @@ def apply_http_timeout(client: Any, seconds: float) -> bool:
     return True
 
 
+@contextmanager
+def server_errors(kb_name: str | None, operation: str) -> Iterator[None]:
+    """A connection to the server refused, dropped or timed out, as this package's error."""
+    try:
+        yield
+    except Exception as exc:
+        import httpx  # only once something failed: the embedded store's commands never need it
+
+        if not isinstance(exc, httpx.TransportError):
+            raise
+        msg = f"The Chroma server did not answer {operation!r} ({type(exc).__name__})"
+        if isinstance(exc, httpx.TimeoutException):
+            raise StoreTimeoutError(msg, kb_name=kb_name, operation=operation) from exc
+        msg += ": is it running? The same call works again once it answers"
+        raise StoreError(msg, kb_name=kb_name, reason="unreachable") from exc
+
+
 def worker_pool(size: int, name: str) -> ThreadPoolExecutor:
     """A knowledge base's own threads for calls to its server (a frozen one holds only these)."""
     return ThreadPoolExecutor(max_workers=size, thread_name_prefix=name)
@@ -94,17 +147,9 @@ class BoundedCalls:
         self._kb_name = kb_name
         self._pool = worker_pool(size, f"kinject-{kb_name}")
 
-    @contextmanager
-    def operation(self) -> Iterator[None]:
+    def operation(self) -> AbstractContextManager[Deadline | None]:
         """One deadline for every call made inside (a search, a write batch); nested: the outer."""
-        if self.timeout is None or _DEADLINE.get() is not None:
-            yield
-            return
-        token = _DEADLINE.set(time.monotonic() + self.timeout)
-        try:
-            yield
-        finally:
-            _DEADLINE.reset(token)
+        return within(None if self.timeout is None else Deadline(self.timeout))
 
     def call(self, operation: str, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)``, or :class:`StoreTimeoutError` past the deadline.
@@ -116,15 +161,16 @@ class BoundedCalls:
             **kwargs: Its keyword arguments.
         """
         if self.timeout is None:
-            return fn(*args, **kwargs)
-        deadline = _DEADLINE.get() or time.monotonic() + self.timeout
-        remaining = deadline - time.monotonic()
-        if remaining > 0:
-            future = submit(self._pool, fn, *args, **kwargs)
-            try:
-                return future.result(timeout=remaining)
-            except FutureTimeout:
-                future.cancel()  # still queued behind stuck calls: never runs
+            with server_errors(self._kb_name, operation):
+                return fn(*args, **kwargs)
+        with (_DEADLINE.get() or Deadline(self.timeout)).waiting() as left:
+            if left > 0:
+                future = submit(self._pool, fn, *args, **kwargs)
+                with server_errors(self._kb_name, operation):
+                    try:
+                        return future.result(timeout=left)
+                    except FutureTimeout:
+                        future.cancel()  # still queued behind stuck calls: never runs
         msg = (
             f"The Chroma server did not answer {operation!r} for knowledge base "
             f"{self._kb_name!r} within {self.timeout:g} s (the knowledge base's timeout=; "

@@ -288,8 +288,13 @@ class ChromaSide:
     def pages(
         self, partition: str, *, fields: Fields = "all", where: Mapping[str, Any] | None = None
     ) -> Iterator[list[Chunk]]:
-        """Every chunk of a partition (matching ``where``), :data:`PAGE` at a time."""
+        """Every chunk of a partition, :data:`PAGE` at a time (matching ``where``: newest first)."""
         collection, offset = self.collection(partition), 0
+        if collection is not None and where is not None:  # an offset would scan the match again
+            ids = collection.get(where=where, include=[])["ids"][::-1]
+            yield from (self.get(partition, ids[i : i + PAGE], fields=fields)
+                        for i in range(0, len(ids), PAGE))  # fmt: skip
+            return
         while collection is not None:
             got = collection.get(where=where, limit=PAGE, offset=offset, include=_INCLUDE[fields])
             if got["ids"]:
@@ -300,12 +305,18 @@ class ChromaSide:
 
     def of_sources(self, partition: str, sources: Sequence[str], *, fields: Fields) -> list[Chunk]:
         """Every stored chunk of ``sources`` (by source identity)."""
-        wanted, out = sorted(set(sources) - {""}), []
+        return [c for page in self.source_pages(partition, sources, fields=fields) for c in page]
+
+    def source_pages(
+        self, partition: str, sources: Sequence[str], *, fields: Fields
+    ) -> Iterator[list[Chunk]]:
+        """The stored chunks of ``sources``, a page at a time (a large source never at once)."""
+        wanted = sorted(set(sources) - {""})
         for start in range(0, len(wanted), 100):
             part = wanted[start : start + 100]
             where = {"$or": [{"source_path": {"$in": part}}, {"source": {"$in": part}}]}
-            out += [c for c in self.get(partition, where=where, fields=fields) if c.source in part]
-        return out
+            for page in self.pages(partition, fields=fields, where=where):
+                yield [c for c in page if c.source in part]
 
     def count(self, partition: str) -> int:
         """How many chunks the partition holds (0 when it has no collection)."""

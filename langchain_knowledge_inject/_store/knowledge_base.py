@@ -470,8 +470,9 @@ class KnowledgeBase:
     def get_source_fingerprint(self, source: str, *, tenant_id: str | None = None) -> str | None:
         """The fingerprint stored with ``source`` by the last ``add_documents``, or None."""
         self._ready()
-        chunks = self._chroma.of_sources(writes.partition_of(tenant_id), [source], fields="meta")
-        return next((c.fingerprint for c in chunks if c.fingerprint is not None), None)
+        # newest first: the chunk written last carries the fingerprint (``writes``)
+        pages = self._chroma.source_pages(writes.partition_of(tenant_id), [source], fields="meta")
+        return next((c.fingerprint for p in pages for c in p if c.fingerprint is not None), None)
 
     # -- writes -------------------------------------------------------------------------
     def _refuse_if_read_only(self, action: str) -> None:
@@ -502,6 +503,7 @@ class KnowledgeBase:
         *,
         tenant_id: str | None = None,
         fingerprints: Mapping[str, str] | None = None,
+        unfinished: AbstractSet[str] = frozenset(),
     ) -> AddResult:
         """Add documents, idempotently: split, embedded only when new (see :mod:`~.writes`).
 
@@ -511,6 +513,7 @@ class KnowledgeBase:
                 ``metadata["tenant_id"]`` puts it in a tenant partition.
             tenant_id: Tenant of every document (must agree with their metadata).
             fingerprints: ``{source identity: fingerprint}`` to store (a file hash).
+            unfinished: Sources continued in a later call (see :mod:`~.writes`).
 
         Raises:
             StoreTimeoutError: A Chroma server was slower than ``timeout`` (running
@@ -518,7 +521,9 @@ class KnowledgeBase:
         """
         self._ready()
         chunks = writes.split_documents(documents, tenant_id, self.text_splitter)
-        plan = self._write("adding documents", self._writes.add, chunks, fingerprints or {})
+        plan = self._write(
+            "adding documents", self._writes.add, chunks, fingerprints or {}, unfinished
+        )
         replaced = sum(len(v) for v in plan.stale.values())
         return AddResult(
             len(plan.to_embed), plan.unchanged, plan.updated, replaced, plan.skipped, plan.ids
@@ -734,11 +739,19 @@ class KnowledgeBase:
         """Embed a search's query (cached) before the store's deadline starts.
 
         The first embedding loads the model (seconds); that is local work, and the
-        knowledge base's ``timeout`` bounds the store, not the model.
+        knowledge base's ``timeout`` bounds the store, not the model (a server down: first).
         """
         text = (query or "")[:MAX_QUERY_CHARS]
         if mode != "keyword" and text.strip():
+            if self._chroma.server and getattr(self.embeddings, "loaded", True) is False:
+                self._searching(self._chroma.calls.call, "heartbeat", self._chroma.client.heartbeat)
             self._searching(self._query_vector, text)
+
+    def warm(self) -> None:
+        """Load now what a first search loads (model, index, keyword cache): call it at start-up."""
+        self.search_hits("warm up", k=1, min_score=1.0)
+
+    awarm = _twin(warm)
 
     def _searching(self, fn: Callable[..., T], /, *args: Any) -> T:
         """Run search work within one deadline; failures become :class:`RetrievalError`."""
@@ -779,8 +792,8 @@ class KnowledgeBase:
         """Run blocking ``fn`` off the event loop.
 
         Embedded store: the loop's default executor. Chroma server: this knowledge
-        base's own threads, a search waited on for at most ``timeout`` (plus a
-        second of local work) after its query is embedded, so a frozen server holds
+        base's own threads, a search waited on for what is left of its deadline (plus
+        a second of local work) after its query is embedded, so a frozen server holds
         none of the shared threads and a model's first load is not a timeout.
         """
         self._ready()
@@ -791,10 +804,11 @@ class KnowledgeBase:
         await asyncio.wrap_future(
             calls.submit(self._async_pool, self._embed_ahead, *args[1:], **kwargs)
         )
-        with self._chroma.calls.operation():  # the deadline runs from now, queued or not
+        with self._chroma.calls.operation() as deadline:  # what is left now bounds the wait
             future = asyncio.wrap_future(calls.submit(self._async_pool, fn, *args, **kwargs))
+            left = max(deadline.left(), 0.0) if deadline is not None else self.timeout
         try:
-            return await asyncio.wait_for(future, self.timeout + _LOCAL_GRACE_S)
+            return await asyncio.wait_for(future, left + _LOCAL_GRACE_S)
         except asyncio.TimeoutError:
             msg = f"Search of knowledge base {self.name!r} did not finish within {self.timeout:g} s"
             raise errors.StoreTimeoutError(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from langchain_knowledge_inject._store.calls import server_errors
 from langchain_knowledge_inject._store.flags import PREFIX, read_settings
 from langchain_knowledge_inject._store.keyword import query_terms
 from langchain_knowledge_inject._store.storage import (
@@ -102,20 +103,21 @@ def list_knowledge_bases(
         collections = peek.collections(store)  # read without chromadb where it can be
         if collections is None:
             client = persistent_client(store, "", read_only=not store_is_writable(store))
-    if collections is None:
-        from langchain_knowledge_inject._store.migration import migrate_store
-
-        migrate_store(store, client)
-        collections = client.list_collections()
     settings: dict[str, dict[str, Any]] = {}
     counts: dict[str, int] = {}
-    for collection in collections:
-        found = read_settings(getattr(collection, "metadata", None))
-        if not found["kb_id"] or not collection.name.startswith(f"kinject-{found['kb_id']}-"):
-            continue
-        counts[found["kb_id"]] = counts.get(found["kb_id"], 0) + collection.count()
-        if (collection.metadata or {}).get(PREFIX + "partition") == "":
-            settings[found["kb_id"]] = found
+    with server_errors(None, "list_collections"):
+        if collections is None:
+            from langchain_knowledge_inject._store.migration import migrate_store
+
+            migrate_store(store, client)
+            collections = client.list_collections()
+        for collection in collections:
+            found = read_settings(getattr(collection, "metadata", None))
+            if not found["kb_id"] or not collection.name.startswith(f"kinject-{found['kb_id']}-"):
+                continue
+            counts[found["kb_id"]] = counts.get(found["kb_id"], 0) + collection.count()
+            if (collection.metadata or {}).get(PREFIX + "partition") == "":
+                settings[found["kb_id"]] = found
     infos = [info_of(s, chunk_count=counts.get(kb_id, 0)) for kb_id, s in settings.items()]
     return sorted(infos, key=lambda info: info.name)
 

@@ -4,9 +4,9 @@ Chunk ids derive from the tenant partition, the source and the content, so the
 same chunk always gets the same id. Against what Chroma holds, each chunk of a
 call is new (embed it), known with other metadata (update it) or unchanged
 (skip it); every source named in the call keeps exactly the chunks given now,
-so its other chunks are stale and removed. A write goes to Chroma, the record,
-and then to the keyword cache: a crash in between leaves the cache behind, and
-it catches up from Chroma the next time it is used (:mod:`~.keyword_cache`).
+so its other chunks are stale and removed, unless it continues in a later call
+(``unfinished``); its fingerprint goes on its last chunk, once they are gone. A write
+goes to Chroma, then to the keyword cache, which catches up from Chroma after a crash.
 """
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ import hashlib
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 
+from langchain_knowledge_inject._store import documents
 from langchain_knowledge_inject._store.chroma import Chunk, source_key
 from langchain_knowledge_inject._store.embeddings import model_errors, model_window
 from langchain_knowledge_inject._store.storage import (
@@ -148,9 +150,10 @@ class WritePlan:
 
 
 def plan_writes(
-    chroma: ChromaSide, chunks: Sequence[Chunk], fingerprints: Mapping[str, str]
-) -> WritePlan:
-    """Decide, against what Chroma holds, what a call of ``add_documents`` must write."""
+    chroma: ChromaSide, chunks: Sequence[Chunk], fingerprints: Mapping[str, str],
+    unfinished: AbstractSet[str], given: dict[tuple[str, str], tuple[set[str], list[Chunk]]],
+) -> WritePlan:  # fmt: skip
+    """Decide what a call of ``add_documents`` must write; ``given``: unfinished sources' so far."""
     plan = WritePlan()
     for partition in dict.fromkeys(c.partition for c in chunks):
         rows = [c for c in chunks if c.partition == partition]
@@ -158,16 +161,18 @@ def plan_writes(
             c.chunk_id: c for c in chroma.get(partition, [r.chunk_id for r in rows], fields="meta")
         }
         complete = plan.complete.setdefault(partition, {r.source: [] for r in rows})
+        last = {r.source: r.chunk_id for r in rows if r.text.strip() and r.source not in unfinished}
         seen: set[str] = set()
         for row in rows:
             if not row.text.strip():
                 plan.skipped += 1
                 continue
             plan.ids.append(row.chunk_id)
-            if row.chunk_id in seen:
+            if row.chunk_id in seen or row.chunk_id in given.get((partition, row.source), ((),))[0]:
                 continue
             seen.add(row.chunk_id)
-            row = dataclasses.replace(row, fingerprint=fingerprints.get(row.source))
+            mark = fingerprints.get(row.source) if last.get(row.source) == row.chunk_id else None
+            row = dataclasses.replace(row, fingerprint=mark)
             complete[row.source].append(row)
             old = stored.get(row.chunk_id)
             if old is None:
@@ -179,9 +184,18 @@ def plan_writes(
                 plan.updated += old.metadata != chroma_metadata(row.metadata)
             else:
                 plan.unchanged += 1
-        fresh = {r.chunk_id for r in rows}
-        old_ids = {c.chunk_id for c in chroma.of_sources(partition, list(complete), fields="meta")}
-        if stale := sorted(old_ids - fresh):
+        kept: dict[str, set[str]] = {}
+        for source, mine in list(complete.items()):
+            ids, first = given.pop((partition, source), (set(), []))
+            ids.update(r.chunk_id for r in mine)
+            first = documents.head([*first, *mine])  # its document row: written once it is whole
+            if source in unfinished:
+                given[partition, source], complete[source] = (ids, first), []
+                continue
+            kept[source], complete[source] = ids, first
+        pages = chroma.source_pages(partition, list(kept), fields="meta")
+        held = (c for page in pages for c in page)
+        if stale := sorted(c.chunk_id for c in held if c.chunk_id not in kept[c.source]):
             plan.stale[partition] = stale
     return plan
 
@@ -208,16 +222,20 @@ class Writes:
     ) -> None:
         self.chroma, self.cache, self.embeddings = chroma, cache, embeddings
         self.path, self.kb_name = path, kb_name
+        self.given: dict[tuple[str, str], tuple[set[str], list[Chunk]]] = {}  # unfinished sources
 
     def _write(self, partition: str, chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]],
                updated: Sequence[Chunk] = (), stale: Sequence[str] = ()) -> None:  # fmt: skip
-        """Chroma first (the cache is caught up again if that fails half way)."""
+        """Chroma first (the cache catches up if that fails half way); fingerprints last."""
         try:
-            if chunks:
-                self.chroma.upsert(partition, chunks, vectors)
-            if updated:
-                self.chroma.update(partition, updated)
-            self.chroma.delete(partition, stale)
+            for marked in (False, True):  # a chunk with its source's fingerprint: stale ones gone
+                new = [(c, v) for c, v in zip(chunks, vectors, strict=True)
+                       if (c.fingerprint is not None) == marked]  # fmt: skip
+                if new:
+                    self.chroma.upsert(partition, [c for c, _ in new], [v for _, v in new])
+                if mine := [c for c in updated if (c.fingerprint is not None) == marked]:
+                    self.chroma.update(partition, mine)
+                self.chroma.delete(partition, () if marked else stale)
         except BaseException:
             self.cache.invalidate(partition)
             raise
@@ -226,11 +244,13 @@ class Writes:
         needed = estimated_write_bytes(texts, len(vectors[0]) if vectors else 0)
         ensure_room(self.path, needed, action="adding documents", kb_name=self.kb_name)
 
-    def add(self, chunks: Sequence[Chunk], fingerprints: Mapping[str, str]) -> WritePlan:
+    def add(
+        self, chunks: Sequence[Chunk], fingerprints: Mapping[str, str], unfinished: AbstractSet[str]
+    ) -> WritePlan:
         """Store chunks idempotently: embed only new ones, replace each source's stale chunks."""
         for partition in dict.fromkeys(c.partition for c in chunks):
             self.cache.ensure(partition)
-        plan = plan_writes(self.chroma, chunks, fingerprints)
+        plan = plan_writes(self.chroma, chunks, fingerprints, unfinished, self.given)
         with model_errors(self.kb_name):
             vectors = embed_distinct(self.embeddings, [c.text for c in plan.to_embed])
         self._room([c.text for c in plan.to_embed], vectors)

@@ -3,8 +3,9 @@
 ``kinject --help`` shows an example of each command (``_EXAMPLES``).
 ``--path DIR`` (before or after the subcommand) selects the store directory;
 the default is the per-user directory (``KINJECT_HOME`` overrides it).
-Errors are one line on stderr; exit codes: 0 success, 1 failure, 2 usage error
-(bad argument, missing knowledge base, missing path, empty folder).
+``--host``/``--port`` (``KINJECT_CHROMA_HOST``/``_PORT``) use a Chroma server; ``-v``
+shows the log. Errors are one line on stderr; exit codes: 0 success, 1 failure, 2
+usage error (bad argument, missing knowledge base, missing path, empty folder).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from langchain_knowledge_inject.errors import (
     ConfigurationError,
     IngestError,
     KnowledgeBaseNotFoundError,
+    KnowledgeBaseOpenError,
     KnowledgeInjectError,
 )
 
@@ -46,6 +48,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error already printed
         return exc.code if isinstance(exc.code, int) else 2
+    import logging
+
+    shown = logging.StreamHandler()  # quiet: the package's warnings; -v: every library's log
+    shown.addFilter(lambda r: args.verbose or r.name.startswith("langchain_knowledge_inject"))
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[shown])
     try:
         code: int = args.handler(args)
     except KnowledgeBaseNotFoundError as exc:
@@ -82,7 +89,7 @@ _EXAMPLES = {
         'kinject search "how many days of leave?" --kb hr --k 3',
         'kinject search "carry-over" --kb hr --mode keyword --json',
     ],
-    "kbs": ["kinject kbs --path ./store                 # knowledge bases, chunk counts"],
+    "kbs": ["kinject kbs --host 127.0.0.1 --port 8000   # chunks, restricted or open"],
     "check": ["kinject check --kb hr --repair"],
     "chat": [
         "kinject chat --kb hr                       # no model: shows the messages sent",
@@ -104,12 +111,20 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Knowledge bases for LangChain and LangGraph models: ingest, search, chat.",
         epilog=_epilog(*_EXAMPLES),
         formatter_class=raw,
+        argument_default=argparse.SUPPRESS,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("--path", metavar="DIR", default=None, help="store directory")
-    # The same option after the subcommand; SUPPRESS keeps the global value when absent.
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--path", metavar="DIR", default=argparse.SUPPRESS, help="store directory")
+    common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
+    for options in (parser, common):  # also after the subcommand; absent there: the global value
+        options.add_argument("--path", metavar="DIR", help="store directory")
+        options.add_argument("--host", help="a Chroma server (default $KINJECT_CHROMA_HOST)")
+        options.add_argument(
+            "--port", type=int, help="its port (default $KINJECT_CHROMA_PORT, 8000)"
+        )
+        options.add_argument("-v", "--verbose", action="store_true", help="show the log")
+    env = os.environ.get
+    parser.set_defaults(path=None, verbose=False, host=env("KINJECT_CHROMA_HOST"))
+    parser.set_defaults(port=env("KINJECT_CHROMA_PORT", "8000"))
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, summary: str) -> argparse.ArgumentParser:
@@ -128,6 +143,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-size", metavar="N", type=_positive_int, help=size)
     overlap = "overlap in characters (default 150, at most half the chunk size)"
     p.add_argument("--chunk-overlap", metavar="N", type=int, help=overlap)
+    large = "files over N MB are named before the work starts (default 10)"
+    p.add_argument("--large-file-mb", metavar="N", type=float, default=10.0, help=large)
+    p.add_argument("--skip-large", action="store_true", help="refuse those files")
     p.set_defaults(handler=_cmd_ingest)
 
     p = command("search", "search a knowledge base")
@@ -173,24 +191,39 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     # (chunks that fit the embedding model's window), which then stores them as they
     # are. Chunk sizes the user chose are characters, stored as they are.
     splitter: dict[str, Any] = {"text_splitter": None} if sizes != (None, None) else {}
-    with KnowledgeBase(args.kb, path=args.path, **splitter) as kb:
+    with KnowledgeBase(args.kb, path=args.path, client=_client(args), **splitter) as kb:
         report = loading.ingest(
             kb, args.paths, category=args.category, tenant_id=args.tenant, recursive=recursive,
             chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap,
+            large_file_mb=args.large_file_mb, skip_large=args.skip_large,
         )  # fmt: skip
         print(report.summary())
         print(f"Knowledge base {args.kb!r} now holds {kb.info.chunk_count} chunks.")
     return 0
 
 
+def _client(args: argparse.Namespace) -> Any:
+    """A client of the Chroma server ``--host``/``--port``, or None for the embedded store."""
+    if not args.host:
+        return None
+    import chromadb
+
+    try:
+        return chromadb.HttpClient(host=args.host, port=int(args.port))
+    except Exception as exc:  # a bad port, or the server down (chromadb asks it at once)
+        msg = f"cannot reach the Chroma server at {args.host}:{args.port} ({exc})"
+        raise KnowledgeBaseOpenError(msg) from exc
+
+
 def _existing(args: argparse.Namespace) -> KnowledgeBase:
     """The knowledge base ``args.kb``, opened; a missing one is an error, and nothing is created."""
     from langchain_knowledge_inject._store.metadata import require_knowledge_base
 
-    require_knowledge_base(args.kb, args.path)  # without chromadb where the store allows
+    if not args.host:
+        require_knowledge_base(args.kb, args.path)  # without chromadb where the store allows
     from langchain_knowledge_inject._store.knowledge_base import KnowledgeBase
 
-    return KnowledgeBase(args.kb, path=args.path, create=False)
+    return KnowledgeBase(args.kb, path=args.path, client=_client(args), create=False)
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
@@ -215,7 +248,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from langchain_knowledge_inject._store.storage import default_store_path
 
     store = Path(args.path).expanduser() if args.path is not None else default_store_path()
-    report = peek.check(store, args.kb)  # None: no such knowledge base, a catch-up or repair due
+    # None: a server, no such knowledge base, a catch-up or repair due
+    report = None if args.host else peek.check(store, args.kb)
     if report is None:
         with _existing(args) as kb:
             report = kb.check(repair=args.repair)
@@ -229,17 +263,18 @@ def _cmd_kbs(args: argparse.Namespace) -> int:
     from langchain_knowledge_inject._store.metadata import list_knowledge_bases
     from langchain_knowledge_inject._store.storage import default_store_path
 
-    infos = list_knowledge_bases(args.path)
+    infos = list_knowledge_bases(args.path, client=_client(args))
     if not infos:
-        where = args.path if args.path is not None else default_store_path()
+        where = f"{args.host}:{args.port}" if args.host else args.path or default_store_path()
         print(f"No knowledge bases in {where}. Create one with `kinject ingest` or `kinject demo`.")
         return 0
     width = max(len("NAME"), *(len(info.name) for info in infos))
-    print(f"{'NAME':<{width}}  {'CHUNKS':>7}  MODEL / DESCRIPTION")
+    print(f"{'NAME':<{width}}  {'CHUNKS':>7}  {'ACCESS':<10}  MODEL / DESCRIPTION")
     for info in infos:
-        print(f"{info.name:<{width}}  {info.chunk_count:>7}  {info.embedding_model}")
+        access = "restricted" if info.restricted else "open"
+        print(f"{info.name:<{width}}  {info.chunk_count:>7}  {access:<10}  {info.embedding_model}")
         if info.description:
-            print(f"{'':<{width}}  {'':>7}  {_snippet(info.description)}")
+            print(f"{'':<{width}}  {'':>7}  {'':<10}  {_snippet(info.description)}")
     return 0
 
 
@@ -250,7 +285,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     )
 
     print("Building the sample HR knowledge base (default embedding model, offline)...")
-    with build_sample_knowledge_base(path=args.path) as kb:
+    with build_sample_knowledge_base(path=args.path, client=_client(args)) as kb:
         info = kb.info
         results = [kb.search(sample.question, k=3) for sample in SAMPLE_QUESTIONS]
     print(f"Knowledge base {info.name!r} in {kb.path}: {info.chunk_count} chunks, "

@@ -171,13 +171,17 @@ class KnowledgeNodes:
 
     def _resume(self, state: Any, config: RunnableConfig) -> _Resumed:
         history, record, flags = self._recorded(state, config)
-        return self._restore(state, self._pipeline.request(config, flags=flags), history, record)
+        request = self._pipeline.request(config, flags=flags, left=record.get("store_left"))
+        return self._restore(state, request, history, record)
 
     async def _aresume(self, state: Any, config: RunnableConfig) -> _Resumed:
         history, record, flags = self._recorded(state, config)
         pipeline = self._pipeline  # decided by retrieve: no store read, so not in a thread
+        left = record.get("store_left")  # the turn's one store deadline, as retrieve left it
         request = (
-            pipeline.request(config, flags=flags) if flags else await pipeline.arequest(config)
+            pipeline.request(config, flags=flags, left=left)
+            if flags
+            else await pipeline.arequest(config)
         )
         return self._restore(state, request, history, record)
 
@@ -188,7 +192,8 @@ class KnowledgeNodes:
                  "sensitive_sources": request.sensitive_sources}  # fmt: skip
         record = {"turn": turn_key(config, history), "flags": flags,
                   "started": got.started, "query_source": got.query.source,
-                  "errors": list(got.found.errors), "error": got.found.error}  # fmt: skip
+                  "errors": list(got.found.errors), "error": got.found.error,
+                  "store_left": request.deadline.left() if request.deadline else None}  # fmt: skip
         return {"retrieval_query": got.query.query, "retrieved": got.kept, "safe_summary": None,
                 "dynamic_context": None, "knowledge_manifest": None,
                 "knowledge_turn": record}  # fmt: skip

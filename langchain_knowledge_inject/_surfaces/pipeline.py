@@ -25,7 +25,8 @@ and runs one turn in a fixed order, each step once:
 the middleware); the graph runs each as a node of its own, passing a :class:`Retrieval`
 through its state. The ``knowledge_base_search`` tool runs steps 1 and 3 through
 :meth:`~KnowledgePipeline.search`. Sync and async share every step but the I/O, which
-is written twice.
+is written twice. One turn has one deadline on the store (:attr:`Request.deadline`), shared
+by its flag read and its searches.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ from langchain_knowledge_inject._restricted.scope import (
     safe_kb_meta,
     source_flags,
 )
+from langchain_knowledge_inject._store.calls import Deadline, within
 from langchain_knowledge_inject._turn.assemble import (
     AssembledContext,
     RestrictedKnowledge,
@@ -154,6 +156,8 @@ class Request:
     """What the sources' stored flags say (and which could not be read)."""
     sensitive_sources: bool = False
     """Whether source names are hidden from the main model."""
+    deadline: Deadline | None = None
+    """The turn's one deadline on the store, started by its flag reads."""
 
     @property
     def restricted(self) -> bool:
@@ -418,6 +422,8 @@ class KnowledgePipeline:
         header = self.template.header.strip()
         self.strip_headers: tuple[str, ...] = (header,) if custom and header else ()
         self._kb_meta: dict[bool, str] = {}
+        timeouts = [getattr(kb, "timeout", None) for kb in self.knowledge_bases]
+        self.timeout = max((t for t in timeouts if isinstance(t, (int, float))), default=None)
 
     def __repr__(self) -> str:
         names = ", ".join(str(getattr(s, "name", s)) for s in self.sources)
@@ -427,7 +433,7 @@ class KnowledgePipeline:
     def _flags(self) -> SourceFlags:
         return combine([source_flags(kb) for kb in self.knowledge_bases])
 
-    def _request(self, config: RunnableConfig | None, context: Any, flags: SourceFlags) -> Request:
+    def _request(self, config: Any, context: Any, flags: SourceFlags, deadline: Any) -> Request:
         values = context_values(context if context is not None else _runtime_context())
         settings = self.settings.with_overrides(config, values)
         host = current_host()
@@ -437,7 +443,7 @@ class KnowledgePipeline:
         if restricted != settings.restricted:
             settings = settings.model_copy(update={"restricted": restricted})
         sensitive = flags.sensitive_sources or bool(host and host.sensitive_sources)
-        return Request(settings, _with_user(config, values), flags, sensitive)
+        return Request(settings, _with_user(config, values), flags, sensitive, deadline)
 
     def request(
         self,
@@ -445,6 +451,7 @@ class KnowledgePipeline:
         *,
         context: Any = None,
         flags: SourceFlags | None = None,
+        left: float | None = None,
     ) -> Request:
         """Resolve one request: settings, and whether it is restricted (reads stored flags).
 
@@ -453,11 +460,15 @@ class KnowledgePipeline:
             context: The runtime context (default: the running graph's ``runtime.context``).
             flags: The flags as an earlier step of the same turn decided them (no
                 store read; the async twin reads them in a worker thread).
+            left: Seconds left of the turn's store deadline, as an earlier step left it.
 
         Raises:
             ConfigurationError: An override is not allowed.
         """
-        return self._request(config, context, flags or self._flags())
+        timeout = self.timeout
+        deadline = None if timeout is None else Deadline(timeout if left is None else left)
+        with within(deadline):
+            return self._request(config, context, flags or self._flags(), deadline)
 
     async def arequest(
         self, config: RunnableConfig | None = None, *, context: Any = None
@@ -465,7 +476,9 @@ class KnowledgePipeline:
         """Async twin of :meth:`request`: the stored flags are read in a worker thread."""
         if context is None:
             context = _runtime_context()  # read here: the worker thread has no runtime
-        return self._request(config, context, await asyncio.to_thread(self._flags))
+        deadline = None if self.timeout is None else Deadline(self.timeout)
+        with within(deadline):
+            return self._request(config, context, await asyncio.to_thread(self._flags), deadline)
 
     # -- the steps' shared parts ---------------------------------------------------------------
     def history(self, state: Any, system_prompt: str | None) -> list[BaseMessage]:
@@ -511,7 +524,8 @@ class KnowledgePipeline:
 
     def _search(self, query: str, request: Request, spec: SearchSpec) -> Retrieved:
         settings = request.settings  # restricted: each search and the reranker run inside
-        found = search_sources(self.sources, query, spec, **self._search_args(request))
+        with within(request.deadline):  # what the turn's flag read left of its deadline
+            found = search_sources(self.sources, query, spec, **self._search_args(request))
         failure: Exception | None = None
         try:
             found.documents = rerank(
@@ -525,7 +539,8 @@ class KnowledgePipeline:
 
     async def _asearch(self, query: str, request: Request, spec: SearchSpec) -> Retrieved:
         settings = request.settings
-        found = await asearch_sources(self.sources, query, spec, **self._search_args(request))
+        with within(request.deadline):
+            found = await asearch_sources(self.sources, query, spec, **self._search_args(request))
         failure: Exception | None = None
         try:
             found.documents = await arerank(
@@ -876,9 +891,8 @@ class KnowledgePipeline:
     ) -> Found:
         """The tool's search: every source, the reranker, what was shown skipped, the boundary."""
         wanted = k or request.settings.top_k
-        found, request = self._searched(
-            query, request, self._spec(request, wanted + len(skip), filter)
-        )
+        spec = self._spec(request, wanted + len(skip), filter)
+        found, request = self._searched(query, request, spec)
         docs = _fresh(found.documents, set(skip), wanted, request.restricted)
         released = self._release(query, docs, request, thread) if request.restricted else None
         return Found(docs, released, found)
@@ -946,7 +960,7 @@ def sealed_turn(request: Request, found: Retrieved) -> Request:
     codes = tuple({"stage": "flags", "error": "sealed_text", "source": n} for n in found.sealed)
     flags = combine([request.flags, SourceFlags(True, True, errors=codes)])
     settings = request.settings.model_copy(update={"restricted": True})
-    return Request(settings, request.config, flags, sensitive_sources=True)
+    return Request(settings, request.config, flags, True, request.deadline)
 
 
 def shown_keys(docs: Sequence[Document], restricted: bool) -> set[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -162,3 +163,39 @@ def test_the_reading_commands_load_neither_chromadb_nor_the_model(tmp_path) -> N
         assert '"chromadb"' in full_loaded  # so this one took the chromadb path
         assert (full_printed, full.stderr) == (printed, done.stderr)
     assert peek.collections(store) is not None
+
+
+@pytest.mark.slow
+def test_every_command_on_a_chroma_server(chroma_server, tmp_path, monkeypatch) -> None:
+    """``--host``/``--port`` or ``KINJECT_CHROMA_HOST``/``_PORT``: a real ``chroma run``."""
+    exe = shutil.which("kinject") or shutil.which("kinject", path=str(Path(sys.executable).parent))
+    if exe is None:
+        pytest.skip("the console script `kinject` is not installed (pip install -e .)")
+    (tmp_path / "faq.txt").write_text("The office Wi-Fi password changes every Monday.\n")
+    server = ["--host", chroma_server.host, "--port", str(chroma_server.port)]
+
+    def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [exe, *args, "--path", str(tmp_path / "cache")],
+            capture_output=True, text=True, timeout=600, env=env, check=False,
+        )  # fmt: skip
+
+    ingested = run("ingest", str(tmp_path / "faq.txt"), "--kb", "cli-faq", *server)
+    assert ingested.returncode == 0, ingested.stderr
+    assert ingested.stderr == ""  # quiet: no progress bar for one small file, no model bars
+    found = run("search", "wifi password", "--kb", "cli-faq", "--mode", "keyword", *server)
+    assert found.returncode == 0 and "faq.txt" in found.stdout, found.stderr
+    with KnowledgeBase("cli-faq", path=tmp_path / "other", client=chroma_server.client()) as kb:
+        assert kb.count() == 1  # it is in the server, not in a local store
+        kb.restrict()
+    env = {**os.environ, "KINJECT_CHROMA_HOST": chroma_server.host,
+           "KINJECT_CHROMA_PORT": str(chroma_server.port)}  # fmt: skip
+    listed = run("kbs", env=env)
+    assert listed.returncode == 0, listed.stderr
+    row = next(line for line in listed.stdout.splitlines() if line.startswith("cli-faq"))
+    assert row.split()[1:3] == ["1", "restricted"]
+    checked = run("check", "--kb", "cli-faq", env=env)
+    assert checked.returncode == 0, checked.stderr
+    assert not (tmp_path / "cache" / "chroma").exists()  # no embedded store was made
+    with KnowledgeBase("cli-faq", path=tmp_path / "other", client=chroma_server.client()) as kb:
+        kb.drop()  # the session's server is shared

@@ -227,3 +227,51 @@ async def test_server_killed_mid_conversation_degrades_then_recovers(
     )
     assert SICK.expected_source in _sources(message.artifact)
     assert server_kb.check().clean  # nothing was lost while the server was down
+
+
+async def test_every_public_call_raises_a_package_error_when_the_server_is_stopped(
+    server_kb, chroma_server, tmp_path
+):
+    """A stopped server is the package's error, its cause kept: never a raw ``httpx`` one."""
+    import httpx
+    from langchain_core.documents import Document
+
+    from langchain_knowledge_inject.errors import KnowledgeInjectError, StoreError
+
+    doc = Document("Interns get 10 days of leave.", metadata={"source": "interns.md"})
+    calls = {
+        "search": lambda: server_kb.search(LEAVE.question),
+        "search keyword": lambda: server_kb.search(LEAVE.question, mode="keyword"),
+        "search_hits": lambda: server_kb.search_hits(LEAVE.question),
+        "add_documents": lambda: server_kb.add_documents([doc]),
+        "upsert_records": lambda: server_kb.upsert_records([("x", "text", {"source": "x"})]),
+        "delete": lambda: server_kb.delete(["x"]),
+        "delete_source": lambda: server_kb.delete_source("interns.md"),
+        "count": server_kb.count,
+        "info": lambda: server_kb.info,
+        "check": server_kb.check,
+        "restriction": lambda: server_kb.restriction,
+        "restrict": server_kb.restrict,
+        "get_by_ids": lambda: server_kb.get_by_ids(["x"]),
+        "get_source_fingerprint": lambda: server_kb.get_source_fingerprint("interns.md"),
+        "warm": server_kb.warm,
+        "list": lambda: KnowledgeBase.list(tmp_path, client=server_kb._chroma.client),
+    }
+    with server_down(chroma_server):
+        for name, call in calls.items():
+            with pytest.raises(KnowledgeInjectError) as info:
+                call()
+            chain, cause = [], info.value
+            while cause is not None:
+                chain.append(cause)
+                cause = cause.__cause__
+            assert any(isinstance(e, httpx.TransportError) for e in chain), (
+                name
+            )  # kept for the owner
+            assert any(isinstance(e, StoreError) and e.reason == "unreachable" for e in chain), name
+        with pytest.raises(KnowledgeInjectError):
+            await server_kb.asearch(LEAVE.question)
+        with pytest.raises(KnowledgeInjectError):
+            await server_kb.aadd_documents([doc])
+    assert server_kb.count() == len(server_kb.vectorstore().get()["ids"])  # back, nothing written
+    assert server_kb.check().clean

@@ -210,3 +210,54 @@ def test_ingest_lists_the_links_it_did_not_follow(store, docs, tmp_path, capsys)
     assert "Symbolic links not followed (2):" in out
     assert f"  {docs / 'leak.txt'}: link to {tmp_path / 'secret.txt'}, outside {docs}" in out
     assert f"  {docs / 'loop'}: link to {docs}, a folder that holds it (a loop)" in out
+
+
+def test_kbs_says_which_knowledge_bases_are_restricted(store, docs, capsys) -> None:
+    main(["ingest", str(docs), "--kb", "open-kb", "--path", str(store)])
+    main(["ingest", str(docs), "--kb", "secret-kb", "--path", str(store)])
+    with KnowledgeBase("secret-kb", path=store) as kb:
+        kb.restrict()
+    capsys.readouterr()
+
+    assert main(["kbs", "--path", str(store)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["NAME", "CHUNKS", "ACCESS"]
+    rows = {line.split()[0]: line.split()[2] for line in lines[1:] if line[:1].strip()}
+    assert rows == {"open-kb": "open", "secret-kb": "restricted"}
+
+
+def test_large_files_are_named_first_and_refused_on_request(store, docs, capsys, caplog) -> None:
+    argv = ["ingest", str(docs), "--kb", "hr", "--path", str(store), "--large-file-mb", "0.00001"]
+    assert main([*argv, "--skip-large"]) == 0
+    assert "Read 0 files" in capsys.readouterr().out
+    named = [r for r in caplog.records if "large file" in r.getMessage()]
+    assert len(named) == 2 and all(r.levelname == "WARNING" for r in named)  # shown by default
+    assert main(argv) == 0
+    assert "Read 2 files" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_quiet_by_default_and_the_log_with_v(store, docs, capsys, monkeypatch, verbose) -> None:
+    import logging
+
+    monkeypatch.setattr(logging.root, "handlers", [])  # as in a console script: none yet
+    monkeypatch.setattr(logging.root, "level", logging.root.level)
+    argv = ["-v"] * verbose + ["kbs", "--path", str(store)]
+    assert main(argv) == 0
+    logging.getLogger("pypdf").warning("pypdf: a damaged xref table")
+    logging.getLogger("langchain_knowledge_inject._ingest.loading").warning("a large file")
+    logging.getLogger("langchain_knowledge_inject._store.embeddings").info("loading the model")
+    err = capsys.readouterr().err
+    assert "a large file" in err  # the package's warnings: always
+    assert ("a damaged xref table" in err) is verbose  # pypdf's: with -v only
+    assert ("loading the model" in err) is verbose
+
+
+def test_a_chroma_server_that_cannot_be_reached_is_one_line_and_exit_1(store, capsys) -> None:
+    from tests.integration_tests.conftest import _free_port
+
+    argv = ["kbs", "--host", "127.0.0.1", "--port", str(_free_port()), "--path", str(store)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("kinject: error: cannot reach the Chroma server at 127.0.0.1:")
+    assert len(err.splitlines()) == 1

@@ -6,13 +6,16 @@ in ``tests/integration_tests/test_reliability_faults.py``.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import threading
 import time
 import uuid
+from types import SimpleNamespace
 
 import chromadb
+import httpx
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
@@ -24,12 +27,20 @@ from langchain_knowledge_inject import (
     KnowledgeInjector,
     RetrievalError,
 )
-from langchain_knowledge_inject._store.calls import BoundedCalls, submit, worker_pool
+from langchain_knowledge_inject._store import calls as calls_module
+from langchain_knowledge_inject._store.calls import (
+    BoundedCalls,
+    Deadline,
+    submit,
+    within,
+    worker_pool,
+)
 from langchain_knowledge_inject._store.chroma import STAMP
 from langchain_knowledge_inject._store.filters import MAX_FILTER_DEPTH
 from langchain_knowledge_inject.errors import (
     ForkedProcessError,
     KnowledgeBaseOpenError,
+    StoreError,
     StoreTimeoutError,
 )
 
@@ -90,6 +101,128 @@ def test_one_deadline_covers_every_call_of_an_operation():
 def test_no_timeout_runs_inline():
     calls = BoundedCalls(None, kb_name="kb")
     assert calls.call("query", threading.get_ident) == threading.get_ident()
+
+
+@pytest.mark.parametrize("timeout", [None, HANG_GUARD])
+def test_a_refused_or_dropped_connection_is_a_store_error_with_its_cause(timeout):
+    def refused():
+        raise httpx.ConnectError("[Errno 111] Connection refused")
+
+    def slow():
+        raise httpx.ReadTimeout("timed out")
+
+    calls = BoundedCalls(timeout, kb_name="kb")
+    with pytest.raises(StoreError) as info:
+        calls.call("count", refused)
+    assert info.value.reason == "unreachable" and info.value.kb_name == "kb"
+    assert isinstance(info.value.__cause__, httpx.ConnectError)
+    with pytest.raises(StoreTimeoutError) as late:
+        calls.call("query", slow)
+    assert late.value.operation == "query" and isinstance(late.value.__cause__, httpx.ReadTimeout)
+
+
+def test_a_deadline_counts_the_calls_waits_once_and_never_the_work_between(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(calls_module, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    deadline = Deadline(5.0)
+    with deadline.waiting() as left:
+        assert left == 5.0
+        now[0] += 2.0  # a call waits 2 s
+    now[0] += 10.0  # local work (embedding, a query model): not the store's time
+    assert deadline.left() == 3.0
+    with deadline.waiting() as first, deadline.waiting() as second:
+        now[0] += 1.0  # two calls side by side: counted once
+    assert first == second == 3.0 and deadline.left() == 2.0
+    with within(deadline), within(Deadline(1.0)) as inner:
+        assert inner is deadline  # nested: the outer one
+
+
+def _recording_deadlines(monkeypatch) -> list[tuple[Deadline, float]]:
+    """Record each bounded call's deadline and what it was allowed to wait."""
+    seen: list[tuple[Deadline, float]] = []
+    real = Deadline.waiting
+
+    @contextlib.contextmanager
+    def waiting(self):
+        with real(self) as left:
+            seen.append((self, left))
+            yield left
+
+    monkeypatch.setattr(Deadline, "waiting", waiting)
+    return seen
+
+
+@pytest.mark.parametrize("surface", ["sync", "async", "tool"])
+async def test_a_turn_reads_its_flags_and_searches_within_one_deadline(
+    tmp_path, emb, monkeypatch, surface
+):
+    kb = _server_kb(tmp_path, emb, f"srv-{uuid.uuid4().hex[:8]}", _FreezableClient())
+    kb.add_documents(DOCS)
+    injector = KnowledgeInjector(kb, min_score=0.0)
+    seen = _recording_deadlines(monkeypatch)
+    if surface == "sync":
+        assert injector.prepare([HumanMessage("annual leave days")]).manifest.injected
+    elif surface == "async":
+        assert (await injector.aprepare([HumanMessage("annual leave days")])).manifest.injected
+    else:
+        pipeline = injector.pipeline
+        found = pipeline.search("annual leave days", pipeline.request())
+        assert found.documents
+    deadlines = {id(deadline) for deadline, _ in seen}
+    assert len(seen) >= 2 and len(deadlines) == 1  # the flags read and the search: one deadline
+    assert seen[0][0].seconds == kb.timeout == HANG_GUARD
+
+
+@pytest.mark.slow
+def test_a_frozen_server_costs_a_turn_one_timeout_flag_read_and_search_together(
+    tmp_path, emb, monkeypatch
+):
+    client = _FreezableClient()
+    frozen = _server_kb(tmp_path, emb, f"srv-{uuid.uuid4().hex[:8]}", client)
+    frozen.add_documents(DOCS)
+    gated = client.get_collection  # the flag read asks for the collection: it waits too
+
+    def get_collection(*args, **kwargs):
+        if client.frozen.is_set():
+            client.release.wait(HANG_GUARD)
+        return gated(*args, **kwargs)
+
+    client.get_collection = get_collection
+    seen = _recording_deadlines(monkeypatch)
+    client.frozen.set()
+    _bound(frozen, 0.2)
+    injector = KnowledgeInjector(frozen, min_score=0.0)  # its turns: the timeout of now
+    try:
+        turn = injector.prepare([HumanMessage("annual leave days")])
+    finally:
+        client.release.set()
+        _bound(frozen, HANG_GUARD)
+    assert turn.manifest.restricted  # the flags could not be read: it fails closed
+    assert {e["stage"] for e in turn.manifest.errors} == {"flags", "retrieval"}
+    assert len({id(deadline) for deadline, _ in seen}) == 1
+    assert 0 < seen[0][1] <= 0.2  # the flag read: the whole timeout to wait
+    assert all(left <= 0 for _, left in seen[1:])  # then nothing was left: no second wait
+
+
+def test_a_server_down_fails_a_cold_search_before_the_model_loads(tmp_path, monkeypatch):
+    from langchain_knowledge_inject._store import embeddings as emb_module
+
+    client = _FreezableClient()
+    model = emb_module.DefaultEmbeddings()
+    kb = _server_kb(tmp_path, model, f"srv-{uuid.uuid4().hex[:8]}", client)
+
+    def must_not_load(self):
+        raise AssertionError("the model was loaded for a search the server cannot answer")
+
+    def refused():
+        raise httpx.ConnectError("[Errno 111] Connection refused")
+
+    monkeypatch.setattr(emb_module.DefaultEmbeddings, "_load", must_not_load)
+    client.heartbeat = refused
+    with pytest.raises(RetrievalError) as info:
+        kb.search("annual leave")
+    assert isinstance(info.value.__cause__, StoreError)
+    assert info.value.__cause__.reason == "unreachable" and not model.loaded
 
 
 def test_the_pool_is_bounded_and_carries_the_callers_context():

@@ -158,3 +158,17 @@ def test_named_modules_objects_and_files_exist():
             if not any(c.exists() for c in candidates):
                 missing.append(f"{label(path)}: {name}")
     assert not missing, "named but not found (or only at a deprecated path):\n" + "\n".join(missing)
+
+
+_SAMPLE_IN_THE_USERS_STORE = re.compile(r"(\w+) = build_sample_knowledge_base\(\s*\)")
+_WRITES = ("add_documents", "upsert_records", "restrict", "unrestrict", "delete", "drop", "ingest")
+
+
+def test_no_block_writes_to_the_sample_knowledge_base_of_the_users_store():
+    """A reader who runs a block keeps the ``hr-demo`` of ``kinject demo`` as it was."""
+    for path in DOC_FILES:
+        for line, code, _ in python_blocks(path):
+            for name in _SAMPLE_IN_THE_USERS_STORE.findall(code):
+                writes = [w for w in _WRITES if re.search(rf"\b{name}\.a?{w}\(", code)]
+                assert not writes, f"{label(path)}:{line} writes to the user's hr-demo ({writes})"
+                assert not re.search(rf"\bingest\(\s*{name}\b", code), f"{label(path)}:{line}"

@@ -77,10 +77,9 @@ def _old_version_ingest(kb: KnowledgeBase, paths: Any, monkeypatch: pytest.Monke
     real = ingestion_module._load_and_split
 
     def old_metadata(path, *args, **kwargs):
-        chunks = real(path, *args, **kwargs)
-        for chunk in chunks:
+        for chunk, read in real(path, *args, **kwargs):
             chunk.metadata["source"] = chunk.metadata.pop("source_path")
-        return chunks
+            yield chunk, read
 
     with monkeypatch.context() as patch:
         patch.setattr(ingestion_module, "_load_and_split", old_metadata)
