@@ -1,15 +1,19 @@
 """Episodes as knowledge-base chunks: what is recorded and how it comes back.
 
 An episode is one chunk in its user's tenant partition, with ``source`` = its
-episode id (recording the same id again replaces it). The chunk text is the
-text, and an exchange's reply on a second line; speaker names are metadata,
-not text (in the text, "Rosa: ok!" would match every question naming her).
-The memory's own metadata keys start with ``ep_``; the caller's are kept as given.
+episode id (recording the same id again replaces it). The chunk text is what a
+search matches: the text, an exchange's reply on a second line, and the
+question the episode answers on a last line (:func:`question_answered`:
+"Just got back from Porto" is found by "Where did you go on holiday?"); a
+search returns the text alone. Speaker names are metadata, not text (in the text, "Rosa: ok!" would
+match every question naming her). The memory's own metadata keys start with
+``ep_``; the caller's are kept as given.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -126,6 +130,29 @@ def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
              "a mapping to str, int, float or bool values"),
         ])  # fmt: skip
     return {key: value for key, value in (metadata or {}).items() if value is not None}
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?\u2026])\s+")
+
+
+def question_answered(previous: tuple[str, str] | None, speaker: str) -> str:
+    """What the previous turn ``(speaker, text)`` ends by asking, if another speaker said it.
+
+    Its last sentences that end with ``?``; an unknown speaker counts as another.
+
+    Example:
+        >>> question_answered(("Ben", "Nice pic! Where was it? Was it cold?"), "Ana")
+        'Where was it? Was it cold?'
+        >>> question_answered(("Ana", "Where was it?"), "Ana")
+        ''
+    """
+    if previous is None or (previous[0] and previous[0] == speaker):
+        return ""
+    sentences = _SENTENCE_END.split(previous[1].strip())
+    start = len(sentences)
+    while start and sentences[start - 1].rstrip().endswith("?"):
+        start -= 1
+    return " ".join(" ".join(sentences[start:]).split())
 
 
 def prepare(record: EpisodeRecord, *, user_id: str) -> Entry | None:

@@ -111,6 +111,9 @@ class EpisodicOptions(BaseModel):
     """Recency weight for a question about the present ("where does she live now?")."""
     date_weight: float = Field(default=0.5, ge=0)
     """Bonus of episodes inside a date the question names ("last May", "in 2023")."""
+    session_weight: float = Field(default=0.3, ge=0)
+    """Share of its session's score (the mean similarity of its thread's two best
+    candidates) added to an episode (0: off)."""
     speaker_weight: float = Field(default=0.3, ge=0)
     """Bonus of episodes whose speaker the question names; those names are also left
     out of the text search (0 switches both off)."""
@@ -119,6 +122,9 @@ class EpisodicOptions(BaseModel):
     ("what", "did", "you"); ``None``: Lucene's 33 only, as the knowledge base."""
     search_mode: SearchMode = "hybrid"
     """The knowledge base's search: ``"hybrid"``, ``"dense"`` or ``"keyword"``."""
+    context_turn: bool = True
+    """Index a turn with the question it answers: what the previous turn of its thread,
+    another speaker's, ends by asking (a search returns the turn alone)."""
     background: bool = True
     """Write recorded episodes in a worker thread behind a journal (``False``: in the call)."""
     journal_fsync: bool = False
