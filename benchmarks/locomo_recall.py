@@ -77,8 +77,6 @@ LATENCY_QUESTIONS = 60  # per conversation, for the timing part
 ABLATIONS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     # (label, EpisodicOptions fields, search arguments); a field the code lacks is skipped
     ("context_turn=False", {"context_turn": False}, {}),
-    ("query_split=False", {"query_split": False}, {}),
-    ("neighbour_weight=0", {"neighbour_weight": 0.0}, {}),
     ("session_weight=0", {"session_weight": 0.0}, {}),
     ("recency off", {}, {"recency": "off"}),
     ("current_weight=0", {"current_weight": 0.0}, {}),
@@ -282,14 +280,14 @@ class Worker:
             self.embeddings.live = False
         return out
 
-    def recording(self, sessions: int) -> list[float]:
-        """Seconds ``record_turn`` takes on the caller's thread, over the next ``sessions``."""
+    def recording(self, calls: int) -> list[float]:
+        """Seconds ``record_turn`` takes on the caller's thread, over the next ``calls``."""
         if self.pending_exchanges is None:
             memory = self.Memory(path=self.tmp / "recording", embeddings=self.embeddings)
             self._recording = memory
             self.pending_exchanges = self.record_exchanges(memory, "recording", sessions=None)
         times = []
-        for _ in range(sessions * 10):
+        for _ in range(calls):
             try:
                 times.append(next(self.pending_exchanges))
             except StopIteration:
@@ -449,7 +447,7 @@ def _speed(workers: dict[str, Any], rounds: int) -> None:
     record: dict[str, list[float]] = {n: [] for n in names}
     for block in range(rounds):
         for name in names if block % 2 == 0 else names[::-1]:
-            record[name] += workers[name].recording(sessions=1)
+            record[name] += workers[name].recording(calls=10)
     cells = [f"{n} p50 {ms(t, 0.5):.2f} ms, p95 {ms(t, 0.95):.2f} ms" for n, t in record.items()]
     line = f"  record_turn on the caller's thread ({len(record[names[0]])} calls): " + "; ".join(
         cells

@@ -2,13 +2,14 @@
 
 The episodes live in a knowledge base kept for memory (``<store>/episodes``),
 one tenant partition per user, so a search for one user cannot reach
-another's. A search ranks the hybrid search's best :data:`MAX_K` hits of the
-question, known speakers' names and ``keyword_stopwords`` left out of it,
-with bonuses for a speaker or a date the question names and for recency
-(:mod:`~.episode_search`); the top ``k`` is always the start of a larger top
-``k``. Recording returns at once: a journal and a worker thread write the
-episode (:mod:`~.episode_recording`), and a search waits for the same user's
-pending writes.
+another's; each is indexed with the question it answers (``context_turn``).
+A search ranks the hybrid search's best :data:`MAX_K` hits of the question,
+known speakers' names and ``keyword_stopwords`` left out of it, with bonuses
+for a speaker or a date the question names, for a session that matches as a
+whole and for recency (:mod:`~.episode_search`); the top ``k`` is always the
+start of a larger top ``k``. Recording returns at once: a journal and a worker
+thread write the episode (:mod:`~.episode_recording`), and a search waits for
+the same user's pending writes.
 
 Restricted mode: snippets are the same user's own conversations, injected
 (neutralized, one line each) as usual. Without a user id nothing is read or

@@ -1,4 +1,5 @@
-"""Episodic memory ranking levers: questions about now, question stopwords, search modes."""
+"""Episodic memory ranking levers: the question a turn answers, the session, questions about
+now, question stopwords, search modes."""
 
 from __future__ import annotations
 
@@ -6,9 +7,20 @@ import functools
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
 
-from langchain_knowledge_inject._memory.episode_search import QUESTION_STOPWORDS
-from langchain_knowledge_inject._memory.episodic import EpisodicMemory, EpisodicOptions
+from langchain_knowledge_inject._memory import episode_recording
+from langchain_knowledge_inject._memory.episode_search import (
+    QUESTION_STOPWORDS,
+    Candidate,
+    rank,
+    session_scores,
+)
+from langchain_knowledge_inject._memory.episodic import (
+    EpisodeRecord,
+    EpisodicMemory,
+    EpisodicOptions,
+)
 from langchain_knowledge_inject._store.keyword import STOPWORDS
 from langchain_knowledge_inject.errors import ConfigurationError
 
@@ -92,3 +104,110 @@ def test_the_search_mode_is_passed_to_the_knowledge_base(new_memory) -> None:
     assert [e.episode_id for e in found] == ["dog"]  # keyword mode: no match, no candidate
     with pytest.raises(ConfigurationError, match="search_mode"):
         EpisodicOptions(search_mode="fuzzy")
+
+
+def _indexed(memory: EpisodicMemory, user: str = "u") -> dict[str, str]:
+    """Each episode's indexed text (what the hybrid search matches), by episode id."""
+    docs = memory.knowledge_base.search("x", k=50, min_score=0.0, tenant_id=user)
+    return {d.metadata["ep_id"]: d.page_content for d in docs}
+
+
+DIALOGUE = [
+    ("Ben", "s1", "Welcome back! Did you go anywhere nice on holiday?"),
+    ("Ana", "s1", "Just got back from Porto, the food alone was worth it."),
+    ("Ben", "s2", "Which holiday photos should I print?"),
+    ("Ana", "s2", "The blue ones, thanks."),
+    ("Ana", "s2", "And frame the one of the bridge. Can you do it today?"),
+    ("Ana", "s2", "Or tomorrow."),
+]
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_a_turn_is_indexed_with_the_question_it_answers_and_returned_alone(
+    new_memory, bulk
+) -> None:
+    memory = new_memory()
+    records = [
+        EpisodeRecord(text, speaker=who, thread_id=thread, episode_id=f"t{i}",
+                      date=NOW + timedelta(minutes=i))
+        for i, (who, thread, text) in enumerate(DIALOGUE)
+    ]  # fmt: skip
+    if bulk:
+        memory.add_episodes(records, user_id="u")
+    else:
+        for r in records:
+            memory.record(r.text, user_id="u", speaker=r.speaker, thread_id=r.thread_id,
+                          episode_id=r.episode_id, date=r.date)  # fmt: skip
+        memory.flush()
+
+    indexed = _indexed(memory)
+    # the question that another speaker's previous turn of the same thread ends with
+    assert indexed["t1"] == (
+        "Just got back from Porto, the food alone was worth it.\n"
+        "Did you go anywhere nice on holiday?"
+    )
+    assert indexed["t2"] == "Which holiday photos should I print?"  # another thread's turn
+    assert indexed["t3"] == "The blue ones, thanks.\nWhich holiday photos should I print?"
+    assert indexed["t4"] == "And frame the one of the bridge. Can you do it today?"  # Ana's
+    assert indexed["t5"] == "Or tomorrow."  # her own question answers nothing
+    found = memory.search("anywhere nice on holiday", user_id="u", k=10, recency="off")
+    assert found[0].episode_id in {"t0", "t1"}
+    porto = next(e for e in found if e.episode_id == "t1")
+    assert porto.text == "Just got back from Porto, the food alone was worth it."
+
+
+def test_an_exchange_is_indexed_with_the_question_of_the_reply_before_it(new_memory) -> None:
+    memory = new_memory(options=EpisodicOptions(background=False))
+    config = {"configurable": {"user_id": "u", "thread_id": "chat"}}
+    history = [HumanMessage("Hi!", id="h1"), AIMessage("Hello! How was your trip to Porto?")]
+    memory.record_turn(history, config=config)
+    history += [HumanMessage("Lovely, we ate so well.", id="h2"), AIMessage("Glad to hear it.")]
+    memory.record_turn(history, config=config)
+    memory.record_exchange("Any news?", "None.", user_id="u", thread_id="other")
+
+    assert sorted(_indexed(memory).values()) == [
+        "Any news?\nNone.",
+        "Hi!\nHello! How was your trip to Porto?",
+        "Lovely, we ate so well.\nGlad to hear it.\nHow was your trip to Porto?",
+    ]
+    [episode] = memory.search("we ate so well", user_id="u", k=1, recency="off")
+    assert (episode.text, episode.assistant_reply) == ("Lovely, we ate so well.",
+                                                       "Glad to hear it.")  # fmt: skip
+
+
+def test_context_turn_off_indexes_the_text_alone(new_memory) -> None:
+    memory = new_memory(options=EpisodicOptions(background=False, context_turn=False))
+    for i, (who, thread, text) in enumerate(DIALOGUE[:2]):
+        memory.record(text, user_id="u", speaker=who, thread_id=thread, episode_id=f"t{i}")
+
+    assert _indexed(memory)["t1"] == "Just got back from Porto, the food alone was worth it."
+
+
+def test_the_last_turns_kept_are_bounded(new_memory, monkeypatch) -> None:
+    monkeypatch.setattr(episode_recording, "THREADS_KEPT", 2)
+    memory = new_memory(options=EpisodicOptions(background=False))
+    for thread in ("a", "b", "c"):  # "a" is dropped when "c" comes
+        memory.record("Where to?", user_id="u", speaker="Ben", thread_id=thread,
+                      episode_id=f"{thread}0")  # fmt: skip
+    for thread in ("b", "a"):
+        memory.record("Oslo.", user_id="u", speaker="Ana", thread_id=thread,
+                      episode_id=f"{thread}1")  # fmt: skip
+
+    indexed = _indexed(memory)
+    assert (indexed["b1"], indexed["a1"]) == ("Oslo.\nWhere to?", "Oslo.")
+    assert len(memory.recorder._last_turn) == 2
+
+
+def test_an_episode_gets_a_share_of_its_session_score() -> None:
+    def hit(episode: str, similarity: float, thread: str, ts: float) -> Candidate:
+        return Candidate(f"c-{episode}", episode, similarity, ts, "Ana", thread=thread)
+
+    found = [hit("lone", 0.5, "s1", 2.0), hit("pair", 0.5, "s2", 1.0), hit("topic", 0.6, "s2", 1.0)]
+
+    def order(weight: float) -> list[str]:
+        ranked = rank(found, None, options=EpisodicOptions(session_weight=weight))
+        return [c.episode_id for _, c in ranked]
+
+    assert order(0.3) == ["topic", "pair", "lone"]  # s2 matches as a whole: 0.55 against 0.5
+    assert order(0.0) == ["topic", "lone", "pair"]  # a tie: the newer first
+    assert session_scores(found) == pytest.approx({"s1": 0.25, "s2": 0.55})
