@@ -148,7 +148,10 @@ def question_answered(previous: tuple[str, str] | None, speaker: str) -> str:
     """
     if previous is None or (previous[0] and previous[0] == speaker):
         return ""
-    sentences = _SENTENCE_END.split(previous[1].strip())
+    text = previous[1].strip()
+    if not text.endswith("?"):
+        return ""
+    sentences = _SENTENCE_END.split(text)
     start = len(sentences)
     while start and sentences[start - 1].rstrip().endswith("?"):
         start -= 1
