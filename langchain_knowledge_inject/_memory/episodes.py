@@ -5,9 +5,9 @@ episode id (recording the same id again replaces it). The chunk text is what a
 search matches: the text, an exchange's reply on a second line, and the
 question the episode answers on a last line (:func:`question_answered`:
 "Just got back from Porto" is found by "Where did you go on holiday?"); a
-search returns the text alone. Speaker names are metadata, not text (in the text, "Rosa: ok!" would
-match every question naming her). The memory's own metadata keys start with
-``ep_``; the caller's are kept as given.
+search returns the text alone. Speaker names are metadata, not text (in the
+text, "Rosa: ok!" would match every question naming her). The memory's own
+metadata keys start with ``ep_``; the caller's are kept as given.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ class Episode:
         user_id: Whose memory it is.
         thread_id: The conversation it came from, if known.
         similarity: The hybrid score for the query, in [0, 1].
-        score: The ranking key: ``similarity`` plus the recency, date and speaker bonuses.
+        score: The ranking key: ``similarity`` plus the recency, date, speaker and
+            session bonuses.
         speaker: Who said ``user_message`` (``"user"`` for a recorded turn).
         reply_speaker: Who said ``assistant_reply``.
         turn: The turn number or id given when recorded, if any.
