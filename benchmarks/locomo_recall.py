@@ -77,6 +77,7 @@ LATENCY_QUESTIONS = 60  # per conversation, for the timing part
 ABLATIONS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     # (label, EpisodicOptions fields, search arguments); a field the code lacks is skipped
     ("context_turn=False", {"context_turn": False}, {}),
+    ("statement_weight=0", {"statement_weight": 0.0}, {}),
     ("session_weight=0", {"session_weight": 0.0}, {}),
     ("recency off", {}, {"recency": "off"}),
     ("current_weight=0", {"current_weight": 0.0}, {}),

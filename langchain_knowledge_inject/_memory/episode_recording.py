@@ -31,6 +31,8 @@ from langchain_knowledge_inject._memory.episodes import (
     EpisodeRecord,
     prepare,
     question_answered,
+    statement_documents,
+    statements_partition,
     to_document,
 )
 from langchain_knowledge_inject.errors import MemoryWriteError
@@ -54,8 +56,8 @@ class EpisodeRecorder:
     """Writes a memory's episodes: in a worker thread behind a journal, or at once.
 
     ``store`` opens the memory's knowledge base; ``fields`` is told about each
-    write; of ``options``, ``context_turn``, ``background``, ``journal_fsync`` and
-    ``flush_timeout_s``.
+    write; of ``options``, ``context_turn``, ``statement_weight`` (0: statements
+    are not indexed), ``background``, ``journal_fsync`` and ``flush_timeout_s``.
     """
 
     def __init__(
@@ -68,7 +70,7 @@ class EpisodeRecorder:
         name: str,
     ) -> None:
         self._store, self._fields, self._timeout = store, fields, options.flush_timeout_s
-        self._context = options.context_turn
+        self._context, self._statements = options.context_turn, options.statement_weight > 0
         self._last_turn: dict[tuple[str, str, str], tuple[str, str]] = {}  # (speaker, text)
         self._lock = threading.Lock()
         self._last_seq: dict[str, int] = {}
@@ -152,6 +154,10 @@ class EpisodeRecorder:
             kb.add_documents([to_document(e) for e in items.values()], tenant_id=user)
             speakers = (e["meta"].get("ep_speaker") or "" for e in items.values())
             self._fields.wrote(user, items, speakers)  # after the write: a search reads them again
+            said = [d for e in items.values() for d in statement_documents(e)]
+            if self._statements and said:
+                kb.add_documents(said, tenant_id=statements_partition(user))
+                self._fields.wrote(statements_partition(user), items)
 
 
 _BATCH = 64

@@ -47,6 +47,8 @@ class Candidate(NamedTuple):
     """The dense side's score alone (the cosine)."""
     thread: str = ""
     """The conversation (session) it belongs to."""
+    kind: str = ""
+    """``"turn"``, ``"exchange"`` or ``"memory"``."""
 
     @property
     def evidence(self) -> float:
@@ -58,11 +60,11 @@ class Candidate(NamedTuple):
         return max(self.similarity, self.dense)
 
 
-_Fields = tuple[str, float, str, str]  # episode id, ts, speaker, thread
+_Fields = tuple[str, float, str, str, str]  # episode id, ts, speaker, thread, kind
 
 
 class EpisodeFields:
-    """Episode id, date, speaker and thread per chunk, and the speakers seen, kept per user.
+    """Episode id, date, speaker, thread and kind per chunk, and the speakers seen, kept per user.
 
     :meth:`wrote` (after each write) drops what is kept of the episodes written;
     a read that overlaps a write of the same user is used but not kept, so a
@@ -100,7 +102,7 @@ class EpisodeFields:
             got.update(read)
             self._keep(user, read, writes)
         return [
-            Candidate(cid, fields[0], float(score), fields[1], fields[2], float(dense), fields[3])
+            Candidate(cid, fields[0], float(score), fields[1], fields[2], float(dense), *fields[3:])
             for cid, score, dense in hits
             if (fields := got.get(cid)) is not None
         ]
@@ -137,7 +139,7 @@ class EpisodeFields:
 def _fields_of(doc: Document) -> _Fields:
     meta = doc.metadata
     speaker, thread = str(meta.get("ep_speaker") or ""), str(meta.get("ep_thread") or "")
-    return str(meta["ep_id"]), float(meta["ep_ts"]), speaker, thread
+    return str(meta["ep_id"]), float(meta["ep_ts"]), speaker, thread, str(meta.get("ep_kind", ""))
 
 
 def rank(
@@ -149,14 +151,17 @@ def rank(
     now: datetime | None = None,
     recency_weight: float = 0.0,
     named: frozenset[str] = frozenset(),
+    stated: Mapping[str, float] | None = None,
 ) -> list[tuple[float, Candidate]]:
     """Score and order the candidates of one search, best first: ``(score, candidate)`` pairs.
 
-    The score is the similarity, plus ``date_weight`` inside the ``span`` named
-    in the question (``in_range``: the search restricted to it), ``speaker_weight``
-    for a speaker ``named`` in it, ``session_weight`` times its session's score
-    (:func:`session_scores`), and with ``now`` a recency bonus halving every
-    ``recency_half_life_days``. Ties: newer first, then by id (stable in ``k``).
+    The score is the similarity, plus ``statement_weight`` times the cosine of
+    the episode's best statement (``stated``: episode id to cosine),
+    ``date_weight`` inside the ``span`` named in the question (``in_range``: the
+    search restricted to it), ``speaker_weight`` for a speaker ``named`` in it,
+    ``session_weight`` times its session's score (:func:`session_scores`), and
+    with ``now`` a recency bonus halving every ``recency_half_life_days``. Ties:
+    newer first, then by id (stable in ``k``).
     """
     best: dict[str, Candidate] = {}
     for candidate in [*found, *(in_range or ())]:
@@ -168,6 +173,7 @@ def rank(
     rows = []
     for episode_id, candidate in best.items():
         ts, score = candidate.ts, candidate.similarity
+        score += options.statement_weight * (stated or {}).get(episode_id, 0.0)
         score += options.session_weight * sessions.get(candidate.thread, 0.0)
         if span is not None and span[0] <= ts < span[1]:
             score += options.date_weight

@@ -5,9 +5,13 @@ episode id (recording the same id again replaces it). The chunk text is what a
 search matches: the text, an exchange's reply on a second line, and the
 question the episode answers on a last line (:func:`question_answered`:
 "Just got back from Porto" is found by "Where did you go on holiday?"); a
-search returns the text alone. Speaker names are metadata, not text (in the
-text, "Rosa: ok!" would match every question naming her). The memory's own
-metadata keys start with ``ep_``; the caller's are kept as given.
+search returns the text alone. Each statement of a turn (a sentence that is
+not a question, :func:`statements`) is also indexed alone, in a partition of
+its own (:func:`statements_partition`), so that "I'm doing kickboxing" is
+matched by itself and not through the chat around it. Speaker names are
+metadata, not text (in the text, "Rosa: ok!" would match every question
+naming her). The memory's own metadata keys start with ``ep_``; the caller's
+are kept as given.
 """
 
 from __future__ import annotations
@@ -55,8 +59,8 @@ class Episode:
         user_id: Whose memory it is.
         thread_id: The conversation it came from, if known.
         similarity: The hybrid score for the query, in [0, 1].
-        score: The ranking key: ``similarity`` plus the recency, date, speaker and
-            session bonuses.
+        score: The ranking key: ``similarity`` plus the statement, recency, date,
+            speaker and session bonuses.
         speaker: Who said ``user_message`` (``"user"`` for a recorded turn).
         reply_speaker: Who said ``assistant_reply``.
         turn: The turn number or id given when recorded, if any.
@@ -133,7 +137,27 @@ def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     return {key: value for key, value in (metadata or {}).items() if value is not None}
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?\u2026])\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?\u2026])\s+|\n+")
+
+
+def statements(text: str) -> list[str]:
+    """The sentences of ``text`` that are not questions: what it tells.
+
+    Example:
+        >>> statements("Wow, nice! I'm doing kickboxing now. Have you tried it?")
+        ['Wow, nice!', "I'm doing kickboxing now."]
+    """
+    return [s for s in map(str.strip, _SENTENCE_END.split(text)) if s and not s.endswith("?")]
+
+
+def statements_partition(user: str) -> str:
+    """The tenant partition of ``user``'s statements.
+
+    The user key after a unit separator: no user key starts with one
+    (:func:`~langchain_knowledge_inject._memory.user_key` strips it), so no
+    user's episodes can share it.
+    """
+    return f"\x1f{user}"
 
 
 def question_answered(previous: tuple[str, str] | None, speaker: str) -> str:
@@ -195,6 +219,24 @@ def prepare(record: EpisodeRecord, *, user_id: str) -> Entry | None:
 def to_document(entry: Entry) -> Document:
     """A journal entry as the knowledge-base document to write."""
     return Document(page_content=entry["text"], metadata=dict(entry["meta"]))
+
+
+def statement_documents(entry: Entry) -> list[Document]:
+    """The statements of a journal entry's turn, one document each.
+
+    Only a single turn is split: in an exchange or a note the people's names
+    are not known, and a question naming them matches every sentence that
+    greets them ("Thanks, Ana!"); a search reads the statements of turns only.
+    Each document has the episode id as its ``source``, so writing them
+    replaces the turn's earlier statements; a turn that states nothing gets one
+    empty document, which writes nothing and removes the earlier ones.
+    """
+    meta = entry["meta"]
+    if meta["ep_kind"] != "turn":
+        return []
+    own = {"source": meta["ep_id"], "ep_id": meta["ep_id"], "ep_ts": meta["ep_ts"]}
+    said = dict.fromkeys(statements(meta["ep_text"])) or [""]
+    return [Document(page_content=text, metadata=dict(own)) for text in said]
 
 
 def from_document(doc: Document, *, user_id: str, score: float, similarity: float) -> Episode:

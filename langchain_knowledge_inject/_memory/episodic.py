@@ -2,11 +2,13 @@
 
 The episodes live in a knowledge base kept for memory (``<store>/episodes``),
 one tenant partition per user, so a search for one user cannot reach
-another's; each is indexed with the question it answers (``context_turn``).
-A search ranks the hybrid search's best :data:`MAX_K` hits of the question,
-known speakers' names and ``keyword_stopwords`` left out of it, with bonuses
-for a speaker or a date the question names, for a session that matches as a
-whole and for recency (:mod:`~.episode_search`); the top ``k`` is always the
+another's; each is indexed with the question it answers (``context_turn``),
+and each statement of a turn alone (``statement_weight``). A search ranks the
+hybrid search's best :data:`MAX_K` hits of the question, known speakers'
+names and ``keyword_stopwords`` left out of it, with bonuses for a turn's
+statement nearest to the question, for a speaker or a date the question names,
+for a session that matches as a whole and for recency
+(:mod:`~.episode_search`); the top ``k`` is always the
 start of a larger top ``k``. Recording returns at once: a journal and a worker
 thread write the episode (:mod:`~.episode_recording`), and a search waits for
 the same user's pending writes.
@@ -51,6 +53,7 @@ from langchain_knowledge_inject._memory.episodes import (
     finished_turn,
     from_document,
     is_visible,
+    statements_partition,
     utc,
     visible_texts,
 )
@@ -115,6 +118,10 @@ class EpisodicOptions(BaseModel):
     session_weight: float = Field(default=0.3, ge=0)
     """Share of its session's score (the mean similarity of its thread's two best
     candidates) added to an episode (0: off)."""
+    statement_weight: float = Field(default=0.5, ge=0)
+    """Share of the cosine of a turn's statement nearest to the question (a sentence of
+    it that is not a question, indexed alone) added to its score (0: off, and
+    statements are not indexed)."""
     speaker_weight: float = Field(default=0.3, ge=0)
     """Bonus of episodes whose speaker the question names; those names are also left
     out of the text search (0 switches both off)."""
@@ -285,10 +292,11 @@ class EpisodicMemory:
             self._kb.close()
 
     def delete_user(self, user_id: str) -> None:
-        """Delete every episode of ``user_id``."""
+        """Delete every episode of ``user_id`` (and the statements indexed from them)."""
         self.recorder.flush()
-        self.knowledge_base.delete_tenant(user_key(user_id))
-        self._fields.wrote(user_key(user_id))
+        for partition in (user_key(user_id), statements_partition(user_key(user_id))):
+            self.knowledge_base.delete_tenant(partition)
+            self._fields.wrote(partition)
 
     def count(self, user_id: str) -> int:
         """How many episodes ``user_id`` has."""
@@ -489,8 +497,9 @@ class EpisodicMemory:
             weight = max(weight, o.current_weight)  # "where does she live now?"
         prefer_recent = recency == "on" or (recency == "auto" and not past)
         casefolded = frozenset(n.casefold() for n in names)
+        stated = self._stated(strip_names(text, names), user, [*base, *(in_range or ())])
         ranked = rank(base, in_range, options=o, span=span, now=now if prefer_recent else None,
-                      recency_weight=weight, named=casefolded)  # fmt: skip
+                      recency_weight=weight, named=casefolded, stated=stated)  # fmt: skip
         return self._episodes(ranked, user, k, exclude)
 
     def _kb_search(self, text: str, user: str, filters: dict[str, Any] | None) -> list[Candidate]:
@@ -501,6 +510,21 @@ class EpisodicMemory:
             with_dense=True,
         )  # fmt: skip
         return self._fields.candidates(hits, user)
+
+    def _stated(self, text: str, user: str, pool: Sequence[Candidate]) -> dict[str, float]:
+        """Per turn of the ``pool``, the cosine of its statement nearest to ``text``."""
+        ids = sorted({c.episode_id for c in pool if c.kind == "turn"})
+        if not ids or not self.options.statement_weight or self.options.search_mode == "keyword":
+            return {}
+        partition = statements_partition(user)
+        hits = self._store().search_hits(
+            text, k=10 * len(ids), min_score=0.0, filter={"ep_id": {"$in": ids}},
+            tenant_id=partition, mode="dense", with_dense=True,
+        )  # fmt: skip
+        stated: dict[str, float] = {}
+        for said in self._fields.candidates(hits, partition):
+            stated[said.episode_id] = max(stated.get(said.episode_id, 0.0), said.dense)
+        return stated
 
     def _episodes(
         self, ranked: Sequence[tuple[float, Candidate]], user: str, k: int,

@@ -1,21 +1,23 @@
-"""Episodic memory ranking levers: the question a turn answers, the session, questions about
-now, question stopwords, search modes."""
+"""Episodic memory ranking levers: the question a turn answers, a turn's statements, the
+session, questions about now, question stopwords, search modes."""
 
 from __future__ import annotations
 
 import functools
+import math
 from datetime import datetime, timedelta, timezone
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from langchain_knowledge_inject._memory import episode_recording
+from langchain_knowledge_inject._memory import episode_recording, user_key
 from langchain_knowledge_inject._memory.episode_search import (
     QUESTION_STOPWORDS,
     Candidate,
     rank,
     session_scores,
 )
+from langchain_knowledge_inject._memory.episodes import statements, statements_partition
 from langchain_knowledge_inject._memory.episodic import (
     EpisodeRecord,
     EpisodicMemory,
@@ -23,6 +25,7 @@ from langchain_knowledge_inject._memory.episodic import (
 )
 from langchain_knowledge_inject._store.keyword import STOPWORDS
 from langchain_knowledge_inject.errors import ConfigurationError
+from tests.unit_tests.fakes import WordHashEmbedding
 
 NOW = datetime(2024, 6, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -211,3 +214,92 @@ def test_an_episode_gets_a_share_of_its_session_score() -> None:
     assert order(0.3) == ["topic", "pair", "lone"]  # s2 matches as a whole: 0.55 against 0.5
     assert order(0.0) == ["topic", "lone", "pair"]  # a tie: the newer first
     assert session_scores(found) == pytest.approx({"s1": 0.25, "s2": 0.55})
+
+
+TOLD = (
+    "Busy weeks at work lately, the kids started school, my sister visited, the garden is "
+    "growing tomatoes and beans, we painted the kitchen blue. I took up kickboxing."
+)
+ASKED = "Kickboxing? Did you take up kickboxing?"
+
+
+def _statements(memory: EpisodicMemory, user: str = "u") -> dict[str, list[str]]:
+    """Each turn's indexed statements, by episode id."""
+    kb, partition = memory.knowledge_base, statements_partition(user)
+    hits = kb.search_hits("x", k=50, min_score=0.0, tenant_id=partition, mode="dense")
+    docs = kb.get_by_ids([chunk_id for chunk_id, _ in hits], tenant_id=partition)
+    found: dict[str, list[str]] = {}
+    for d in docs:
+        found.setdefault(d.metadata["ep_id"], []).append(d.page_content)
+    return {eid: sorted(texts) for eid, texts in found.items()}
+
+
+def test_statements_are_a_texts_sentences_that_are_not_questions() -> None:
+    text = "Wow!  Nice pic.\nWhere was it? I went there too… Was it cold?"
+    assert statements(text) == ["Wow!", "Nice pic.", "I went there too…"]
+    assert statements("Where? When?") == []
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_a_turn_is_found_by_what_it_states_not_by_the_chat_around_it(
+    make_episodic_memory, bulk
+) -> None:
+    def top(weight: float) -> list[tuple[str, float]]:
+        memory = make_episodic_memory(
+            embeddings=WordHashEmbedding(), min_score=0.0,
+            options=EpisodicOptions(background=False, statement_weight=weight),
+        )  # fmt: skip
+        turns = [EpisodeRecord(TOLD, speaker="Ana", thread_id="s1", episode_id="told", date=NOW),
+                 EpisodeRecord(ASKED, speaker="Ben", thread_id="s2", episode_id="asked",
+                               date=NOW)]  # fmt: skip
+        if bulk:
+            memory.add_episodes(turns, user_id="u")
+        else:
+            for t in turns:
+                memory.record(t.text, user_id="u", speaker=t.speaker, thread_id=t.thread_id,
+                              episode_id=t.episode_id, date=t.date)  # fmt: skip
+        found = memory.search("Who took up kickboxing?", user_id="u", k=2, recency="off")
+        return [(e.episode_id, e.score - e.similarity) for e in found]
+
+    # the question about kickboxing matches the asking turn best as a whole...
+    assert [eid for eid, _ in top(0.0)] == ["asked", "told"]
+    # ...and the statement "I took up kickboxing." alone: the turn that tells it comes first
+    told, asked = top(0.5)
+    assert [told[0], asked[0]] == ["told", "asked"]
+    statement = 3 / math.sqrt(3 * 4)  # took, up, kickboxing of who, took, up, kickboxing
+    bonuses = dict(top(0.0))
+    assert told[1] - bonuses["told"] == pytest.approx(0.5 * statement, abs=1e-3)
+    assert asked[1] == pytest.approx(bonuses["asked"], abs=1e-6)  # it states nothing
+
+
+def test_the_statements_of_turns_are_indexed_apart_and_replaced_with_them(new_memory) -> None:
+    memory = new_memory(options=EpisodicOptions(background=False))
+    memory.record("Hi! I moved to Porto. Have you been?", user_id="u", speaker="Ana",
+                  episode_id="t1")  # fmt: skip
+    memory.record(ASKED, user_id="u", speaker="Ben", episode_id="t2")
+    memory.record_exchange("I like tea.", "Noted.", user_id="u")
+    memory.record("Ana likes tea.", user_id="u", kind="memory")
+    assert _statements(memory) == {"t1": ["Hi!", "I moved to Porto."]}  # turns only
+    assert memory.count("u") == 4  # statements are not episodes
+
+    memory.record("I moved to Lisbon in the end.", user_id="u", speaker="Ana", episode_id="t1")
+    assert _statements(memory) == {"t1": ["I moved to Lisbon in the end."]}
+    memory.record("Did I tell you?", user_id="u", speaker="Ana", episode_id="t1")  # asks only
+    assert _statements(memory) == {}
+
+    memory.record("I moved again.", user_id="u", speaker="Ana", episode_id="t3")
+    memory.delete_user("u")
+    assert memory.knowledge_base.count(tenant_id=statements_partition("u")) == 0
+    assert memory.search("moved", user_id="u") == []
+
+
+def test_statement_weight_zero_indexes_no_statements(new_memory) -> None:
+    memory = new_memory(options=EpisodicOptions(background=False, statement_weight=0))
+    memory.record("I moved to Porto.", user_id="u", speaker="Ana", episode_id="t1")
+    assert memory.knowledge_base.count(tenant_id=statements_partition("u")) == 0
+    assert [e.episode_id for e in memory.search("Porto", user_id="u")] == ["t1"]
+
+
+def test_no_user_key_can_name_a_statements_partition() -> None:
+    partition = statements_partition(user_key("ana"))
+    assert partition != "ana" and user_key(partition) == "ana"
