@@ -84,6 +84,8 @@ The highest that keeps the real-model paraphrases of ``test_memory_integration.p
 """
 MAX_K = 50
 """Largest ``k``: the candidate pool of every search, so results are stable in ``k``."""
+STATEMENTS = 4 * MAX_K
+"""Statements a search reads (the best by cosine), for the candidates' statement bonus."""
 Recency = Literal["auto", "on", "off"]
 _RECENCY = get_args(Recency)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
@@ -512,18 +514,22 @@ class EpisodicMemory:
         return self._fields.candidates(hits, user)
 
     def _stated(self, text: str, user: str, pool: Sequence[Candidate]) -> dict[str, float]:
-        """Per turn of the ``pool``, the cosine of its statement nearest to ``text``."""
-        ids = sorted({c.episode_id for c in pool if c.kind == "turn"})
-        if not ids or not self.options.statement_weight or self.options.search_mode == "keyword":
+        """Per turn of the ``pool``, the cosine of its statement nearest to ``text``.
+
+        From the best :data:`STATEMENTS` statements; a turn with none among them
+        gets the lowest cosine of a full list (its own is no higher), else 0.
+        """
+        turns = {c.episode_id for c in pool if c.kind == "turn"}
+        if not turns or not self.options.statement_weight or self.options.search_mode == "keyword":
             return {}
         partition = statements_partition(user)
-        hits = self._store().search_hits(
-            text, k=10 * len(ids), min_score=0.0, filter={"ep_id": {"$in": ids}},
-            tenant_id=partition, mode="dense", with_dense=True,
-        )  # fmt: skip
-        stated: dict[str, float] = {}
+        hits = self._store().search_hits(text, k=STATEMENTS, min_score=0.0, tenant_id=partition,
+                                         mode="dense", with_dense=True)  # fmt: skip
+        floor = min(cos for _, _, cos in hits) if len(hits) == STATEMENTS else 0.0
+        stated = dict.fromkeys(turns, floor)
         for said in self._fields.candidates(hits, partition):
-            stated[said.episode_id] = max(stated.get(said.episode_id, 0.0), said.dense)
+            if said.episode_id in stated:
+                stated[said.episode_id] = max(stated[said.episode_id], said.dense)
         return stated
 
     def _episodes(

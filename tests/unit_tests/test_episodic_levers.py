@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from langchain_knowledge_inject._memory import episode_recording, user_key
+from langchain_knowledge_inject._memory import episode_recording, episodic, user_key
 from langchain_knowledge_inject._memory.episode_search import (
     QUESTION_STOPWORDS,
     Candidate,
@@ -303,3 +303,18 @@ def test_statement_weight_zero_indexes_no_statements(new_memory) -> None:
 def test_no_user_key_can_name_a_statements_partition() -> None:
     partition = statements_partition(user_key("ana"))
     assert partition != "ana" and user_key(partition) == "ana"
+
+
+def test_a_turn_beyond_the_statements_read_gets_the_lowest_cosine_read(
+    make_episodic_memory, monkeypatch
+) -> None:
+    monkeypatch.setattr(episodic, "STATEMENTS", 1)
+    memory = make_episodic_memory(embeddings=WordHashEmbedding(), min_score=0.0,
+                                  options=EpisodicOptions(background=False))  # fmt: skip
+    memory.record("I took up kickboxing.", user_id="u", speaker="Ana", episode_id="near")
+    memory.record("I took up yoga.", user_id="u", speaker="Ana", episode_id="far")
+    near, far = memory.search("Who took up kickboxing?", user_id="u", k=2, recency="off")
+    assert [near.episode_id, far.episode_id] == ["near", "far"]
+    read = 3 / math.sqrt(3 * 4)  # the one statement read: "I took up kickboxing."
+    assert far.score - far.similarity == pytest.approx(near.score - near.similarity, abs=1e-3)
+    assert near.score - near.similarity == pytest.approx(0.5 * read, abs=1e-3)  # no other bonus
