@@ -483,23 +483,25 @@ class EpisodicMemory:
         self.recorder.wait_for(user)
         known = self._fields.speakers(user) if o.speaker_weight else frozenset()
         names = named(text, known)
-        base = self._kb_search(strip_names(text, names), user, filters)
+        searched = strip_names(text, names)
+        base = self._kb_search(searched, user, filters)
         learned = self._fields.speakers(user) - known if o.speaker_weight else frozenset()
         if named(text, learned):  # speakers first seen in this search (a memory reopened)
             names = named(text, known | learned)
-            base = self._kb_search(strip_names(text, names), user, filters)
+            searched = strip_names(text, names)
+            base = self._kb_search(searched, user, filters)
         in_range, span = None, None
         if found is not None:
             span = (found.start.timestamp(), found.end.timestamp())
             dated = both(filters, {"ep_ts": {"$gte": span[0]}}, {"ep_ts": {"$lt": span[1]}})
-            in_range = self._kb_search(strip_names(text, names), user, dated)
+            in_range = self._kb_search(searched, user, dated)
         past = temporal.asks_about_past(query, found=found)
         weight = o.recency_weight
         if recency == "auto" and not past and temporal.asks_about_now(query):
             weight = max(weight, o.current_weight)  # "where does she live now?"
         prefer_recent = recency == "on" or (recency == "auto" and not past)
         casefolded = frozenset(n.casefold() for n in names)
-        stated = self._stated(strip_names(text, names), user, [*base, *(in_range or ())])
+        stated = self._stated(searched, user, [*base, *(in_range or ())])
         ranked = rank(base, in_range, options=o, span=span, now=now if prefer_recent else None,
                       recency_weight=weight, named=casefolded, stated=stated)  # fmt: skip
         return self._episodes(ranked, user, k, exclude)
