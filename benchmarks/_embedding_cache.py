@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,8 @@ class DiskCachedEmbeddings(Embeddings):
         self.inner = inner
         self.model_name = model_name  # what the knowledge base records
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(path)
+        self.conn = sqlite3.connect(path, check_same_thread=False)  # a writer thread embeds too
+        self.lock = threading.Lock()
         self.conn.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, v BLOB)")
         self.hits = self.misses = 0
 
@@ -33,6 +35,10 @@ class DiskCachedEmbeddings(Embeddings):
         return hashlib.sha256(f"{self.model_name}\x00{text}".encode()).hexdigest()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        with self.lock:
+            return self._embed(texts)
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
         keys = [self._key(t) for t in texts]
         found: dict[str, list[float]] = {}
         for start in range(0, len(keys), 500):

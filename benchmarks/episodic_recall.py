@@ -1,5 +1,10 @@
 """Episodic recall on long two-person dialogues: EpisodicMemory against plain baselines.
 
+A smoke check on generated data, kept for what real conversations do not ask
+(questions about the present, previous values of a changed fact). The
+benchmark of record for memory ranking is ``locomo_recall.py`` (real
+dialogue): decide on a lever there, not here.
+
 Data: ``_dialogue_data.py`` (deterministic, generated in code): 6 conversations
 between two friends, 26 sessions over about a year, ~650 turns each, ~600
 questions: single facts, inference ("Is Ana musical?"), "when did" (answered by

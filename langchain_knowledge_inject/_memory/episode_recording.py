@@ -1,7 +1,9 @@
 """Recording episodes off the turn's critical path: a recorder, a journal, a worker thread.
 
 :class:`EpisodeRecorder` turns an :class:`~.episodes.EpisodeRecord` into a
-journal entry and writes it at once or hands it to :class:`EpisodeWriter`,
+journal entry (with ``context_turn``, indexed with the question it answers:
+what the previous turn of its thread asked, kept per thread in this process)
+and writes it at once or hands it to :class:`EpisodeWriter`,
 which appends it to a local journal (one JSON line, one ``os.write`` on an
 ``O_APPEND`` file: microseconds, and what a crash of the process cannot lose)
 and queues it for a worker thread that writes batches into the knowledge base.
@@ -24,7 +26,15 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_knowledge_inject._memory.episodes import Entry, EpisodeRecord, prepare, to_document
+from langchain_knowledge_inject._memory.episodes import (
+    Entry,
+    EpisodeRecord,
+    prepare,
+    question_answered,
+    statement_documents,
+    statements_partition,
+    to_document,
+)
 from langchain_knowledge_inject.errors import MemoryWriteError
 
 if TYPE_CHECKING:
@@ -38,13 +48,16 @@ logger = logging.getLogger(__name__)
 
 BULK_BATCH = 512
 """Episodes per knowledge-base write of a bulk import."""
+THREADS_KEPT = 10_000
+"""Threads whose last turn is kept (the question the next turn answers); the oldest go first."""
 
 
 class EpisodeRecorder:
     """Writes a memory's episodes: in a worker thread behind a journal, or at once.
 
     ``store`` opens the memory's knowledge base; ``fields`` is told about each
-    write; of ``options``, ``background``, ``journal_fsync`` and ``flush_timeout_s``.
+    write; of ``options``, ``context_turn``, ``statement_weight`` (0: statements
+    are not indexed), ``background``, ``journal_fsync`` and ``flush_timeout_s``.
     """
 
     def __init__(
@@ -57,6 +70,9 @@ class EpisodeRecorder:
         name: str,
     ) -> None:
         self._store, self._fields, self._timeout = store, fields, options.flush_timeout_s
+        self._context, self._statements = options.context_turn, options.statement_weight > 0
+        self._last_turn: dict[tuple[str, str, str], tuple[str, str]] = {}  # (speaker, text)
+        self._lock = threading.Lock()
         self._last_seq: dict[str, int] = {}
         self.writer: EpisodeWriter | None = None
         if options.background:
@@ -66,7 +82,7 @@ class EpisodeRecorder:
 
     def record(self, record: EpisodeRecord, *, user_id: str) -> str | None:
         """Journal and queue one episode (or write it at once); its id, ``None`` if empty."""
-        entry = prepare(record, user_id=user_id)
+        entry = self._prepare(record, user_id)
         if entry is None:
             return None
         if self.writer is None:
@@ -77,11 +93,37 @@ class EpisodeRecorder:
 
     def write_now(self, records: Sequence[EpisodeRecord], *, user_id: str) -> list[str]:
         """Write ``records`` now, in batches, after what is queued; their ids (empty skipped)."""
-        entries = [e for r in records if (e := prepare(r, user_id=user_id)) is not None]
+        entries = [e for r in records if (e := self._prepare(r, user_id)) is not None]
         self.flush()
         for start in range(0, len(entries), BULK_BATCH):
             self._apply(entries[start : start + BULK_BATCH])
         return [str(e["meta"]["ep_id"]) for e in entries]
+
+    def _prepare(self, record: EpisodeRecord, user_id: str) -> Entry | None:
+        """The entry of ``record``; with ``context_turn``, indexed with the question it answers.
+
+        The previous episode of its thread and kind (turn or exchange) is kept,
+        as said last (an exchange's reply), in the order episodes are recorded;
+        the first episode of a thread in this process answers nothing.
+        """
+        entry = prepare(record, user_id=user_id)
+        meta = entry["meta"] if entry is not None else {}
+        if (
+            entry is None
+            or not (self._context and meta["ep_thread"])
+            or meta["ep_kind"] == "memory"
+        ):
+            return entry
+        key = (entry["user"], meta["ep_thread"], meta["ep_kind"])
+        last = ("ep_reply_speaker", "ep_reply") if meta["ep_reply"] else ("ep_speaker", "ep_text")
+        with self._lock:
+            previous = self._last_turn.pop(key, None)
+            if len(self._last_turn) >= THREADS_KEPT:
+                self._last_turn.pop(next(iter(self._last_turn)))
+            self._last_turn[key] = (meta[last[0]], meta[last[1]])
+        if asked := question_answered(previous, meta["ep_speaker"]):
+            entry["text"] += f"\n{asked}"
+        return entry
 
     def wait_for(self, user: str) -> None:
         """Wait (up to ``flush_timeout_s``) for ``user``'s pending writes and a journal replay."""
@@ -112,6 +154,10 @@ class EpisodeRecorder:
             kb.add_documents([to_document(e) for e in items.values()], tenant_id=user)
             speakers = (e["meta"].get("ep_speaker") or "" for e in items.values())
             self._fields.wrote(user, items, speakers)  # after the write: a search reads them again
+            said = [d for e in items.values() for d in statement_documents(e)]
+            if self._statements and said:
+                kb.add_documents(said, tenant_id=statements_partition(user))
+                self._fields.wrote(statements_partition(user), items)
 
 
 _BATCH = 64

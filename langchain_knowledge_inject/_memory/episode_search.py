@@ -45,6 +45,10 @@ class Candidate(NamedTuple):
     speaker: str
     dense: float = 0.0
     """The dense side's score alone (the cosine)."""
+    thread: str = ""
+    """The conversation (session) it belongs to."""
+    kind: str = ""
+    """``"turn"``, ``"exchange"`` or ``"memory"``."""
 
     @property
     def evidence(self) -> float:
@@ -56,11 +60,11 @@ class Candidate(NamedTuple):
         return max(self.similarity, self.dense)
 
 
-_Fields = tuple[str, float, str]  # episode id, ts, speaker
+_Fields = tuple[str, float, str, str, str]  # episode id, ts, speaker, thread, kind
 
 
 class EpisodeFields:
-    """Episode id, date and speaker per chunk, and the speakers seen, kept per user.
+    """Episode id, date, speaker, thread and kind per chunk, and the speakers seen, kept per user.
 
     :meth:`wrote` (after each write) drops what is kept of the episodes written;
     a read that overlaps a write of the same user is used but not kept, so a
@@ -98,7 +102,7 @@ class EpisodeFields:
             got.update(read)
             self._keep(user, read, writes)
         return [
-            Candidate(cid, fields[0], float(score), fields[1], fields[2], dense=float(dense))
+            Candidate(cid, fields[0], float(score), fields[1], fields[2], float(dense), *fields[3:])
             for cid, score, dense in hits
             if (fields := got.get(cid)) is not None
         ]
@@ -134,7 +138,8 @@ class EpisodeFields:
 
 def _fields_of(doc: Document) -> _Fields:
     meta = doc.metadata
-    return str(meta["ep_id"]), float(meta["ep_ts"]), str(meta.get("ep_speaker") or "")
+    speaker, thread = str(meta.get("ep_speaker") or ""), str(meta.get("ep_thread") or "")
+    return str(meta["ep_id"]), float(meta["ep_ts"]), speaker, thread, str(meta.get("ep_kind", ""))
 
 
 def rank(
@@ -146,13 +151,17 @@ def rank(
     now: datetime | None = None,
     recency_weight: float = 0.0,
     named: frozenset[str] = frozenset(),
+    stated: Mapping[str, float] | None = None,
 ) -> list[tuple[float, Candidate]]:
     """Score and order the candidates of one search, best first: ``(score, candidate)`` pairs.
 
-    The score is the similarity, plus ``date_weight`` inside the ``span`` named
-    in the question (``in_range``: the search restricted to it), ``speaker_weight``
-    for a speaker ``named`` in it, and with ``now`` a recency bonus halving every
-    ``recency_half_life_days``. Ties: newer first, then by id (stable in ``k``).
+    The score is the similarity, plus ``statement_weight`` times the cosine of
+    the episode's best statement (``stated``: episode id to cosine),
+    ``date_weight`` inside the ``span`` named in the question (``in_range``: the
+    search restricted to it), ``speaker_weight`` for a speaker ``named`` in it,
+    ``session_weight`` times its session's score (:func:`session_scores`), and
+    with ``now`` a recency bonus halving every ``recency_half_life_days``. Ties:
+    newer first, then by id (stable in ``k``).
     """
     best: dict[str, Candidate] = {}
     for candidate in [*found, *(in_range or ())]:
@@ -160,9 +169,12 @@ def rank(
         if kept is None or candidate.similarity > kept.similarity:
             best[candidate.episode_id] = candidate
     reference = now.timestamp() if now is not None and recency_weight else None
+    sessions = session_scores(best.values())
     rows = []
     for episode_id, candidate in best.items():
         ts, score = candidate.ts, candidate.similarity
+        score += options.statement_weight * (stated or {}).get(episode_id, 0.0)
+        score += options.session_weight * sessions.get(candidate.thread, 0.0)
         if span is not None and span[0] <= ts < span[1]:
             score += options.date_weight
         if named and candidate.speaker.casefold() in named:
@@ -173,6 +185,26 @@ def rank(
         rows.append((-round(score, 6), -ts, episode_id, candidate))
     rows.sort(key=lambda row: row[:3])
     return [(-row[0], row[3]) for row in rows]
+
+
+def session_scores(candidates: Iterable[Candidate]) -> dict[str, float]:
+    """Per thread among the candidates, the mean similarity of its two best episodes.
+
+    In a long conversation the turns around an answer share its topic, so a
+    session that matches as a whole lifts each of its turns.
+
+    Example:
+        >>> hits = [Candidate("c", e, s, 0.0, "", thread=t)
+        ...         for e, s, t in [("a", 0.8, "s1"), ("b", 0.4, "s1"), ("c", 0.7, "s2")]]
+        >>> session_scores(hits)
+        {'s1': 0.6000000000000001, 's2': 0.35}
+    """
+    best: dict[str, list[float]] = {}
+    for candidate in candidates:
+        if candidate.thread:
+            best[candidate.thread] = sorted([*best.get(candidate.thread, []),
+                                             candidate.similarity], reverse=True)[:2]  # fmt: skip
+    return {thread: sum(two) / 2 for thread, two in best.items()}
 
 
 def named(text: str, speakers: Iterable[str]) -> list[str]:

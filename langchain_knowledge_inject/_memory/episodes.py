@@ -1,15 +1,23 @@
 """Episodes as knowledge-base chunks: what is recorded and how it comes back.
 
 An episode is one chunk in its user's tenant partition, with ``source`` = its
-episode id (recording the same id again replaces it). The chunk text is the
-text, and an exchange's reply on a second line; speaker names are metadata,
-not text (in the text, "Rosa: ok!" would match every question naming her).
-The memory's own metadata keys start with ``ep_``; the caller's are kept as given.
+episode id (recording the same id again replaces it). The chunk text is what a
+search matches: the text, an exchange's reply on a second line, and the
+question the episode answers on a last line (:func:`question_answered`:
+"Just got back from Porto" is found by "Where did you go on holiday?"); a
+search returns the text alone. Each statement of a turn (a sentence that is
+not a question, :func:`statements`) is also indexed alone, in a partition of
+its own (:func:`statements_partition`), so that "I'm doing kickboxing" is
+matched by itself and not through the chat around it. Speaker names are
+metadata, not text (in the text, "Rosa: ok!" would match every question
+naming her). The memory's own metadata keys start with ``ep_``; the caller's
+are kept as given.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -51,7 +59,8 @@ class Episode:
         user_id: Whose memory it is.
         thread_id: The conversation it came from, if known.
         similarity: The hybrid score for the query, in [0, 1].
-        score: The ranking key: ``similarity`` plus the recency, date and speaker bonuses.
+        score: The ranking key: ``similarity`` plus the statement, recency, date,
+            speaker and session bonuses.
         speaker: Who said ``user_message`` (``"user"`` for a recorded turn).
         reply_speaker: Who said ``assistant_reply``.
         turn: The turn number or id given when recorded, if any.
@@ -128,6 +137,52 @@ def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     return {key: value for key, value in (metadata or {}).items() if value is not None}
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?\u2026])\s+|\n+")
+
+
+def statements(text: str) -> list[str]:
+    """The sentences of ``text`` that are not questions: what it tells.
+
+    Example:
+        >>> statements("Wow, nice! I'm doing kickboxing now. Have you tried it?")
+        ['Wow, nice!', "I'm doing kickboxing now."]
+    """
+    return [s for s in map(str.strip, _SENTENCE_END.split(text)) if s and not s.endswith("?")]
+
+
+def statements_partition(user: str) -> str:
+    """The tenant partition of ``user``'s statements.
+
+    The user key after a unit separator: no user key starts with one
+    (:func:`~langchain_knowledge_inject._memory.user_key` strips it), so no
+    user's episodes can share it.
+    """
+    return f"\x1f{user}"
+
+
+def question_answered(previous: tuple[str, str] | None, speaker: str) -> str:
+    """What the previous turn ``(speaker, text)`` ends by asking, if another speaker said it.
+
+    Its last sentences that end with ``?``; an unknown speaker counts as another.
+
+    Example:
+        >>> question_answered(("Ben", "Nice pic! Where was it? Was it cold?"), "Ana")
+        'Where was it? Was it cold?'
+        >>> question_answered(("Ana", "Where was it?"), "Ana")
+        ''
+    """
+    if previous is None or (previous[0] and previous[0] == speaker):
+        return ""
+    text = previous[1].strip()
+    if not text.endswith("?"):
+        return ""
+    sentences = _SENTENCE_END.split(text)
+    start = len(sentences)
+    while start and sentences[start - 1].rstrip().endswith("?"):
+        start -= 1
+    return " ".join(" ".join(sentences[start:]).split())
+
+
 def prepare(record: EpisodeRecord, *, user_id: str) -> Entry | None:
     """The journal entry of one episode (``None`` for an empty text).
 
@@ -164,6 +219,24 @@ def prepare(record: EpisodeRecord, *, user_id: str) -> Entry | None:
 def to_document(entry: Entry) -> Document:
     """A journal entry as the knowledge-base document to write."""
     return Document(page_content=entry["text"], metadata=dict(entry["meta"]))
+
+
+def statement_documents(entry: Entry) -> list[Document]:
+    """The statements of a journal entry's turn, one document each.
+
+    Only a single turn is split: in an exchange or a note the people's names
+    are not known, and a question naming them matches every sentence that
+    greets them ("Thanks, Ana!"); a search reads the statements of turns only.
+    Each document has the episode id as its ``source``, so writing them
+    replaces the turn's earlier statements; a turn that states nothing gets one
+    empty document, which writes nothing and removes the earlier ones.
+    """
+    meta = entry["meta"]
+    if meta["ep_kind"] != "turn":
+        return []
+    own = {"source": meta["ep_id"], "ep_id": meta["ep_id"], "ep_ts": meta["ep_ts"]}
+    said = dict.fromkeys(statements(meta["ep_text"])) or [""]
+    return [Document(page_content=text, metadata=dict(own)) for text in said]
 
 
 def from_document(doc: Document, *, user_id: str, score: float, similarity: float) -> Episode:

@@ -2,13 +2,16 @@
 
 The episodes live in a knowledge base kept for memory (``<store>/episodes``),
 one tenant partition per user, so a search for one user cannot reach
-another's. A search ranks the hybrid search's best :data:`MAX_K` hits of the
-question, known speakers' names and ``keyword_stopwords`` left out of it,
-with bonuses for a speaker or a date the question names and for recency
-(:mod:`~.episode_search`); the top ``k`` is always the start of a larger top
-``k``. Recording returns at once: a journal and a worker thread write the
-episode (:mod:`~.episode_recording`), and a search waits for the same user's
-pending writes.
+another's; each is indexed with the question it answers (``context_turn``),
+and each statement of a turn alone (``statement_weight``). A search ranks the
+hybrid search's best :data:`MAX_K` hits of the question, known speakers'
+names and ``keyword_stopwords`` left out of it, with bonuses for a turn's
+statement nearest to the question, for a speaker or a date the question names,
+for a session that matches as a whole and for recency
+(:mod:`~.episode_search`); the top ``k`` is always the
+start of a larger top ``k``. Recording returns at once: a journal and a worker
+thread write the episode (:mod:`~.episode_recording`), and a search waits for
+the same user's pending writes.
 
 Restricted mode: snippets are the same user's own conversations, injected
 (neutralized, one line each); kept in a restricted knowledge base, it is refused when
@@ -51,6 +54,7 @@ from langchain_knowledge_inject._memory.episodes import (
     finished_turn,
     from_document,
     is_visible,
+    statements_partition,
     utc,
     visible_texts,
 )
@@ -83,6 +87,8 @@ The highest that keeps the real-model paraphrases of ``test_memory_integration.p
 """
 MAX_K = 50
 """Largest ``k``: the candidate pool of every search, so results are stable in ``k``."""
+STATEMENTS = 4 * MAX_K
+"""Statements a search reads (the best by cosine), for the candidates' statement bonus."""
 Recency = Literal["auto", "on", "off"]
 _RECENCY = get_args(Recency)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
@@ -114,6 +120,13 @@ class EpisodicOptions(BaseModel):
     """Recency weight for a question about the present ("where does she live now?")."""
     date_weight: float = Field(default=0.5, ge=0)
     """Bonus of episodes inside a date the question names ("last May", "in 2023")."""
+    session_weight: float = Field(default=0.3, ge=0)
+    """Share of its session's score (the mean similarity of its thread's two best
+    candidates) added to an episode (0: off)."""
+    statement_weight: float = Field(default=0.5, ge=0)
+    """Share of the cosine of a turn's statement nearest to the question (a sentence of
+    it that is not a question, indexed alone) added to its score (0: off, and
+    statements are not indexed)."""
     speaker_weight: float = Field(default=0.3, ge=0)
     """Bonus of episodes whose speaker the question names; those names are also left
     out of the text search (0 switches both off)."""
@@ -122,6 +135,9 @@ class EpisodicOptions(BaseModel):
     ("what", "did", "you"); ``None``: Lucene's 33 only, as the knowledge base."""
     search_mode: SearchMode = "hybrid"
     """The knowledge base's search: ``"hybrid"``, ``"dense"`` or ``"keyword"``."""
+    context_turn: bool = True
+    """Index a turn with the question it answers: what the previous turn of its thread,
+    another speaker's, ends by asking (a search returns the turn alone)."""
     background: bool = True
     """Write recorded episodes in a worker thread behind a journal (``False``: in the call)."""
     journal_fsync: bool = False
@@ -292,10 +308,11 @@ class EpisodicMemory:
             self._kb.close()
 
     def delete_user(self, user_id: str) -> None:
-        """Delete every episode of ``user_id``."""
+        """Delete every episode of ``user_id`` (and the statements indexed from them)."""
         self.recorder.flush()
-        self.knowledge_base.delete_tenant(user_key(user_id))
-        self._fields.wrote(user_key(user_id))
+        for partition in (user_key(user_id), statements_partition(user_key(user_id))):
+            self.knowledge_base.delete_tenant(partition)
+            self._fields.wrote(partition)
 
     def count(self, user_id: str) -> int:
         """How many episodes ``user_id`` has."""
@@ -482,24 +499,27 @@ class EpisodicMemory:
             raise self._restricted(self._store().name)
         known = self._fields.speakers(user) if o.speaker_weight else frozenset()
         names = named(text, known)
-        base = self._kb_search(strip_names(text, names), user, filters)
+        searched = strip_names(text, names)
+        base = self._kb_search(searched, user, filters)
         learned = self._fields.speakers(user) - known if o.speaker_weight else frozenset()
         if named(text, learned):  # speakers first seen in this search (a memory reopened)
             names = named(text, known | learned)
-            base = self._kb_search(strip_names(text, names), user, filters)
+            searched = strip_names(text, names)
+            base = self._kb_search(searched, user, filters)
         in_range, span = None, None
         if found is not None:
             span = (found.start.timestamp(), found.end.timestamp())
             dated = both(filters, {"ep_ts": {"$gte": span[0]}}, {"ep_ts": {"$lt": span[1]}})
-            in_range = self._kb_search(strip_names(text, names), user, dated)
+            in_range = self._kb_search(searched, user, dated)
         past = temporal.asks_about_past(query, found=found)
         weight = o.recency_weight
         if recency == "auto" and not past and temporal.asks_about_now(query):
             weight = max(weight, o.current_weight)  # "where does she live now?"
         prefer_recent = recency == "on" or (recency == "auto" and not past)
         casefolded = frozenset(n.casefold() for n in names)
+        stated = self._stated(searched, user, [*base, *(in_range or ())])
         ranked = rank(base, in_range, options=o, span=span, now=now if prefer_recent else None,
-                      recency_weight=weight, named=casefolded)  # fmt: skip
+                      recency_weight=weight, named=casefolded, stated=stated)  # fmt: skip
         return self._episodes(ranked, user, k, exclude)
 
     def _kb_search(self, text: str, user: str, filters: dict[str, Any] | None) -> list[Candidate]:
@@ -510,6 +530,25 @@ class EpisodicMemory:
             with_dense=True,
         )  # fmt: skip
         return self._fields.candidates(hits, user)
+
+    def _stated(self, text: str, user: str, pool: Sequence[Candidate]) -> dict[str, float]:
+        """Per turn of the ``pool``, the cosine of its statement nearest to ``text``.
+
+        From the best :data:`STATEMENTS` statements; a turn with none among them
+        gets the lowest cosine of a full list (its own is no higher), else 0.
+        """
+        turns = {c.episode_id for c in pool if c.kind == "turn"}
+        if not turns or not self.options.statement_weight or self.options.search_mode == "keyword":
+            return {}
+        partition = statements_partition(user)
+        hits = self._store().search_hits(text, k=STATEMENTS, min_score=0.0, tenant_id=partition,
+                                         mode="dense", with_dense=True)  # fmt: skip
+        floor = min(cos for _, _, cos in hits) if len(hits) == STATEMENTS else 0.0
+        stated = dict.fromkeys(turns, floor)
+        for said in self._fields.candidates(hits, partition):
+            if said.episode_id in stated:
+                stated[said.episode_id] = max(stated[said.episode_id], said.dense)
+        return stated
 
     def _episodes(
         self, ranked: Sequence[tuple[float, Candidate]], user: str, k: int,

@@ -103,3 +103,23 @@ def test_live_recording_in_the_background_then_recall(memory) -> None:
     assert eid == "s4:t0"
     assert top(memory, "Who is coming to visit Ana?", k=2)[0] == "s4:t0"
     assert memory.count("ana-ben") == sum(len(s) for s in SESSIONS) + 1
+
+
+def test_a_turn_is_found_by_the_question_it_answers(tmp_path, real_embeddings) -> None:
+    turns = [
+        ("Ben", "Reading anything good at the moment?"),
+        ("Ana", "A memoir by a mountain guide, I finished it in two nights."),
+        ("Ben", "The weather has been so grey lately."),
+        ("Ana", "Tell me about it, I need more sleep."),
+    ]
+    memory = EpisodicMemory(path=tmp_path, embeddings=real_embeddings)
+    memory.add_episodes(
+        [EpisodeRecord(text, speaker=who, thread_id="s0", episode_id=f"t{i}", date=START)
+         for i, (who, text) in enumerate(turns)], user_id="u")  # fmt: skip
+    try:
+        found = memory.search("What has Ana been reading?", user_id="u", k=2, now=NOW)
+        # indexed alone, Ana's answer loses to Ben's question ("Reading anything good...")
+        assert found[0].episode_id == "t1"
+        assert found[0].text == "A memoir by a mountain guide, I finished it in two nights."
+    finally:
+        memory.close()

@@ -99,8 +99,8 @@ def test_fields_are_read_once_and_dropped_when_their_episode_is_written() -> Non
     fields = EpisodeFields(read)
     hits = [("c2", 0.9, 0.0), ("gone", 0.8, 0.0), ("c1", 0.5, 0.0)]
     assert fields.candidates(hits, "u") == [
-        Candidate("c2", "e2", 0.9, 2.0, "Ana"),
-        Candidate("c1", "e1", 0.5, 1.0, "Ana"),
+        Candidate("c2", "e2", 0.9, 2.0, "Ana", thread="t"),
+        Candidate("c1", "e1", 0.5, 1.0, "Ana", thread="t"),
     ]  # a chunk deleted since the search is left out
     fields.candidates(hits, "u")
     assert reads == [["c2", "gone", "c1"], ["gone"]]  # kept, only the missing one read again
