@@ -8,7 +8,8 @@ The server is frozen with ``kill -STOP``. Measured, side by side in one run:
 * a sync turn (``KnowledgeInjector([remote, local]).prepare``) and an async
   turn (``aprepare``) against the frozen server, vs the bound: the restriction
   flags (read fresh each turn) and the search share the turn's one deadline
-  (target: <= 1.5x the bound);
+  (target: <= 1.5x the bound); and a turn of ``create_knowledge_graph`` over the
+  same sources, whose ``safe_summarize`` waits on what ``retrieve`` left;
 * ``local.asearch`` before the freeze and during it, while ``--crowd``
   concurrent ``remote.asearch`` calls wait on the frozen server (target: ratio ~1);
 * the server stopped (SIGTERM): each public call of ``remote``, timed, and the
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import signal
 import statistics
@@ -31,9 +33,10 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _server import chroma_server, client
-from langchain_core.messages import HumanMessage
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
 
-from langchain_knowledge_inject import KnowledgeBase, KnowledgeInjector
+from langchain_knowledge_inject import KnowledgeBase, KnowledgeInjector, create_knowledge_graph
 from langchain_knowledge_inject._ingest.sample_data import SAMPLE_DOCUMENTS, SAMPLE_QUESTIONS
 from langchain_knowledge_inject._store.embeddings import default_embeddings
 
@@ -109,6 +112,9 @@ def main() -> None:
         local.add_documents(SAMPLE_DOCUMENTS)
         injector = KnowledgeInjector([remote, local])
         injector.prepare([HumanMessage(QUESTIONS[0])])  # warm up
+        model = GenericFakeChatModel(messages=itertools.repeat(AIMessage("OK.")))
+        graph = create_knowledge_graph(model, [remote, local])  # its four steps, one deadline
+        graph.invoke({"messages": [HumanMessage(QUESTIONS[0])]})
         asyncio.run(local_search_times(local, args.rounds, "warm-up"))
         before = asyncio.run(local_search_times(local, args.rounds, "before"))
 
@@ -120,6 +126,9 @@ def main() -> None:
             start = time.perf_counter()
             aturn = asyncio.run(injector.aprepare([HumanMessage(QUESTIONS[2])]))
             async_turn = time.perf_counter() - start
+            start = time.perf_counter()
+            state = graph.invoke({"messages": [HumanMessage(QUESTIONS[1])]})
+            graph_turn = time.perf_counter() - start
             during, crowd_s = asyncio.run(during_freeze(remote, local, args.crowd, args.rounds))
         finally:
             os.kill(process.pid, signal.SIGCONT)
@@ -134,6 +143,8 @@ def main() -> None:
         print(f"{name} turn, frozen server: {took:6.2f} s = {took / args.timeout:.2f}x the bound"
               f"  errors={[e['stage'] + ':' + e['error'] for e in made.manifest.errors]} "
               f"injected={made.manifest.injected}")  # fmt: skip
+    print(f"graph turn, frozen server: {graph_turn:6.2f} s = {graph_turn / args.timeout:.2f}x "
+          f"the bound  restricted={state['safe_summary'] is not None}")  # fmt: skip
     print(f"{args.crowd} concurrent frozen asearch calls all returned after {crowd_s:.2f} s")
     b, d, a = statistics.median(before), statistics.median(during), statistics.median(after)
     print(f"healthy embedded asearch, median of {args.rounds}: before the freeze "

@@ -91,7 +91,7 @@ class KnowledgeState(MessagesState):
     knowledge_turn: dict[str, Any] | None
     """What the later steps need of the earlier ones, never a chunk's text: the turn's
     restriction decision and the stored flags it came from (read once, by ``retrieve``),
-    how the query was made, the sources that failed."""
+    how the query was made, the sources that failed, what is left of its store deadline."""
 
 
 class _Node(Runnable[Any, Any]):
@@ -171,19 +171,15 @@ class KnowledgeNodes:
 
     def _resume(self, state: Any, config: RunnableConfig) -> _Resumed:
         history, record, flags = self._recorded(state, config)
-        request = self._pipeline.request(config, flags=flags, left=record.get("store_left"))
+        left = record.get("store_left")  # the turn's one store deadline, as retrieve left it
+        request = self._pipeline.request(config, flags=flags, left=left)
         return self._restore(state, request, history, record)
 
     async def _aresume(self, state: Any, config: RunnableConfig) -> _Resumed:
-        history, record, flags = self._recorded(state, config)
-        pipeline = self._pipeline  # decided by retrieve: no store read, so not in a thread
-        left = record.get("store_left")  # the turn's one store deadline, as retrieve left it
-        request = (
-            pipeline.request(config, flags=flags, left=left)
-            if flags
-            else await pipeline.arequest(config)
-        )
-        return self._restore(state, request, history, record)
+        if self._recorded(state, config)[2] is not None:  # decided by retrieve: no store read
+            return self._resume(state, config)
+        history, record, _ = self._recorded(state, config)
+        return self._restore(state, await self._pipeline.arequest(config), history, record)
 
     # -- the nodes: each one step of the pipeline, and its fields of the state ------------------
     def _retrieved(self, got: Retrieval, config: RunnableConfig, history: Any) -> dict[str, Any]:
@@ -288,34 +284,11 @@ def create_knowledge_nodes(
     between (a permission check or a reranker between ``retrieve`` and ``build_context``
     reads and rewrites ``retrieved``), or compile with ``interrupt_before=["call_model"]``
     to show a person ``dynamic_context`` first. The arguments are those of
-    :func:`create_knowledge_graph`; see docs/surfaces.md.
+    :func:`create_knowledge_graph`; docs/surfaces.md wires them, with a person's review
+    before the model (``interrupt_before=["call_model"]``) and the turn resumed.
 
     Raises:
         ConfigurationError: An option has a value that is not allowed.
-
-    Example:
-        .. code-block:: python
-
-            from langchain_core.language_models import GenericFakeChatModel
-            from langgraph.checkpoint.memory import InMemorySaver
-            from langgraph.graph import START, StateGraph
-            from langchain_knowledge_inject import KnowledgeState, create_knowledge_nodes
-
-            nodes = create_knowledge_nodes(GenericFakeChatModel(messages=iter(["25 days."])), kb)
-            builder = StateGraph(KnowledgeState)
-            for name in ("retrieve", "safe_summarize", "build_context", "call_model"):
-                builder.add_node(name, getattr(nodes, name))
-            builder.add_edge(START, "retrieve")
-            routes = ["safe_summarize", "build_context"]
-            builder.add_conditional_edges("retrieve", nodes.route_after_retrieve, routes)
-            builder.add_edge("safe_summarize", "build_context")
-            builder.add_edge("build_context", "call_model")
-            graph = builder.compile(checkpointer=InMemorySaver(), interrupt_before=["call_model"])
-            config = {"configurable": {"thread_id": "t1"}}
-            question = [("user", "How many days of annual leave do I get?")]
-            graph.invoke({"messages": question}, config)  # stops before call_model
-            assert "[Retrieved Knowledge]" in graph.get_state(config).values["dynamic_context"]
-            assert graph.invoke(None, config)["messages"][-1].content == "25 days."  # resumed
     """
     pipeline = pipeline_for(
         knowledge_base,
