@@ -176,9 +176,9 @@ class KnowledgeNodes:
         return self._restore(state, request, history, record)
 
     async def _aresume(self, state: Any, config: RunnableConfig) -> _Resumed:
-        if self._recorded(state, config)[2] is not None:  # decided by retrieve: no store read
+        history, record, flags = self._recorded(state, config)
+        if flags is not None:  # decided by retrieve: no store read
             return self._resume(state, config)
-        history, record, _ = self._recorded(state, config)
         return self._restore(state, await self._pipeline.arequest(config), history, record)
 
     # -- the nodes: each one step of the pipeline, and its fields of the state ------------------

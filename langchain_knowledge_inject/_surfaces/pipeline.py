@@ -422,8 +422,12 @@ class KnowledgePipeline:
         header = self.template.header.strip()
         self.strip_headers: tuple[str, ...] = (header,) if custom and header else ()
         self._kb_meta: dict[bool, str] = {}
+
+    def _deadline(self, left: float | None = None) -> Deadline | None:
+        """A turn's one deadline on the store: the largest ``timeout`` of the knowledge bases."""
         timeouts = [getattr(kb, "timeout", None) for kb in self.knowledge_bases]
-        self.timeout = max((t for t in timeouts if isinstance(t, (int, float))), default=None)
+        timeout = max((t for t in timeouts if isinstance(t, (int, float))), default=None)
+        return None if timeout is None else Deadline(timeout if left is None else left)
 
     def __repr__(self) -> str:
         names = ", ".join(str(getattr(s, "name", s)) for s in self.sources)
@@ -465,9 +469,7 @@ class KnowledgePipeline:
         Raises:
             ConfigurationError: An override is not allowed.
         """
-        timeout = self.timeout
-        deadline = None if timeout is None else Deadline(timeout if left is None else left)
-        with within(deadline):
+        with within(deadline := self._deadline(left)):
             return self._request(config, context, flags or self._flags(), deadline)
 
     async def arequest(
@@ -476,8 +478,7 @@ class KnowledgePipeline:
         """Async twin of :meth:`request`: the stored flags are read in a worker thread."""
         if context is None:
             context = _runtime_context()  # read here: the worker thread has no runtime
-        deadline = None if self.timeout is None else Deadline(self.timeout)
-        with within(deadline):
+        with within(deadline := self._deadline()):
             return self._request(config, context, await asyncio.to_thread(self._flags), deadline)
 
     # -- the steps' shared parts ---------------------------------------------------------------

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -187,12 +188,14 @@ def served(request, chroma_server, tmp_path_factory, real_embeddings) -> Iterato
     """The example served over an open, then a restricted knowledge base in Chroma."""
     restricted = request.param == "restricted"
     name = f"langgraph-example-{request.param}"
+    key = secrets.token_urlsafe(32) if restricted else None  # sealed text: both processes
     builder = KnowledgeBase(
         name,
         path=tmp_path_factory.mktemp("builder-catalog"),
         client=chroma_server.client(),
         embeddings=real_embeddings,
         restricted=restricted or None,
+        seal_key=key,
     )
     root = tmp_path_factory.mktemp(f"langgraph-{request.param}")
     workdir = root / "langgraph_server"
@@ -204,6 +207,7 @@ def served(request, chroma_server, tmp_path_factory, real_embeddings) -> Iterato
         KINJECT_EXAMPLE_KB=name,
         KINJECT_EXAMPLE_MODEL="scripted",
         KINJECT_HOME=str(root / "server-home"),  # the server's own keyword index
+        **({"KINJECT_SEAL_KEY_" + name.upper().replace("-", "_"): key} if key else {}),
     )
     server = LangGraphDev(workdir=workdir, env=env)
     try:

@@ -36,7 +36,7 @@ from langchain_knowledge_inject.errors import KnowledgeBaseOpenError
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-FILES = 300  # one chunk each; ingest writes 256 chunks per batch, so two batches
+FILES = 300  # one chunk each; ingest commits batches of 32 to 256 chunks (about 3 s each)
 KB_NAME = "crash"
 REPO = Path(__file__).resolve().parents[2]
 WORDS = [
@@ -179,31 +179,31 @@ def test_ingest_killed_between_chroma_and_the_cache_is_caught_up_then_completed(
     store, folder = tmp_path / "store", tmp_path / "docs"
     _write_corpus(folder)
     stored = _kill_child(store, folder, "upsert", tmp_path)
-    assert stored == FILES  # both batches in Chroma; the keyword cache took the first only
+    assert 0 < stored < FILES  # two batches in Chroma; the keyword cache took the first only
 
     # `kinject check` catches the keyword cache up from Chroma on its own: nothing to repair
     found = _kinject("check", "--kb", KB_NAME, "--path", str(store))
     assert found.returncode == 0, found.stdout + found.stderr
-    assert f"consistent\n  (shared): {FILES} chunks in Chroma; keyword missing 0" in found.stdout
+    assert f"consistent\n  (shared): {stored} chunks in Chroma; keyword missing 0" in found.stdout
     repaired = _kinject("check", "--kb", KB_NAME, "--path", str(store), "--repair")
     assert repaired.returncode == 0 and "consistent" in repaired.stdout
 
     with KnowledgeBase(KB_NAME, path=store, embeddings=real_embeddings) as kb:
         assert kb.check().clean
-        assert kb.info.chunk_count == FILES
+        assert kb.info.chunk_count == stored
         report = ingest(kb, [folder], progress=False)
-        # every file's fingerprint was stored with its chunks: nothing is read again
-        assert (report.files_unchanged, report.files_read) == (FILES, 0)
-        assert report.chunks_added == 0
+        # every file's fingerprint was stored with its chunks: only the rest is read
+        assert (report.files_unchanged, report.files_read) == (stored, FILES - stored)
+        assert report.chunks_added == FILES - stored
         _assert_complete(kb, lambda index: "one")
 
 
 def test_a_kill_is_caught_up_without_repair(tmp_path, real_embeddings):
     store, folder = tmp_path / "store", tmp_path / "docs"
     _write_corpus(folder)
-    _kill_child(store, folder, "upsert", tmp_path)
+    stored = _kill_child(store, folder, "upsert", tmp_path)
     with KnowledgeBase(KB_NAME, path=store, embeddings=real_embeddings) as kb:
-        for index in range(256, FILES, 7):  # the batch the cache never took
+        for index in range(0, stored, 7):  # both batches: the cache never took the second
             hits = kb.search(f"marker{index}q", k=3, mode="keyword", min_score=0.0)
             assert [h.metadata["source"][-9:] for h in hits] == [f"f{index:04d}.txt"]
         assert kb.check().clean
