@@ -10,9 +10,9 @@ resolved path, the source's identity), ``file_name``, ``file_type``,
 ``chunk_index``, ``page`` (PDF), ``headers`` (Markdown, HTML), ``title`` (HTML),
 ``category`` and ``tenant_id``. A source's fingerprint is ``sha256:<file
 hash>;settings:<hash of splitter, category, tenant>;chunks:<count>``: an
-unchanged file is skipped unparsed. A file is read whole (a bad one is reported),
-then split a window at a time and committed batch by batch: a stopped ingest keeps
-every batch, the next run embeds only what is missing (``add_documents(unfinished=)``).
+unchanged file is skipped unparsed. A file is read whole (a bad one is reported; a large
+text decoded by blocks), split a window at a time and committed batch by batch: a stopped
+ingest keeps every batch, the next embeds only what is missing (``add_documents(unfinished=)``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import ctypes
 import hashlib
 import io
 import json
@@ -56,6 +57,8 @@ LARGE_FILE_MB = 10.0  # files larger than this (MB) are named before an ingest s
 _PIPELINE_VERSION = 3  # bump when loading or splitting changes, to re-ingest everything
 _WINDOW_CHARS = 100_000  # a longer section is split a window at a time, each cut at a break
 _BLOCKS_OVER = 4 << 20  # a plain text over this many bytes is decoded a block at a time
+# glibc keeps freed heap in its arenas: RSS grew ~250 MB in 1,000 chunks, trimmed after a batch
+_TRIM = getattr(ctypes.CDLL(None), "malloc_trim", None) if sys.platform == "linux" else None
 _COMMIT_S, _MIN_BATCH, _MAX_BATCH = 3.0, 32, 256  # a batch commits in ~3 s: the bar moves
 _ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _TITLE_LINE = re.compile(r"\s*([^\n]+)\n[ \t]*\n")
@@ -242,12 +245,11 @@ def _splitter_settings(splitter: TextSplitter) -> list[Any]:
     length = getattr(splitter, "_length_function", len)
     kind = length if hasattr(length, "__qualname__") else type(length)
     return [
-        type(splitter).__qualname__,
-        getattr(splitter, "_chunk_size", None),
+        type(splitter).__qualname__, getattr(splitter, "_chunk_size", None),
         getattr(splitter, "_chunk_overlap", None),
         "len" if length is len else f"{getattr(kind, '__module__', '')}.{kind.__qualname__}",
         getattr(splitter, "_separators", None),
-    ]
+    ]  # fmt: skip
 
 
 def ingest(
@@ -308,15 +310,12 @@ def ingest(
     sized = _screen(files, large_file_mb, skip_large, report)
     settings = [_PIPELINE_VERSION, _splitter_settings(splitter), category, tenant_id]
     settings_hash = hashlib.sha256(json.dumps(settings, default=str).encode()).hexdigest()[:16]
-    given = {"category": category, "tenant_id": tenant_id}
-    extra = {key: value for key, value in given.items() if value is not None}
+    extra = {k: v for k, v in (("category", category), ("tenant_id", tenant_id)) if v is not None}
     with _progress_bar(sized, progress) as bar:
         batch, done = _Batch(kb, tenant_id, report, bar), 0
         for path, file_type, size in sized:
-            opened = _open_file(
-                kb, path, file_type, extra, settings_hash, splitter, report,
-                name=names.get(path, path.name),
-            )  # fmt: skip
+            opened = _open_file(kb, path, file_type, extra, settings_hash, splitter, report,
+                                name=names.get(path, path.name))  # fmt: skip
             count = 0
             for chunk, read in opened[0] if opened else ():
                 count += 1
@@ -449,6 +448,8 @@ class _Batch:
                 docs, tenant_id=self.tenant_id, fingerprints=self.fingerprints,
                 unfinished=frozenset(self.unfinished),
             )  # fmt: skip
+            if _TRIM is not None:  # the heap the batch's embedding freed goes back to the system
+                _TRIM(0)
             report.chunks_added += result.added
             report.chunks_unchanged += result.unchanged
             report.chunks_updated += result.updated

@@ -276,3 +276,11 @@ def test_a_large_blank_or_binary_text_is_skipped_as_the_whole_text_is(tmp_path, 
                 path, path.read_bytes(), "text", {}, loading.ingest_splitter(None), name="big.txt",
                 notes=[],
             )  # fmt: skip
+
+
+def test_the_heap_is_trimmed_after_every_committed_batch(kb, folder, monkeypatch):
+    trims: list[int] = []
+    committed = stop_at_commit(monkeypatch, kb, 10**6)  # counts the commits, stops none
+    monkeypatch.setattr(loading, "_TRIM", trims.append)
+    ingest(kb, folder, **SIZES)
+    assert len(committed) > 3 and trims == [0] * len(committed)
