@@ -17,11 +17,13 @@ from __future__ import annotations
 import codecs
 import contextlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 _BOMS = [(codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
          (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
          (codecs.BOM_UTF16_BE, "utf-16")]  # fmt: skip
+BOMS = tuple(bom for bom, _ in _BOMS)  # a text that starts with one holds NUL bytes
 _META_CHARSET = re.compile(
     rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]{1,40})""", re.IGNORECASE
 )
@@ -53,18 +55,27 @@ def decode_bytes(data: bytes, *, html: bool = False) -> Decoded | None:
         >>> decode_bytes("déjà".encode()).encoding
         'utf-8'
     """
-    for bom, encoding in _BOMS:
-        if data.startswith(bom):
-            return Decoded(data.decode(encoding, errors="replace"), encoding, True, False)
+    encoding, errors = _unguessed(data)
     with contextlib.suppress(UnicodeDecodeError):
-        return Decoded(data.decode("utf-8"), "utf-8", True, False)
-    if html:
-        declared = _META_CHARSET.search(data[:4096])
-        if declared:
-            name = declared.group(1).decode("ascii", "ignore")
-            with contextlib.suppress(LookupError, UnicodeDecodeError):
-                return Decoded(data.decode(name), name.lower(), True, False)
+        return Decoded(data.decode(encoding, errors), encoding, True, False)
+    if html and (declared := _META_CHARSET.search(data[:4096])):
+        name = declared.group(1).decode("ascii", "ignore")
+        with contextlib.suppress(LookupError, UnicodeDecodeError):
+            return Decoded(data.decode(name), name.lower(), True, False)
     return _detect(data)
+
+
+def decode_blocks(data: bytes, size: int = 1 << 20) -> Iterator[str]:
+    """``data`` decoded ``size`` bytes at a time as by a BOM or UTF-8 (else UnicodeDecodeError)."""
+    encoding, errors = _unguessed(data)
+    decoder = codecs.getincrementaldecoder(encoding)(errors)
+    for at in range(0, len(data), size):
+        yield decoder.decode(memoryview(data)[at : at + size], final=at + size >= len(data))
+
+
+def _unguessed(data: bytes) -> tuple[str, str]:
+    """The encoding a byte-order mark names, errors replaced; else strict UTF-8."""
+    return next(((n, "replace") for bom, n in _BOMS if data.startswith(bom)), ("utf-8", "strict"))
 
 
 def _detect(data: bytes) -> Decoded | None:

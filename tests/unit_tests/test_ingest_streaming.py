@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from langchain_core.documents import Document
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from langchain_knowledge_inject import KnowledgeBase, ingest
-from langchain_knowledge_inject._ingest import loading
+from langchain_knowledge_inject._ingest import loading, text_decoding
 from langchain_knowledge_inject._ingest.loading import split_documents
 from langchain_knowledge_inject._store import documents
 from langchain_knowledge_inject._store.embeddings import default_embeddings, default_token_counter
@@ -214,3 +215,72 @@ def test_a_large_documents_row_holds_its_start_written_once_it_is_whole(kb, tmp_
     assert [s for s, _ in kb._cache.search_documents("", "openingword", k=5)] == [source]
     assert kb._cache.search_documents("", "closingword", k=5) == []  # past the row's start
     assert search_sources(kb, "closingword") == ["long.txt"]  # every chunk is searchable
+
+
+@pytest.mark.parametrize(
+    ("encoding", "blocks"),
+    [("utf-8", True), ("utf-8-sig", True), ("utf-16", True), ("cp1252", False)],
+)
+def test_a_large_text_decoded_a_block_at_a_time_gives_the_chunks_of_the_whole_text(
+    tmp_path, monkeypatch, encoding, blocks
+) -> None:
+    greek = encoding != "cp1252"  # then blocks cut inside characters of 2 and 4 bytes
+    alpha, beta, math_alpha = "\u03b1", "\u03b2", "\U0001d6fc"
+    text = "".join(
+        f"\u00c9tude {i} \u2013 "
+        + (f"{beta}-Catenin {math_alpha} " if greek else "cr\u00e8me ")
+        + paragraphs(i, 3)
+        .replace("\n\n", "\n" if i % 3 else "\n\n")
+        .replace("a", alpha if greek else "a")
+        + "x" * (700 * (i % 5 == 0))  # a long word: a window cut inside it
+        for i in range(150)
+    )
+    path = tmp_path / "big.txt"
+    path.write_bytes(text.encode(encoding))
+    splitter = RecursiveCharacterTextSplitter(chunk_size=300, chunk_overlap=30)
+    monkeypatch.setattr(loading, "_WINDOW_CHARS", 5000)  # ~40 windows
+    decoded: list[int] = []
+
+    def small_blocks(data: bytes) -> Iterator[str]:  # cut inside characters, windows, lines
+        for block in text_decoding.decode_blocks(data, size=4099):
+            decoded.append(len(block))
+            yield block
+
+    monkeypatch.setattr(loading, "decode_blocks", small_blocks)
+
+    def load(over: int) -> tuple[list[tuple[str, dict, float]], list[str]]:
+        monkeypatch.setattr(loading, "_BLOCKS_OVER", over)
+        notes: list[str] = []
+        chunks = loading._load_and_split(
+            path, path.read_bytes(), "text", {"category": "c"}, splitter, name="big.txt",
+            notes=notes,
+        )  # fmt: skip
+        return [(c.page_content, c.metadata, read) for c, read in chunks], notes
+
+    whole, whole_notes = load(10**9)
+    assert not decoded
+    windowed, notes = load(1000)
+    assert windowed == whole and notes == whole_notes and bool(notes) is not blocks
+    assert (sum(decoded) > 2 * len(text)) is blocks  # counted, then split, a block at a time
+    assert len(whole) > 100 and whole[-1][2] == 1.0
+    assert [m["chunk_index"] for _, m, _ in whole] == list(range(len(whole)))
+
+
+def test_a_large_blank_or_binary_text_is_skipped_as_the_whole_text_is(tmp_path, monkeypatch):
+    monkeypatch.setattr(loading, "_BLOCKS_OVER", 1000)
+    for content, why in [(" \n\t" * 2000, "no text found"), ("\x01\x02ab" * 2000, "binary")]:
+        path = tmp_path / "big.txt"
+        path.write_text(content, encoding="utf-8")
+        with pytest.raises(loading._SkipFile, match=why):
+            loading._load_and_split(
+                path, path.read_bytes(), "text", {}, loading.ingest_splitter(None), name="big.txt",
+                notes=[],
+            )  # fmt: skip
+
+
+def test_the_heap_is_trimmed_after_every_committed_batch(kb, folder, monkeypatch):
+    trims: list[int] = []
+    committed = stop_at_commit(monkeypatch, kb, 10**6)  # counts the commits, stops none
+    monkeypatch.setattr(loading, "_TRIM", trims.append)
+    ingest(kb, folder, **SIZES)
+    assert len(committed) > 3 and trims == [0] * len(committed)
