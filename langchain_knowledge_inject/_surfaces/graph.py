@@ -169,17 +169,20 @@ class KnowledgeNodes:
         got = Retrieval(how, found, request, released, record.get("started") or time.time())
         return self._pipeline.clean(history, request), got, record
 
+    def _asked(self, config: RunnableConfig, record: Any, flags: SourceFlags | None) -> Request:
+        # the request as retrieve decided it (no flags: read again), with what is left of
+        # the turn's one store deadline
+        return self._pipeline.request(config, flags=flags, left=record.get("store_left"))
+
     def _resume(self, state: Any, config: RunnableConfig) -> _Resumed:
         history, record, flags = self._recorded(state, config)
-        left = record.get("store_left")  # the turn's one store deadline, as retrieve left it
-        request = self._pipeline.request(config, flags=flags, left=left)
-        return self._restore(state, request, history, record)
+        return self._restore(state, self._asked(config, record, flags), history, record)
 
     async def _aresume(self, state: Any, config: RunnableConfig) -> _Resumed:
         history, record, flags = self._recorded(state, config)
-        if flags is not None:  # decided by retrieve: no store read
-            return self._resume(state, config)
-        return self._restore(state, await self._pipeline.arequest(config), history, record)
+        if flags is None:  # no record of this turn: the flags read again, off the event loop
+            return self._restore(state, await self._pipeline.arequest(config), history, record)
+        return self._restore(state, self._asked(config, record, flags), history, record)
 
     # -- the nodes: each one step of the pipeline, and its fields of the state ------------------
     def _retrieved(self, got: Retrieval, config: RunnableConfig, history: Any) -> dict[str, Any]:
