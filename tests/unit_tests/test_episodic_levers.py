@@ -30,6 +30,17 @@ from tests.unit_tests.fakes import WordHashEmbedding
 NOW = datetime(2024, 6, 1, 12, 0, tzinfo=timezone.utc)
 
 
+def _store(memory, records, bulk: bool) -> None:
+    """The records through ``add_episodes`` (bulk), or one ``record`` call each, then flushed."""
+    if bulk:
+        memory.add_episodes(records, user_id="u")
+    else:
+        for r in records:
+            memory.record(r.text, user_id="u", speaker=r.speaker, thread_id=r.thread_id,
+                          episode_id=r.episode_id, date=r.date)  # fmt: skip
+        memory.flush()
+
+
 @pytest.fixture
 def new_memory(make_episodic_memory):
     return functools.partial(make_episodic_memory, min_score=0.0)
@@ -135,13 +146,7 @@ def test_a_turn_is_indexed_with_the_question_it_answers_and_returned_alone(
                       date=NOW + timedelta(minutes=i))
         for i, (who, thread, text) in enumerate(DIALOGUE)
     ]  # fmt: skip
-    if bulk:
-        memory.add_episodes(records, user_id="u")
-    else:
-        for r in records:
-            memory.record(r.text, user_id="u", speaker=r.speaker, thread_id=r.thread_id,
-                          episode_id=r.episode_id, date=r.date)  # fmt: skip
-        memory.flush()
+    _store(memory, records, bulk)
 
     indexed = _indexed(memory)
     # the question that another speaker's previous turn of the same thread ends with
@@ -252,12 +257,7 @@ def test_a_turn_is_found_by_what_it_states_not_by_the_chat_around_it(
         turns = [EpisodeRecord(TOLD, speaker="Ana", thread_id="s1", episode_id="told", date=NOW),
                  EpisodeRecord(ASKED, speaker="Ben", thread_id="s2", episode_id="asked",
                                date=NOW)]  # fmt: skip
-        if bulk:
-            memory.add_episodes(turns, user_id="u")
-        else:
-            for t in turns:
-                memory.record(t.text, user_id="u", speaker=t.speaker, thread_id=t.thread_id,
-                              episode_id=t.episode_id, date=t.date)  # fmt: skip
+        _store(memory, turns, bulk)
         found = memory.search("Who took up kickboxing?", user_id="u", k=2, recency="off")
         return [(e.episode_id, e.score - e.similarity) for e in found]
 
